@@ -1,0 +1,26 @@
+import { createHash, type Hash } from 'node:crypto';
+import type { Xof } from './xof.js';
+
+/** SHAKE128 on node:crypto (OpenSSL): an order of magnitude faster than pure JS. */
+class NodeShake128 implements Xof {
+  constructor(private readonly hash: Hash) {}
+
+  update(data: Uint8Array): Xof {
+    this.hash.update(data);
+    return this;
+  }
+
+  clone(): Xof {
+    return new NodeShake128(this.hash.copy());
+  }
+
+  digest(length: number): Uint8Array {
+    // outputLength can only be set when creating or copying the hash.
+    const out = length === 16 ? this.hash.digest() : this.hash.copy({ outputLength: length }).digest();
+    return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  }
+}
+
+export const shakeBackend = 'node:crypto';
+
+export const createShake128 = (): Xof => new NodeShake128(createHash('shake128'));

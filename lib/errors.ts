@@ -1,0 +1,77 @@
+/**
+ * Every failure the library reports is a PostGuardError with a stable `code`.
+ * Messages are for people; codes are for programs and never change meaning.
+ */
+
+export const ErrorCode = {
+  /** The input does not start with the PostGuard prelude. */
+  NOT_POSTGUARD: 'NOT_POSTGUARD',
+  /** The preamble names a format version we do not read. */
+  UNSUPPORTED_VERSION: 'UNSUPPORTED_VERSION',
+  /** The header length field exceeds the format's 1 MiB bound. */
+  HEADER_TOO_LARGE: 'HEADER_TOO_LARGE',
+  /** A length, count or value in the framing or a bincode blob breaks a format rule. */
+  MALFORMED: 'MALFORMED',
+  /** The input ended before the format said it would. */
+  TRUNCATED: 'TRUNCATED',
+  /** A header or payload signature does not verify. */
+  BAD_SIGNATURE: 'BAD_SIGNATURE',
+  /** The header does not list the requested recipient id. */
+  UNKNOWN_RECIPIENT: 'UNKNOWN_RECIPIENT',
+  /** The user secret key does not open this recipient's key capsule. */
+  WRONG_KEY: 'WRONG_KEY',
+  /** Payload authentication failed: bytes were changed, reordered, dropped or added. */
+  TAMPERED: 'TAMPERED',
+  /** A ciphertext in the other mode (in-memory vs streaming) was given. */
+  WRONG_MODE: 'WRONG_MODE',
+  /** A key string or key bytes are not a valid encoding of the expected key. */
+  INVALID_KEY: 'INVALID_KEY',
+  /** A policy or option object is not acceptable (bad timestamp, missing field, ...). */
+  INVALID_POLICY: 'INVALID_POLICY',
+  /** A value is larger than the format can carry (e.g. an in-memory message of 4 GiB). */
+  TOO_LARGE: 'TOO_LARGE',
+  /** The plaintext source stream failed while sealing. */
+  SOURCE_FAILED: 'SOURCE_FAILED',
+  /** An object was used after it was consumed or in the wrong state. */
+  INVALID_STATE: 'INVALID_STATE',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class PostGuardError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** The bytes are not a well-formed PostGuard ciphertext (framing, bincode, lengths). */
+export class FormatError extends PostGuardError {}
+
+/** Something that was authenticated failed to verify: signature, AEAD tag, key capsule. */
+export class AuthenticationError extends PostGuardError {}
+
+/** A key, policy or option given by the caller is invalid. */
+export class InputError extends PostGuardError {}
+
+export const notPostGuard = () =>
+  new FormatError(ErrorCode.NOT_POSTGUARD, 'input does not start with the PostGuard prelude');
+
+export const truncated = (what: string) =>
+  new FormatError(ErrorCode.TRUNCATED, `input ended inside ${what}`);
+
+export const malformed = (what: string) => new FormatError(ErrorCode.MALFORMED, what);
+
+export const invalidKey = (what: string) => new InputError(ErrorCode.INVALID_KEY, what);
+
+export const invalidPolicy = (what: string) => new InputError(ErrorCode.INVALID_POLICY, what);
+
+export const tampered = (what: string) => new AuthenticationError(ErrorCode.TAMPERED, what);
+
+export const badSignature = (what: string) => new AuthenticationError(ErrorCode.BAD_SIGNATURE, what);
+
+/** True for errors this library raised on purpose (as opposed to bugs or platform failures). */
+export const isPostGuardError = (e: unknown): e is PostGuardError => e instanceof PostGuardError;

@@ -1,0 +1,218 @@
+import { sha3_256, sha3_512 } from '@noble/hashes/sha3.js';
+import { Reader, Writer, utf8 } from './bincode.js';
+import { invalidPolicy } from './errors.js';
+
+/**
+ * Policies: who a message is for (encryption) or who signed it (signing), and the
+ * identities derived from them. Wire names are the reference's serde names: ts, con, t, v.
+ */
+
+export interface Attribute {
+  /** Attribute type, e.g. "pbdf.sidn-pbdf.email.email". */
+  t: string;
+  /** Attribute value; absent means "any value" (and is distinct from ""). */
+  v?: string | undefined;
+}
+
+export interface Policy {
+  /** Unix seconds. */
+  ts: number;
+  con: Attribute[];
+}
+
+/** Recipient id (e.g. an e-mail address) to that recipient's policy. */
+export type EncryptionPolicy = Record<string, Policy> | Map<string, Policy>;
+
+/** Attribute types whose hidden form keeps all but the last four bytes of the value. */
+export const HINT_TYPES: ReadonlySet<string> = new Set([
+  'pbdf.sidn-pbdf.mobilenumber.mobilenumber',
+  'pbdf.pbdf.surfnet-2.id',
+  'pbdf.nuts.agb.agbcode',
+  'irma-demo.sidn-pbdf.mobilenumber.mobilenumber',
+  'irma-demo.nuts.agb.agbcode',
+]);
+
+const MAX_U64 = (1n << 64n) - 1n;
+
+function normalizeTimestamp(raw: unknown, where: string): number {
+  if (typeof raw === 'bigint') {
+    if (raw < 0n || raw > MAX_U64) throw invalidPolicy(`${where}: timestamp out of range`);
+    if (raw > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidPolicy(`${where}: timestamp above 2^53-1`);
+    return Number(raw);
+  }
+  if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 0) {
+    throw invalidPolicy(`${where}: ts must be a non-negative safe integer (Unix seconds)`);
+  }
+  return raw;
+}
+
+function normalizeAttribute(raw: unknown, where: string): Attribute {
+  if (typeof raw !== 'object' || raw === null) throw invalidPolicy(`${where}: attribute must be an object`);
+  const { t, v } = raw as { t?: unknown; v?: unknown };
+  if (typeof t !== 'string') throw invalidPolicy(`${where}: attribute type t must be a string`);
+  if (v === undefined || v === null) return { t };
+  if (typeof v !== 'string') throw invalidPolicy(`${where}: attribute value v must be a string`);
+  return { t, v };
+}
+
+/**
+ * Validates a policy given by a caller and returns a clean copy. Accepts the spec's `t`
+ * as an alias of `ts` ({t, con}) and a BigInt timestamp, as pg-wasm does.
+ */
+export function normalizePolicy(raw: unknown, where = 'policy'): Policy {
+  if (typeof raw !== 'object' || raw === null) throw invalidPolicy(`${where}: expected {ts, con}`);
+  const obj = raw as { ts?: unknown; t?: unknown; con?: unknown };
+  const ts = obj.ts !== undefined ? obj.ts : obj.t;
+  if (ts === undefined) throw invalidPolicy(`${where}: missing field ts`);
+  if (!Array.isArray(obj.con)) throw invalidPolicy(`${where}: con must be an array of attributes`);
+  return {
+    ts: normalizeTimestamp(ts, where),
+    con: obj.con.map((a, i) => normalizeAttribute(a, `${where}.con[${i}]`)),
+  };
+}
+
+/** Entries of an encryption policy (plain object or Map), validated, in caller order. */
+export function normalizeEncryptionPolicy(raw: unknown): Array<[string, Policy]> {
+  if (typeof raw !== 'object' || raw === null) throw invalidPolicy('policy: expected a map of recipient id to policy');
+  const entries: Array<[unknown, unknown]> =
+    raw instanceof Map ? [...raw.entries()] : Object.entries(raw as Record<string, unknown>);
+  const seen = new Set<string>();
+  return entries.map(([id, p]) => {
+    if (typeof id !== 'string') throw invalidPolicy('policy: recipient ids must be strings');
+    if (seen.has(id)) throw invalidPolicy(`policy: duplicate recipient id ${JSON.stringify(id)}`);
+    seen.add(id);
+    return [id, normalizePolicy(p, `policy[${JSON.stringify(id)}]`)];
+  });
+}
+
+/** Rust `String` ordering: byte-wise on UTF-8, which differs from JS `<` on UTF-16. */
+export function compareUtf8(a: string, b: string): number {
+  if (a === b) return 0;
+  return compareBytes(utf8(a), utf8(b));
+}
+
+export function compareBytes(x: Uint8Array, y: Uint8Array): number {
+  const n = Math.min(x.length, y.length);
+  for (let i = 0; i < n; i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+}
+
+/** Derived `Ord` of the reference's Attribute: by type, then absent value before any value. */
+function compareAttributes(a: Attribute, b: Attribute): number {
+  const byType = compareUtf8(a.t, b.t);
+  if (byType !== 0) return byType;
+  if (a.v === undefined) return b.v === undefined ? 0 : -1;
+  if (b.v === undefined) return 1;
+  return compareUtf8(a.v, b.v);
+}
+
+const be64 = (v: number | bigint): Uint8Array => {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, BigInt(v), false);
+  return out;
+};
+
+const UNSET = be64(MAX_U64);
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/**
+ * The 64-byte policy digest D that both key schemes derive their identities from:
+ * SHA3-512(0x00 ‖ f_0 ‖ f'_0 ‖ … ‖ BE64(ts)) over the attributes in canonical order.
+ */
+export function policyDigest(policy: Policy): Uint8Array {
+  const sorted = [...policy.con].sort(compareAttributes);
+  const parts: Uint8Array[] = [new Uint8Array([0])];
+  sorted.forEach((a, i) => {
+    const t = utf8(a.t);
+    parts.push(sha3_512(concat([be64(2 * i + 1), be64(t.length), t])));
+    if (a.v === undefined) parts.push(sha3_512(concat([be64(2 * i + 2), UNSET])));
+    else {
+      const v = utf8(a.v);
+      parts.push(sha3_512(concat([be64(2 * i + 2), be64(v.length), v])));
+    }
+  });
+  parts.push(be64(policy.ts));
+  return sha3_512(concat(parts));
+}
+
+/** The 64-byte CGWKV identity of a policy (the ibe crate hashes D once more). */
+export const kemIdentity = (policy: Policy): Uint8Array => sha3_512(policyDigest(policy));
+
+/** The 32-byte GG signing identity of a policy (ibs hashes inputs that are not 32 bytes). */
+export const signingIdentity = (policy: Policy): Uint8Array => sha3_256(policyDigest(policy));
+
+/**
+ * What the header reveals about a recipient's policy: types in the sender's order, values
+ * removed, except hint types, which keep all but their last four bytes.
+ */
+export function hidePolicy(policy: Policy): Policy {
+  return {
+    ts: policy.ts,
+    con: policy.con.map(({ t, v }) => {
+      if (v === undefined) return { t };
+      if (!HINT_TYPES.has(t)) return { t, v: '' };
+      const bytes = utf8(v);
+      const keep = bytes.length - Math.min(4, bytes.length);
+      // The reference cuts at a byte offset and panics when that splits a character; we
+      // refuse such values instead of writing a header the reference cannot produce.
+      let head: string;
+      try {
+        head = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, keep));
+      } catch {
+        throw invalidPolicy(`hint value for ${t} must not split a multi-byte character at its last four bytes`);
+      }
+      return { t, v: head + '*'.repeat(bytes.length - keep) };
+    }),
+  };
+}
+
+/** bincode(Policy): ts, then the attribute list with optional values. */
+export function writePolicy(w: Writer, policy: Policy): Writer {
+  w.u64(policy.ts).u64(policy.con.length);
+  for (const a of policy.con) {
+    w.string(a.t);
+    w.option(a.v, (v) => w.string(v));
+  }
+  return w;
+}
+
+export const encodePolicy = (policy: Policy): Uint8Array => writePolicy(new Writer(), policy).finish();
+
+/** Smallest bincode attribute: empty type (8) + None tag (1). */
+const MIN_ATTRIBUTE_BYTES = 9;
+
+export function readPolicy(r: Reader): Policy {
+  const ts = r.safeU64('policy timestamp');
+  const n = r.length('attribute count', MIN_ATTRIBUTE_BYTES);
+  const con: Attribute[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = r.string('attribute type');
+    const v = r.option('attribute value', () => r.string('attribute value'));
+    con.push(v === undefined ? { t } : { t, v });
+  }
+  return { ts, con };
+}
+
+/** Structural equality as the reference decides `private` (same ts, same list, same order). */
+export function policiesEqual(a: Policy, b: Policy): boolean {
+  return (
+    a.ts === b.ts &&
+    a.con.length === b.con.length &&
+    a.con.every((x, i) => x.t === b.con[i]!.t && x.v === b.con[i]!.v)
+  );
+}
+
+/** The JS shape pg-wasm returns: `v` present but undefined when the value is absent. */
+export const policyToJs = (p: Policy): Policy => ({
+  ts: p.ts,
+  con: p.con.map((a) => ({ t: a.t, v: a.v })),
+});
