@@ -1,5 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
-import type { Xof } from './xof.js';
+import type { Xof, XofFactory } from './xof.js';
 
 /** SHAKE128 on node:crypto (OpenSSL): an order of magnitude faster than pure JS. */
 class NodeShake128 implements Xof {
@@ -23,4 +23,6 @@ class NodeShake128 implements Xof {
 
 export const shakeBackend = 'node:crypto';
 
-export const createShake128 = (): Xof => new NodeShake128(createHash('shake128'));
+export const createShake128: XofFactory = () => new NodeShake128(createHash('shake128'));
+
+export const loadShake128 = async (): Promise<XofFactory> => createShake128;

@@ -1,5 +1,5 @@
 import { shake128 } from '@noble/hashes/sha3.js';
-import type { Xof } from './xof.js';
+import type { Xof, XofFactory } from './xof.js';
 
 /** SHAKE128 on @noble/hashes: runs everywhere, used where no faster backend is available. */
 class NobleShake128 implements Xof {
@@ -21,4 +21,6 @@ class NobleShake128 implements Xof {
 
 export const shakeBackend = '@noble/hashes';
 
-export const createShake128 = (): Xof => new NobleShake128(shake128.create({}));
+export const createShake128: XofFactory = () => new NobleShake128(shake128.create({}));
+
+export const loadShake128 = async (): Promise<XofFactory> => createShake128;

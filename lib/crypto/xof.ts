@@ -1,7 +1,9 @@
 /**
  * An extendable-output hash (SHAKE128) that can absorb incrementally and fork.
  * The GG signatures hash a running transcript and sign forks of it, so `clone` is part of
- * the contract. Backends (node:crypto, portable) implement this interface.
+ * the contract. The platform module '#shake' (see package.json "imports") exports
+ * `loadShake128(): Promise<XofFactory>` and `shakeBackend`, picking the fastest backend the
+ * platform has: node:crypto in Node, WebAssembly in browsers, @noble/hashes as the fallback.
  */
 export interface Xof {
   /** Absorbs `data`; returns the same object. */
