@@ -30,8 +30,12 @@ export const ErrorCode = {
   INVALID_POLICY: 'INVALID_POLICY',
   /** A value is larger than the format can carry (e.g. an in-memory message of 4 GiB). */
   TOO_LARGE: 'TOO_LARGE',
-  /** The plaintext source stream failed while sealing. */
+  /** The input stream failed (errored) while sealing or unsealing. */
   SOURCE_FAILED: 'SOURCE_FAILED',
+  /** The output stream failed (errored or was aborted) while sealing or unsealing. */
+  SINK_FAILED: 'SINK_FAILED',
+  /** An argument is of the wrong type or shape (e.g. a stream chunk that is not bytes). */
+  INVALID_INPUT: 'INVALID_INPUT',
   /** An object was used after it was consumed or in the wrong state. */
   INVALID_STATE: 'INVALID_STATE',
 } as const;

@@ -1,0 +1,21 @@
+/**
+ * postguard-ts: identity-based encryption, byte-compatible with PostGuard v3 (@e4a/pg-wasm 0.5.10).
+ * The names and shapes below are pg-wasm's, so an application can swap the import; errors are
+ * typed (PostGuardError with a stable `code`) and objects are reusable.
+ */
+export { seal, sealStream, prepareSeal, MAX_IN_MEMORY_BYTES } from './seal.js';
+export type { SealOptions, SigningKeyInput } from './seal.js';
+export { Unsealer, StreamUnsealer } from './unseal.js';
+export type { VerificationResult } from './signatures.js';
+export type { Attribute, Policy, EncryptionPolicy } from './policy.js';
+export { HINT_TYPES } from './policy.js';
+export {
+  PostGuardError,
+  FormatError,
+  AuthenticationError,
+  InputError,
+  ErrorCode,
+  isPostGuardError,
+} from './errors.js';
+export { DEFAULT_SEGMENT_SIZE, MAX_SEGMENT_SIZE } from './header.js';
+export { MAX_HEADER_BYTES, MAX_SIGNATURE_BYTES } from './frame.js';

@@ -1,0 +1,156 @@
+import { loadShake128 } from '#shake';
+import { multiEncaps } from './crypto/cgwkv.js';
+import { aesGcmSeal, importAesKey, AES_KEY_BYTES } from './crypto/aes.js';
+import type { Xof } from './crypto/xof.js';
+import { ErrorCode, InputError, invalidPolicy } from './errors.js';
+import { encodeFrame } from './frame.js';
+import { DEFAULT_SEGMENT_SIZE, IV_BYTES, encodeHeader, type Mode, type RecipientHeader } from './header.js';
+import { asBytes } from './io.js';
+import { masterPublicKeyFromBase64, signingKeyFromBase64 } from './keys.js';
+import {
+  compareUtf8,
+  encodePolicy,
+  hidePolicy,
+  kemIdentity,
+  normalizeEncryptionPolicy,
+  normalizePolicy,
+  type EncryptionPolicy,
+  type Policy,
+} from './policy.js';
+import { SIGNATURE_BYTES, encodeSignatureExt, signTranscript, type Signer } from './signatures.js';
+import { SegmentSealer } from './segments.js';
+import { abortBoth, pumpSegments } from './pump.js';
+
+/** A signing key as the PKG issues it: the base64 key and the policy it was issued for. */
+export interface SigningKeyInput {
+  key: string;
+  policy: Policy | { t: number; con: Policy['con'] };
+}
+
+export interface SealOptions {
+  /** Recipient id → policy. Required unless `skipEncryption`. A plain object or a Map. */
+  policy?: EncryptionPolicy;
+  /** Signs the header; its policy (e.g. the sender's e-mail) is readable by anyone. */
+  pubSignKey: SigningKeyInput;
+  /** Signs the payload instead of pubSignKey; its policy is only visible to recipients. */
+  privSignKey?: SigningKeyInput;
+  /** pg-wasm's test switch: seal for the fixed "Default" recipient instead of `policy`. */
+  skipEncryption?: boolean;
+}
+
+/** The in-memory size field is a u32. */
+export const MAX_IN_MEMORY_BYTES = 0xffff_ffff;
+
+const SKIP_ENCRYPTION_POLICY: Array<[string, Policy]> = [
+  ['Default', { ts: 0, con: [{ t: 'default', v: 'Default' }] }],
+];
+
+/** Everything a sealer needs once the header is written and signed. */
+export interface SealContext {
+  /** Preamble ‖ header ‖ signature length ‖ header signature. */
+  readonly frame: Uint8Array;
+  readonly iv: Uint8Array;
+  readonly key: CryptoKey;
+  /** SHAKE128 that has absorbed the header bytes. */
+  readonly transcript: Xof;
+  /** Signs the payload: the private key if given, else the public one. */
+  readonly signer: Signer;
+}
+
+function readSigner(input: unknown, field: string): Signer {
+  if (typeof input !== 'object' || input === null) throw invalidPolicy(`${field}: expected {key, policy}`);
+  const { key, policy } = input as { key?: unknown; policy?: unknown };
+  const signer = { key: signingKeyFromBase64(key, field), policy: normalizePolicy(policy, `${field}.policy`) };
+  return signer;
+}
+
+function readOptions(options: unknown): {
+  recipients: Array<[string, Policy]>;
+  publicSigner: Signer;
+  payloadSigner: Signer;
+} {
+  if (typeof options !== 'object' || options === null) throw invalidPolicy('options: expected an object');
+  const o = options as Partial<SealOptions>;
+  if (o.pubSignKey === undefined) throw invalidPolicy('options: missing field pubSignKey');
+  const publicSigner = readSigner(o.pubSignKey, 'pubSignKey');
+  const payloadSigner = o.privSignKey != null ? readSigner(o.privSignKey, 'privSignKey') : publicSigner;
+  let recipients: Array<[string, Policy]>;
+  if (o.skipEncryption === true) recipients = SKIP_ENCRYPTION_POLICY;
+  else if (o.policy === undefined || o.policy === null) throw invalidPolicy('options: missing field policy');
+  else recipients = normalizeEncryptionPolicy(o.policy);
+  recipients.sort(([a], [b]) => compareUtf8(a, b));
+  return { recipients, publicSigner, payloadSigner };
+}
+
+const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
+
+/** Encapsulates for every recipient, writes and signs the header. */
+export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): Promise<SealContext> {
+  const { recipients, publicSigner, payloadSigner } = readOptions(options);
+  const masterKey = masterPublicKeyFromBase64(mpk);
+  const hidden = recipients.map(([, policy]) => hidePolicy(policy));
+  const [createShake, { ss, cts }] = await Promise.all([
+    loadShake128(),
+    multiEncaps(
+      masterKey,
+      recipients.map(([, policy]) => kemIdentity(policy)),
+    ),
+  ]);
+  const entries = new Map<string, RecipientHeader>();
+  recipients.forEach(([id], i) => entries.set(id, { policy: hidden[i]!, capsule: cts[i]! }));
+  const iv = randomBytes(IV_BYTES);
+  const header = encodeHeader({ recipients: entries, iv, mode });
+  const transcript = createShake().update(header);
+  const headerSignature = encodeSignatureExt(signTranscript(publicSigner, transcript), publicSigner.policy);
+  const key = await importAesKey(ss.subarray(0, AES_KEY_BYTES));
+  return { frame: encodeFrame(header, headerSignature), iv, key, transcript, signer: payloadSigner };
+}
+
+/** In-memory mode: one AES-GCM message over bincode(MessageAndSignature). */
+export async function seal(mpk: string, options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
+  const message = asBytes(plain);
+  if (message.length > MAX_IN_MEMORY_BYTES) {
+    throw new InputError(ErrorCode.TOO_LARGE, 'in-memory messages must be smaller than 4 GiB; use sealStream');
+  }
+  const ctx = await prepareSeal(mpk, options, { type: 'InMemory', size: message.length });
+  const signature = signTranscript(ctx.signer, ctx.transcript.update(message));
+  const signerPolicy = encodePolicy(ctx.signer.policy);
+  const inner = new Uint8Array(8 + message.length + SIGNATURE_BYTES + signerPolicy.length);
+  new DataView(inner.buffer).setBigUint64(0, BigInt(message.length), true);
+  inner.set(message, 8);
+  inner.set(signature, 8 + message.length);
+  inner.set(signerPolicy, 8 + message.length + SIGNATURE_BYTES);
+  const payload = await aesGcmSeal(ctx.key, ctx.iv, inner);
+  const out = new Uint8Array(ctx.frame.length + payload.length);
+  out.set(ctx.frame, 0);
+  out.set(payload, ctx.frame.length);
+  return out;
+}
+
+/**
+ * Streaming mode: reads `readable` to its end and writes the ciphertext to `writable`, which
+ * is closed on success. On any failure (bad options, a source error, a sink error) the
+ * writable is aborted and the source cancelled with the same typed error, so a failed seal
+ * can never look like a complete ciphertext.
+ */
+export async function sealStream(
+  mpk: string,
+  options: SealOptions,
+  readable: ReadableStream<Uint8Array>,
+  writable: WritableStream<Uint8Array>,
+): Promise<void> {
+  const reader = readable.getReader();
+  const writer = writable.getWriter();
+  try {
+    const ctx = await prepareSeal(mpk, options, {
+      type: 'Streaming',
+      segmentSize: DEFAULT_SEGMENT_SIZE,
+      sizeHint: [0n, undefined],
+    });
+    const sealer = new SegmentSealer(ctx, DEFAULT_SEGMENT_SIZE);
+    await pumpSegments(reader, writer, ctx.frame, sealer);
+  } catch (error) {
+    await abortBoth(reader, writer, error);
+    throw error;
+  }
+}

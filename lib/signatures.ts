@@ -1,0 +1,86 @@
+import { Reader } from './bincode.js';
+import { badSignature } from './errors.js';
+import { ggSign, ggVerify, type GgSigningKey, type GgVerifyingKey } from './crypto/gg.js';
+import type { Xof } from './crypto/xof.js';
+import { encodePolicy, policiesEqual, policyToJs, readPolicy, signingIdentity, type Policy } from './policy.js';
+
+/**
+ * What PostGuard signs, with which key, and how a verifier decides who the sender is.
+ *
+ * One running SHAKE128 transcript starts with the header bytes. The header signature (public
+ * key) signs it as is. The payload signatures (private key if given, else public) sign the
+ * transcript after it absorbed the message bytes; in streaming mode each segment signs a fork
+ * with BE32(counter) ‖ final-flag appended, so counter and flag never enter later transcripts.
+ */
+
+export const SIGNATURE_BYTES = 96;
+
+export interface Signer {
+  readonly key: GgSigningKey;
+  readonly policy: Policy;
+}
+
+/** bincode(SignatureExt { sig, pol }). */
+export function encodeSignatureExt(signature: Uint8Array, policy: Policy): Uint8Array {
+  const pol = encodePolicy(policy);
+  const out = new Uint8Array(SIGNATURE_BYTES + pol.length);
+  out.set(signature, 0);
+  out.set(pol, SIGNATURE_BYTES);
+  return out;
+}
+
+export function decodeSignatureExt(bytes: Uint8Array): { signature: Uint8Array; policy: Policy } {
+  const r = new Reader(bytes, 'header signature');
+  const signature = r.take(SIGNATURE_BYTES);
+  return { signature, policy: readPolicy(r) }; // trailing bytes are ignored, as the reference does
+}
+
+/** The per-segment suffix BE32(counter) ‖ flag, where flag 1 marks the final segment. */
+export function segmentSuffix(counter: number, final: boolean): Uint8Array {
+  const out = new Uint8Array(5);
+  new DataView(out.buffer).setUint32(0, counter);
+  out[4] = final ? 1 : 0;
+  return out;
+}
+
+export const signTranscript = (signer: Signer, transcript: Xof): Uint8Array => ggSign(signer.key, transcript);
+
+/** Signs a fork of the transcript with the segment suffix appended. */
+export function signSegment(signer: Signer, transcript: Xof, counter: number, final: boolean): Uint8Array {
+  return ggSign(signer.key, transcript.clone().update(segmentSuffix(counter, final)));
+}
+
+/** A verifier bound to one claimed signer identity (derived once from its policy). */
+export class SignatureVerifier {
+  private readonly id: Uint8Array;
+
+  constructor(
+    private readonly vk: GgVerifyingKey,
+    readonly policy: Policy,
+  ) {
+    this.id = signingIdentity(policy);
+  }
+
+  verify(signature: Uint8Array, transcript: Xof, what: string): void {
+    if (!ggVerify(this.vk, this.id, signature, transcript)) throw badSignature(`${what} does not verify`);
+  }
+
+  verifySegment(signature: Uint8Array, transcript: Xof, counter: number, final: boolean): void {
+    this.verify(signature, transcript.clone().update(segmentSuffix(counter, final)), `segment ${counter} signature`);
+  }
+}
+
+export interface VerificationResult {
+  public: Policy;
+  private?: Policy;
+}
+
+/**
+ * The sender identity as the reference reports it: `public` from the header signature;
+ * `private` only when the payload was signed under a different policy (key absent otherwise).
+ */
+export function verificationResult(publicPolicy: Policy, payloadPolicy: Policy): VerificationResult {
+  const result: VerificationResult = { public: policyToJs(publicPolicy) };
+  if (!policiesEqual(publicPolicy, payloadPolicy)) result.private = policyToJs(payloadPolicy);
+  return result;
+}

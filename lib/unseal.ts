@@ -1,0 +1,201 @@
+import { loadShake128 } from '#shake';
+import { multiDecaps, parseMkemCiphertext } from './crypto/cgwkv.js';
+import { AES_KEY_BYTES, GCM_TAG_BYTES, aesGcmOpen, importAesKey } from './crypto/aes.js';
+import type { GgVerifyingKey } from './crypto/gg.js';
+import type { Xof } from './crypto/xof.js';
+import { Reader } from './bincode.js';
+import { ErrorCode, FormatError, InputError, PostGuardError, malformed, tampered } from './errors.js';
+import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength, splitFrame } from './frame.js';
+import { checkedSegmentSize, decodeHeader, type Header } from './header.js';
+import { StreamReader } from './io.js';
+import { userSecretKeyFromBase64, verifyingKeyFromBase64 } from './keys.js';
+import { policyToJs, readPolicy, type Policy } from './policy.js';
+import { abortBoth, pumpSegments } from './pump.js';
+import { SegmentOpener } from './segments.js';
+import {
+  SIGNATURE_BYTES,
+  SignatureVerifier,
+  decodeSignatureExt,
+  verificationResult,
+  type VerificationResult,
+} from './signatures.js';
+
+/**
+ * Opening ciphertexts. Both unsealers verify the header signature before they exist, so
+ * `inspect_header()` and `public_identity()` only ever show authenticated data. Unlike
+ * pg-wasm's, these objects are not consumed by a failed `unseal`: a wrong recipient id or key
+ * can be retried.
+ */
+
+interface VerifiedHeader {
+  readonly header: Header;
+  /** The header signer's policy (the sender's public identity). */
+  readonly publicPolicy: Policy;
+  readonly vk: GgVerifyingKey;
+  /** SHAKE128 that has absorbed the header bytes; clone before use. */
+  readonly transcript: Xof;
+}
+
+async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array, vk: unknown): Promise<VerifiedHeader> {
+  const verifyingKey = verifyingKeyFromBase64(vk);
+  const { signature, policy } = decodeSignatureExt(signatureBytes);
+  const transcript = (await loadShake128())().update(headerBytes);
+  new SignatureVerifier(verifyingKey, policy).verify(signature, transcript, 'header signature');
+  return { header: decodeHeader(headerBytes), publicPolicy: policy, vk: verifyingKey, transcript };
+}
+
+/** Recipient lookup and key decapsulation: the payload's AES key for this recipient. */
+async function openCapsule(header: Header, recipientId: unknown, usk: unknown): Promise<CryptoKey> {
+  if (typeof recipientId !== 'string') throw new InputError(ErrorCode.INVALID_INPUT, 'recipient id must be a string');
+  const entry = header.recipients.get(recipientId);
+  if (!entry) throw new InputError(ErrorCode.UNKNOWN_RECIPIENT, `recipient unknown: ${recipientId}`);
+  const userKey = userSecretKeyFromBase64(usk);
+  let capsule: ReturnType<typeof parseMkemCiphertext>;
+  try {
+    capsule = parseMkemCiphertext(entry.capsule);
+  } catch (cause) {
+    throw new FormatError(ErrorCode.MALFORMED, `the key capsule for ${recipientId} is not valid`, { cause });
+  }
+  const ss = await multiDecaps(userKey, capsule);
+  return importAesKey(ss.subarray(0, AES_KEY_BYTES));
+}
+
+function inspect(header: Header): Map<string, Policy> {
+  return new Map([...header.recipients].map(([id, r]) => [id, policyToJs(r.policy)]));
+}
+
+/** Smallest in-memory payload: length (8) + signature + empty policy (16) + tag. */
+const MIN_MEMORY_PAYLOAD = 8 + SIGNATURE_BYTES + 16 + GCM_TAG_BYTES;
+
+export class Unsealer {
+  private constructor(
+    private readonly verified: VerifiedHeader,
+    private readonly payload: Uint8Array,
+  ) {}
+
+  /** Parses and authenticates the header of an in-memory ciphertext. */
+  static async new(input: Uint8Array, vk: string): Promise<Unsealer> {
+    if (!(input instanceof Uint8Array)) throw new InputError(ErrorCode.INVALID_INPUT, 'ciphertext must be a Uint8Array');
+    const frame = splitFrame(input);
+    const verified = await verifyHeader(frame.header, frame.signature, vk);
+    if (verified.header.mode.type !== 'InMemory') {
+      throw new FormatError(ErrorCode.WRONG_MODE, 'this is a streaming ciphertext: use StreamUnsealer');
+    }
+    return new Unsealer(verified, frame.payload);
+  }
+
+  /** Recipient id → that recipient's hidden policy (use it to request the key). */
+  inspect_header(): Map<string, Policy> {
+    return inspect(this.verified.header);
+  }
+
+  inspectHeader(): Map<string, Policy> {
+    return this.inspect_header();
+  }
+
+  /** The sender's verified public identity. */
+  public_identity(): Policy {
+    return policyToJs(this.verified.publicPolicy);
+  }
+
+  publicIdentity(): Policy {
+    return this.public_identity();
+  }
+
+  async unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
+    const { header, transcript, vk, publicPolicy } = this.verified;
+    const key = await openCapsule(header, recipientId, usk);
+    const inner = await aesGcmOpen(key, header.iv, this.payload);
+    if (inner === undefined) {
+      if (this.payload.length < MIN_MEMORY_PAYLOAD) {
+        throw new FormatError(ErrorCode.TRUNCATED, 'the payload is shorter than any valid payload');
+      }
+      throw tampered('the payload does not authenticate (the ciphertext was modified or truncated)');
+    }
+    const r = new Reader(inner, 'payload');
+    const length = r.length('message length');
+    const message = r.take(length);
+    const signature = r.take(SIGNATURE_BYTES);
+    const payloadPolicy = readPolicy(r);
+    new SignatureVerifier(vk, payloadPolicy).verify(
+      signature,
+      transcript.clone().update(message),
+      'message signature',
+    );
+    return [message.slice(), verificationResult(publicPolicy, payloadPolicy)];
+  }
+}
+
+export class StreamUnsealer {
+  private consumed = false;
+
+  private constructor(
+    private readonly verified: VerifiedHeader,
+    private readonly segmentSize: number,
+    private readonly reader: StreamReader,
+  ) {}
+
+  /**
+   * Reads and authenticates the header from the start of `readable`, which stays locked
+   * until `unseal` has read the rest.
+   */
+  static async new(readable: ReadableStream<Uint8Array>, vk: string): Promise<StreamUnsealer> {
+    const reader = new StreamReader(readable);
+    try {
+      const { bytes: preamble } = await reader.readUpTo(PREAMBLE_BYTES);
+      const headerLength = parsePreamble(preamble);
+      const header = await reader.readExact(headerLength, 'the header');
+      const signatureLength = parseSignatureLength(await reader.readExact(4, 'the header signature length'));
+      const signature = await reader.readExact(signatureLength, 'the header signature');
+      const verified = await verifyHeader(header, signature, vk);
+      if (verified.header.mode.type !== 'Streaming') {
+        throw new FormatError(ErrorCode.WRONG_MODE, 'this is an in-memory ciphertext: use Unsealer');
+      }
+      return new StreamUnsealer(verified, checkedSegmentSize(verified.header.mode), reader);
+    } catch (e) {
+      await reader.cancel(e);
+      throw e;
+    }
+  }
+
+  inspect_header(): Map<string, Policy> {
+    return inspect(this.verified.header);
+  }
+
+  inspectHeader(): Map<string, Policy> {
+    return this.inspect_header();
+  }
+
+  public_identity(): Policy {
+    return policyToJs(this.verified.publicPolicy);
+  }
+
+  publicIdentity(): Policy {
+    return this.public_identity();
+  }
+
+  /**
+   * Decrypts the rest of the stream into `writable`. Plaintext is written segment by segment
+   * after each one authenticates, and `writable` is closed only after the final segment
+   * did: if anything fails, `writable` is aborted with the error (so a download or file
+   * sink is marked failed) and the promise rejects. Until it resolves, output is provisional.
+   */
+  async unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
+    const writer = writable.getWriter();
+    const { header, transcript, vk, publicPolicy } = this.verified;
+    try {
+      if (this.consumed) throw new PostGuardError(ErrorCode.INVALID_STATE, 'this stream was already unsealed');
+      const key = await openCapsule(header, recipientId, usk);
+      this.consumed = true;
+      const opener = new SegmentOpener({ iv: header.iv, key, transcript: transcript.clone(), vk, publicPolicy }, this.segmentSize);
+      await pumpSegments(this.reader.chunkSource(), writer, undefined, opener);
+      if (!opener.result) throw malformed('the stream ended without a final segment');
+      return opener.result;
+    } catch (error) {
+      // Before the payload is touched a failure (wrong id or key) leaves the source intact for a retry.
+      const source = this.consumed ? this.reader : { cancel: async () => undefined };
+      await abortBoth(source, writer, error);
+      throw error;
+    }
+  }
+}
