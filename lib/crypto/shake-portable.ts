@@ -1,5 +1,11 @@
 import { shake128 } from '@noble/hashes/sha3.js';
+import { loadKeccakWasm } from './keccak-wasm.js';
 import type { Xof, XofFactory } from './xof.js';
+
+/**
+ * SHAKE128 for browsers and other non-Node platforms: the WebAssembly Keccak when it compiles,
+ * @noble/hashes otherwise (no WebAssembly, or a content security policy that forbids it).
+ */
 
 /** SHAKE128 on @noble/hashes: runs everywhere, used where no faster backend is available. */
 class NobleShake128 implements Xof {
@@ -19,8 +25,34 @@ class NobleShake128 implements Xof {
   }
 }
 
-export const shakeBackend = '@noble/hashes';
+const nobleShake128: XofFactory = () => new NobleShake128(shake128.create({}));
 
-export const createShake128: XofFactory = () => new NobleShake128(shake128.create({}));
+export type ShakeBackend = 'wasm' | '@noble/hashes';
 
-export const loadShake128 = async (): Promise<XofFactory> => createShake128;
+/**
+ * The backend `createShake128` uses right now. An ES module live binding: it reads
+ * '@noble/hashes' until `loadShake128()` has brought up WebAssembly, then 'wasm'. (It stays a
+ * string, like the Node module's, so code typed against '#shake' works on both.)
+ */
+export let shakeBackend: ShakeBackend = '@noble/hashes';
+
+let active: XofFactory = nobleShake128;
+
+/** Synchronous factory: noble until `loadShake128()` has resolved, the WebAssembly one after. */
+export const createShake128: XofFactory = () => active();
+
+async function selectBackend(): Promise<XofFactory> {
+  try {
+    const keccak = await loadKeccakWasm();
+    active = keccak.createShake128;
+    shakeBackend = 'wasm';
+  } catch {
+    // No WebAssembly or it failed to compile: noble is correct everywhere, only slower.
+  }
+  return active;
+}
+
+let selected: Promise<XofFactory> | undefined;
+
+/** Resolves to the fastest available factory; tries WebAssembly once per realm. Never rejects. */
+export const loadShake128 = (): Promise<XofFactory> => (selected ??= selectBackend());
