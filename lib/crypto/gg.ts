@@ -1,0 +1,217 @@
+import { ristretto255 } from '@noble/curves/ed25519.js';
+import { bytesToNumberLE, numberToBytesLE } from '@noble/curves/utils.js';
+import { sha3_256, sha3_512 } from '@noble/hashes/sha3.js';
+import { randomBytes } from '@noble/hashes/utils.js';
+import { invalidKey, invalidPolicy } from '../errors.js';
+import type { Xof } from './xof.js';
+
+/**
+ * Galindo–Garcia identity-based signatures on ristretto255, as ibs 0.4.0 defines them:
+ *   H(gr, id)     = wide(SHA3-512(enc(gr) ‖ id))
+ *   G(m, id, ga)  = wide(SHAKE128(m ‖ id ‖ enc(ga)), 64 bytes)
+ *   keygen: gr = r·B, y = r + z·H(gr, id)          → key (y, gr, id)
+ *   sign:   ga = a·B, d = G(m, id, ga), b = a + y·d → signature (ga, b, gr)
+ *   verify: b·B = ga + d·(gr + H(gr, id)·PK)
+ * where wide() reads 64 bytes as a little-endian integer mod ℓ. The message is a running
+ * SHAKE128 transcript supplied by the caller; signing and verifying fork it, never consume it.
+ */
+
+type Point = InstanceType<typeof ristretto255.Point>;
+const Point = ristretto255.Point;
+const L = Point.Fn.ORDER;
+
+export const GG_PUBLIC_KEY_BYTES = 32;
+export const GG_SECRET_KEY_BYTES = 32;
+export const GG_SIGNING_KEY_BYTES = 96;
+export const GG_SIGNATURE_BYTES = 96;
+export const GG_IDENTITY_BYTES = 32;
+
+const wide = (bytes: Uint8Array): bigint => bytesToNumberLE(bytes) % L;
+const scalarBytes = (k: bigint): Uint8Array => numberToBytesLE(k, 32);
+
+/** Canonical little-endian scalar below ℓ (dalek's rule), or undefined. */
+function readScalar(bytes: Uint8Array): bigint | undefined {
+  if (bytes.length !== 32) return undefined;
+  const k = bytesToNumberLE(bytes);
+  return k < L ? k : undefined;
+}
+
+function readPoint(bytes: Uint8Array): Point | undefined {
+  try {
+    return Point.fromBytes(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+function randomNonZero(): bigint {
+  for (;;) {
+    const k = wide(randomBytes(64));
+    if (k !== 0n) return k;
+  }
+}
+
+/** ibs's Identity: input taken verbatim when it is exactly 32 bytes, else its SHA3-256. */
+export const ggIdentity = (input: Uint8Array): Uint8Array =>
+  input.length === GG_IDENTITY_BYTES ? input.slice() : sha3_256(input);
+
+function checkIdentity(id: Uint8Array): Uint8Array {
+  if (!(id instanceof Uint8Array) || id.length !== GG_IDENTITY_BYTES) {
+    throw invalidPolicy(`signing identity must be ${GG_IDENTITY_BYTES} bytes`);
+  }
+  return id;
+}
+
+function hashH(gr: Uint8Array, id: Uint8Array): bigint {
+  return wide(sha3_512.create().update(gr).update(id).digest());
+}
+
+function hashG(transcript: Xof, id: Uint8Array, ga: Uint8Array): bigint {
+  return wide(transcript.clone().update(id).update(ga).digest(64));
+}
+
+declare const opaque: unique symbol;
+
+/** A parsed signing key (y, gr, id). */
+export interface GgSigningKey {
+  readonly [opaque]: 'GgSigningKey';
+  readonly bytes: Uint8Array;
+  /** The 32-byte identity the key was issued for. */
+  readonly id: Uint8Array;
+}
+
+/** A parsed master verifying key (the PKG's IBS public key). */
+export interface GgVerifyingKey {
+  readonly [opaque]: 'GgVerifyingKey';
+  readonly bytes: Uint8Array;
+}
+
+class SigningKey {
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly y: bigint,
+    /** enc(gr), copied into every signature. */
+    readonly gr: Uint8Array,
+    readonly id: Uint8Array,
+  ) {}
+}
+
+class VerifyingKey {
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly pk: Point,
+  ) {}
+}
+
+/** The PKG's IBS master pair: pk = z·B (32 bytes), sk = z (32 bytes, little-endian). */
+export function ggSetup(): { pk: Uint8Array; sk: Uint8Array } {
+  const z = randomNonZero();
+  return { pk: Point.BASE.multiply(z).toBytes(), sk: scalarBytes(z) };
+}
+
+function parseSecretKey(sk: Uint8Array): bigint {
+  if (!(sk instanceof Uint8Array) || sk.length !== GG_SECRET_KEY_BYTES) {
+    throw invalidKey(`IBS master secret key: expected ${GG_SECRET_KEY_BYTES} bytes`);
+  }
+  const z = readScalar(sk);
+  if (z === undefined) throw invalidKey('IBS master secret key: scalar is not canonical');
+  return z;
+}
+
+/** Checks a 32-byte IBS master secret key (canonical scalar); throws INVALID_KEY. */
+export function validateGgSecretKey(sk: Uint8Array): void {
+  parseSecretKey(sk);
+}
+
+/** pk = z·B for this secret key. */
+export function ggPublicKeyOf(sk: Uint8Array): Uint8Array {
+  const z = parseSecretKey(sk);
+  return (z === 0n ? Point.ZERO : Point.BASE.multiply(z)).toBytes();
+}
+
+/** The 96-byte signing key y ‖ enc(gr) ‖ id for a 32-byte identity (lib/policy.ts signingIdentity). */
+export function ggKeygen(sk: Uint8Array, id: Uint8Array): Uint8Array {
+  const z = parseSecretKey(sk);
+  checkIdentity(id);
+  const r = randomNonZero();
+  const gr = Point.BASE.multiply(r).toBytes();
+  const y = (r + z * hashH(gr, id)) % L;
+  const out = new Uint8Array(GG_SIGNING_KEY_BYTES);
+  out.set(scalarBytes(y), 0);
+  out.set(gr, 32);
+  out.set(id, 64);
+  return out;
+}
+
+/** Parses a 96-byte signing key; INVALID_KEY for a non-canonical y or an invalid gr. */
+export function parseSigningKey(bytes: Uint8Array): GgSigningKey {
+  if (!(bytes instanceof Uint8Array) || bytes.length !== GG_SIGNING_KEY_BYTES) {
+    throw invalidKey(`signing key: expected ${GG_SIGNING_KEY_BYTES} bytes`);
+  }
+  const copy = bytes.slice();
+  const y = readScalar(copy.subarray(0, 32));
+  if (y === undefined) throw invalidKey('signing key: scalar y is not canonical');
+  const gr = copy.subarray(32, 64);
+  if (!readPoint(gr)) throw invalidKey('signing key: gr is not a valid ristretto255 encoding');
+  return new SigningKey(copy, y, gr, copy.subarray(64)) as unknown as GgSigningKey;
+}
+
+/** Parses the 32-byte master verifying key; INVALID_KEY for an invalid encoding. */
+export function parseVerifyingKey(bytes: Uint8Array): GgVerifyingKey {
+  if (!(bytes instanceof Uint8Array) || bytes.length !== GG_PUBLIC_KEY_BYTES) {
+    throw invalidKey(`verifying key: expected ${GG_PUBLIC_KEY_BYTES} bytes`);
+  }
+  const copy = bytes.slice();
+  const pk = readPoint(copy);
+  if (!pk) throw invalidKey('verifying key: not a valid ristretto255 encoding');
+  return new VerifyingKey(copy, pk) as unknown as GgVerifyingKey;
+}
+
+function unwrap<T>(value: unknown, cls: new (...args: never[]) => T, what: string): T {
+  if (!(value instanceof cls)) throw new TypeError(`expected a ${what} made by this module`);
+  return value;
+}
+
+/** Signs what the transcript has absorbed so far; the transcript itself is left untouched. */
+export function ggSign(key: GgSigningKey, transcript: Xof): Uint8Array {
+  const k = unwrap(key, SigningKey, 'GgSigningKey');
+  const a = randomNonZero();
+  const ga = Point.BASE.multiply(a).toBytes();
+  const d = hashG(transcript, k.id, ga);
+  const b = (a + k.y * d) % L;
+  const sig = new Uint8Array(GG_SIGNATURE_BYTES);
+  sig.set(ga, 0);
+  sig.set(scalarBytes(b), 32);
+  sig.set(k.gr, 64);
+  return sig;
+}
+
+/**
+ * Whether `sig` signs the transcript for identity `id` under the master verifying key. False,
+ * never an exception, for a signature of the wrong length, a non-canonical b or an invalid point.
+ * The transcript is left untouched.
+ */
+export function ggVerify(vk: GgVerifyingKey, id: Uint8Array, sig: Uint8Array, transcript: Xof): boolean {
+  const { pk } = unwrap(vk, VerifyingKey, 'GgVerifyingKey');
+  checkIdentity(id);
+  if (!(sig instanceof Uint8Array) || sig.length !== GG_SIGNATURE_BYTES) return false;
+  const gaBytes = sig.subarray(0, 32);
+  const grBytes = sig.subarray(64, 96);
+  const ga = readPoint(gaBytes);
+  const b = readScalar(sig.subarray(32, 64));
+  const gr = readPoint(grBytes);
+  if (!ga || b === undefined || !gr) return false;
+  const c = hashH(grBytes, id);
+  const d = hashG(transcript, id, gaBytes);
+  // Public data only, so the variable-time multiplications are fine.
+  const rhs = ga.add(gr.multiplyUnsafe(d)).add(pk.multiplyUnsafe((c * d) % L));
+  return Point.BASE.multiplyUnsafe(b).equals(rhs);
+}
+
+/** Whether a signing key satisfies y·B = gr + H(gr, id)·PK under this verifying key. */
+export function ggSigningKeyMatches(vk: GgVerifyingKey, key: GgSigningKey): boolean {
+  const { pk } = unwrap(vk, VerifyingKey, 'GgVerifyingKey');
+  const k = unwrap(key, SigningKey, 'GgSigningKey');
+  const gr = Point.fromBytes(k.gr);
+  return Point.BASE.multiplyUnsafe(k.y).equals(gr.add(pk.multiplyUnsafe(hashH(k.gr, k.id))));
+}
