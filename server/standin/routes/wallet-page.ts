@@ -1,0 +1,173 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { YiviError } from '../errors.js';
+import type { NormalizedAttributeRequest } from '../request.js';
+import { SERVER_VERSION } from '../sessions.js';
+import type { Session, SessionStore } from '../sessions.js';
+import type { SimulatedAttribute } from '../protocol.js';
+import { SIMULATED_DISCLOSURE_CONTEXT } from '../protocol.js';
+import { randomToken } from '../tokens.js';
+import { tokenParamsSchema } from './schemas.js';
+
+/**
+ * /standin/wallet: a server-rendered page that plays the phone on a laptop. It lists pending
+ * sessions with what they ask for; a person picks an option per disjunction, types the values and
+ * presses Disclose (or Cancel). The page then walks the same state machine a wallet does: connect
+ * (with its own client Authorization), then submit a simulated disclosure.
+ */
+
+export interface WalletPageOptions {
+  store: SessionStore;
+}
+
+const escapeHtml = (s: string): string =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+const isCredentialId = (id: string): boolean => id.split('.').length === 3;
+
+function renderAttribute(ar: NormalizedAttributeRequest, name: string): string {
+  const id = escapeHtml(ar.type);
+  if (isCredentialId(ar.type)) return `<li><code>${id}</code> <small>(whole credential: discloses "present")</small></li>`;
+  const demands = [ar.value !== undefined ? 'exact value required' : '', ar.notNull ? 'must not be empty' : '']
+    .filter((d) => d !== '')
+    .join(', ');
+  return (
+    `<li><label><code>${id}</code>${demands === '' ? '' : ` <small>(${demands})</small>`}<br>` +
+    `<input type="text" name="${name}" value="${escapeHtml(ar.value ?? '')}" autocomplete="off"></label></li>`
+  );
+}
+
+function renderSession(session: Session, formKey: string): string {
+  const ct = escapeHtml(session.clientToken);
+  const disjunctions = session.request.disclose
+    .map((discon, i) => {
+      const preferred = Math.max(0, discon.findIndex((con) => con.length > 0));
+      const options = discon
+        .map((con, j) => {
+          const checked = j === preferred ? ' checked' : '';
+          const body =
+            con.length === 0
+              ? '<em>skip (optional)</em>'
+              : `<ul>${con.map((ar, k) => renderAttribute(ar, `v.${i}.${j}.${k}`)).join('')}</ul>`;
+          return `<div class="option"><label><input type="radio" name="c.${i}" value="${j}"${checked}> option ${j + 1}</label>${body}</div>`;
+        })
+        .join('');
+      return `<fieldset><legend>Disjunction ${i + 1}</legend>${options}</fieldset>`;
+    })
+    .join('');
+  return (
+    `<section><h2>Session <code>${ct.slice(0, 6)}…</code> <small>${escapeHtml(session.status)}</small></h2>` +
+    `<form method="post" action="/standin/wallet/${ct}/disclose">` +
+    `<input type="hidden" name="key" value="${formKey}">${disjunctions}` +
+    `<button type="submit">Disclose</button></form>` +
+    `<form method="post" action="/standin/wallet/${ct}/cancel"><input type="hidden" name="key" value="${formKey}">` +
+    `<button type="submit" class="cancel">Cancel</button></form></section>`
+  );
+}
+
+export function renderWalletPage(sessions: readonly Session[], formKey: string, notice: string): string {
+  const list =
+    sessions.length === 0
+      ? '<p>No pending sessions. Start one (e.g. open the demo and ask for a key), then <a href="/standin/wallet">refresh</a>.</p>'
+      : sessions.map((s) => renderSession(s, formKey)).join('');
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Stand-in wallet</title>
+<style>
+body{font:16px/1.4 system-ui,sans-serif;margin:0 auto;max-width:36rem;padding:1rem}
+section{border:1px solid #ccc;border-radius:.5rem;padding:.75rem;margin:1rem 0}
+fieldset{border:1px solid #ddd;margin:.5rem 0}ul{padding-left:1.2rem;margin:.25rem 0}li{margin:.25rem 0}
+input[type=text]{width:100%;box-sizing:border-box;font:inherit;padding:.4rem}
+button{font:inherit;padding:.5rem 1rem;margin:.5rem .5rem 0 0}.cancel{background:#fee}
+.notice{background:#eef;padding:.5rem;border-radius:.25rem}code{word-break:break-all}
+</style></head><body>
+<h1>Stand-in wallet</h1>
+<p>Simulated Yivi app for development. Leave a field empty to disclose no value (null).
+<a href="/standin/wallet">Refresh</a></p>
+${notice === '' ? '' : `<p class="notice" role="status">${escapeHtml(notice)}</p>`}
+${list}
+</body></html>`;
+}
+
+/** The page's choice for each disjunction, from the submitted form. */
+export function setsFromForm(session: Session, form: URLSearchParams): SimulatedAttribute[][] {
+  return session.request.disclose.map((discon, i) => {
+    const choice = Number(form.get(`c.${i}`));
+    if (!Number.isInteger(choice) || choice < 0 || choice >= discon.length) {
+      throw new YiviError('MALFORMED_INPUT', `no option chosen for disjunction ${i + 1}`);
+    }
+    return discon[choice]!.map((ar, k) => {
+      const value = form.get(`v.${i}.${choice}.${k}`) ?? '';
+      return { id: ar.type, rawvalue: value === '' ? null : value };
+    });
+  });
+}
+
+export async function walletPageRoutes(app: FastifyInstance, opts: WalletPageOptions): Promise<void> {
+  const { store } = opts;
+  // Forms carry a per-process key, so another site cannot make a visitor's browser disclose or cancel.
+  const formKey = randomBytes(16).toString('hex');
+  // The Authorization the page used when it connected to a session as its wallet.
+  const pageAuth = new Map<string, string>();
+
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    done(null, new URLSearchParams(body.toString()));
+  });
+
+  const keyMatches = (form: unknown): boolean => {
+    const presented = form instanceof URLSearchParams ? (form.get('key') ?? '') : '';
+    return presented.length === formKey.length && timingSafeEqual(Buffer.from(presented), Buffer.from(formKey));
+  };
+
+  const backTo = (notice: string) => `/standin/wallet?notice=${encodeURIComponent(notice)}`;
+
+  app.get<{ Querystring: { notice?: string } }>(
+    '/wallet',
+    { schema: { querystring: { type: 'object', properties: { notice: { type: 'string', maxLength: 500 } } } } },
+    async (request, reply) => {
+      for (const token of pageAuth.keys()) if (store.byClientToken(token) === undefined) pageAuth.delete(token);
+      const pending = store.pending().filter((s) => s.status === 'INITIALIZED' || pageAuth.has(s.clientToken));
+      return reply.type('text/html; charset=utf-8').send(renderWalletPage(pending, formKey, request.query.notice ?? ''));
+    },
+  );
+
+  app.post<{ Params: { token: string } }>(
+    '/wallet/:token/disclose',
+    { schema: { params: tokenParamsSchema } },
+    async (request, reply) => {
+      if (!keyMatches(request.body)) return reply.code(403).type('text/plain').send('stale or foreign form; reload the page');
+      const session = store.byClientToken(request.params.token);
+      if (session === undefined) return reply.redirect(backTo('That session is gone (finished or expired).'), 303);
+      try {
+        const sets = setsFromForm(session, request.body as URLSearchParams);
+        if (session.status === 'INITIALIZED') {
+          const auth = randomToken();
+          store.connect(session, SERVER_VERSION, SERVER_VERSION, auth);
+          pageAuth.set(session.clientToken, auth);
+        }
+        if (session.status === 'PAIRING') {
+          return reply.redirect(backTo(`Enter pairing code ${session.options.pairingCode ?? ''} in the browser, then press Disclose again.`), 303);
+        }
+        store.assertConnectedClient(session, pageAuth.get(session.clientToken) ?? '');
+        const proofStatus = store.submitDisclosure(session, { '@context': SIMULATED_DISCLOSURE_CONTEXT, disclosed: sets });
+        pageAuth.delete(session.clientToken);
+        return reply.redirect(backTo(`Disclosed: proof status ${proofStatus}.`), 303);
+      } catch (e) {
+        if (!(e instanceof YiviError)) throw e;
+        return reply.redirect(backTo(`Not disclosed: ${e.type}${e.detail === '' ? '' : ` (${e.detail})`}.`), 303);
+      }
+    },
+  );
+
+  app.post<{ Params: { token: string } }>(
+    '/wallet/:token/cancel',
+    { schema: { params: tokenParamsSchema } },
+    async (request, reply) => {
+      if (!keyMatches(request.body)) return reply.code(403).type('text/plain').send('stale or foreign form; reload the page');
+      const session = store.byClientToken(request.params.token);
+      if (session !== undefined) store.cancel(session);
+      pageAuth.delete(request.params.token);
+      return reply.redirect(backTo('Cancelled.'), 303);
+    },
+  );
+}
