@@ -25,7 +25,8 @@ class NobleShake128 implements Xof {
   }
 }
 
-const nobleShake128: XofFactory = () => new NobleShake128(shake128.create({}));
+/** Always the pure-JS backend, whatever `loadShake128` picked (benchmarks compare against it). */
+export const nobleShake128: XofFactory = () => new NobleShake128(shake128.create({}));
 
 export type ShakeBackend = 'wasm' | '@noble/hashes';
 
