@@ -130,10 +130,13 @@ export async function clientRoutes(app: FastifyInstance, opts: ClientRoutesOptio
         response: { 200: { type: 'object', required: ['proofStatus'], properties: { proofStatus: { type: 'string' } } } },
       },
       config: { badInput: 'MALFORMED_INPUT' },
+      // irmago's pairing middleware: state and client Authorization are checked before the body is read.
+      preValidation: async (request) => {
+        store.assertConnectedClient(request.clientSession, request.headers.authorization ?? '');
+      },
     },
     async (request, reply) => {
       const session = request.clientSession;
-      store.assertConnectedClient(session, request.headers.authorization ?? '');
       const body = request.body as SimulatedDisclosure;
       if (body['@context'] !== SIMULATED_DISCLOSURE_CONTEXT) {
         throw new YiviError(
@@ -157,7 +160,7 @@ export async function clientRoutes(app: FastifyInstance, opts: ClientRoutesOptio
     reply.header('content-type', YIVI_JSON).send(JSON.stringify(request.clientSession.status)),
   );
 
-  app.get('/session/:token/statusevents', { schema: { params } }, async (request, reply) => {
+  app.get('/session/:token/statusevents', { schema: { params }, exposeHeadRoute: false }, async (request, reply) => {
     streams.subscribe(reply, request.clientSession, 'status', new YiviError('SESSION_UNKNOWN'));
     return reply;
   });
@@ -181,7 +184,7 @@ export async function clientRoutes(app: FastifyInstance, opts: ClientRoutesOptio
       async (request, reply) => reply.header('content-type', YIVI_JSON).send({ status: request.clientSession.status }),
     );
 
-    frontend.get('/session/:token/frontend/statusevents', { schema: { params } }, async (request, reply) => {
+    frontend.get('/session/:token/frontend/statusevents', { schema: { params }, exposeHeadRoute: false }, async (request, reply) => {
       streams.subscribe(reply, request.clientSession, 'frontend', new YiviError('SESSION_UNKNOWN'));
       return reply;
     });
