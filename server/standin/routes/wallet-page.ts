@@ -57,10 +57,10 @@ function renderSession(session: Session, formKey: string): string {
     .join('');
   return (
     `<section><h2>Session <code>${ct.slice(0, 6)}…</code> <small>${escapeHtml(session.status)}</small></h2>` +
-    `<form method="post" action="/standin/wallet/${ct}/disclose">` +
+    `<form method="post" action="wallet/${ct}/disclose">` +
     `<input type="hidden" name="key" value="${formKey}">${disjunctions}` +
     `<button type="submit">Disclose</button></form>` +
-    `<form method="post" action="/standin/wallet/${ct}/cancel"><input type="hidden" name="key" value="${formKey}">` +
+    `<form method="post" action="wallet/${ct}/cancel"><input type="hidden" name="key" value="${formKey}">` +
     `<button type="submit" class="cancel">Cancel</button></form></section>`
   );
 }
@@ -68,7 +68,7 @@ function renderSession(session: Session, formKey: string): string {
 export function renderWalletPage(sessions: readonly Session[], formKey: string, notice: string): string {
   const list =
     sessions.length === 0
-      ? '<p>No pending sessions. Start one (e.g. open the demo and ask for a key), then <a href="/standin/wallet">refresh</a>.</p>'
+      ? '<p>No pending sessions. Start one (e.g. open the demo and ask for a key), then <a href="wallet">refresh</a>.</p>'
       : sessions.map((s) => renderSession(s, formKey)).join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -83,7 +83,7 @@ button{font:inherit;padding:.5rem 1rem;margin:.5rem .5rem 0 0}.cancel{background
 </style></head><body>
 <h1>Stand-in wallet</h1>
 <p>Simulated Yivi app for development. Leave a field empty to disclose no value (null).
-<a href="/standin/wallet">Refresh</a></p>
+<a href="wallet">Refresh</a></p>
 ${notice === '' ? '' : `<p class="notice" role="status">${escapeHtml(notice)}</p>`}
 ${list}
 </body></html>`;
@@ -119,7 +119,8 @@ export async function walletPageRoutes(app: FastifyInstance, opts: WalletPageOpt
     return presented.length === formKey.length && timingSafeEqual(Buffer.from(presented), Buffer.from(formKey));
   };
 
-  const backTo = (notice: string) => `/standin/wallet?notice=${encodeURIComponent(notice)}`;
+  // Relative, so the page also works behind a proxy that mounts the stand-in under a path.
+  const backTo = (notice: string) => `../../wallet?notice=${encodeURIComponent(notice)}`;
 
   app.get<{ Querystring: { notice?: string } }>(
     '/wallet',
