@@ -13,7 +13,7 @@ describe('preamble', () => {
 
   it('rejects a wrong prelude, also when it is short', () => {
     const bad = ct.slice(0, 10);
-    bad[1] ^= 1;
+    bad[1]! ^= 1;
     expect(() => parsePreamble(bad)).toThrow(code('NOT_POSTGUARD'));
     expect(() => parsePreamble(Uint8Array.of(0x50, 0x4b))).toThrow(code('NOT_POSTGUARD'));
     expect(() => parsePreamble(new Uint8Array(0))).toThrow(code('TRUNCATED'));

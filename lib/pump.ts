@@ -38,16 +38,21 @@ export async function pumpSegments(
 ): Promise<void> {
   const next = typeof source === 'function' ? source : readerSource(source);
   const queue: Promise<Uint8Array>[] = [];
+  // A failed write is noticed before the next read, so a broken sink stops the source promptly.
+  let sinkError: unknown;
+  const checkSink = () => {
+    if (sinkError !== undefined) throw sinkFailed(sinkError);
+  };
 
   const write = async (bytes: Uint8Array): Promise<void> => {
+    checkSink();
     if (bytes.length === 0) return;
     try {
       await writer.ready;
     } catch (e) {
       throw sinkFailed(e);
     }
-    // Errors of this write surface through `ready` or `close`.
-    writer.write(bytes).catch(() => undefined);
+    writer.write(bytes).catch((e) => (sinkError ??= e ?? new Error('write failed')));
   };
 
   const enqueue = async (segments: Promise<Uint8Array>[]): Promise<void> => {
@@ -57,6 +62,7 @@ export async function pumpSegments(
 
   if (head) await write(head);
   for (;;) {
+    checkSink();
     const chunk = await next();
     if (chunk === undefined) break;
     await enqueue(segmenter.push(chunk));

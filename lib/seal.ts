@@ -2,7 +2,7 @@ import { loadShake128 } from '#shake';
 import { multiEncaps } from './crypto/cgwkv.js';
 import { aesGcmSeal, importAesKey, AES_KEY_BYTES } from './crypto/aes.js';
 import type { Xof } from './crypto/xof.js';
-import { ErrorCode, InputError, invalidPolicy } from './errors.js';
+import { ErrorCode, InputError, invalidKey, invalidPolicy } from './errors.js';
 import { encodeFrame } from './frame.js';
 import { DEFAULT_SEGMENT_SIZE, IV_BYTES, encodeHeader, type Mode, type RecipientHeader } from './header.js';
 import { asBytes } from './io.js';
@@ -14,6 +14,7 @@ import {
   kemIdentity,
   normalizeEncryptionPolicy,
   normalizePolicy,
+  signingIdentity,
   type EncryptionPolicy,
   type Policy,
 } from './policy.js';
@@ -61,6 +62,10 @@ function readSigner(input: unknown, field: string): Signer {
   if (typeof input !== 'object' || input === null) throw invalidPolicy(`${field}: expected {key, policy}`);
   const { key, policy } = input as { key?: unknown; policy?: unknown };
   const signer = { key: signingKeyFromBase64(key, field), policy: normalizePolicy(policy, `${field}.policy`) };
+  // A key issued for another policy signs ciphertexts that no one can verify: refuse it here.
+  if (!equalBytes(signer.key.id, signingIdentity(signer.policy))) {
+    throw invalidKey(`${field}: the key was not issued for this policy`);
+  }
   return signer;
 }
 
@@ -81,6 +86,8 @@ function readOptions(options: unknown): {
   recipients.sort(([a], [b]) => compareUtf8(a, b));
   return { recipients, publicSigner, payloadSigner };
 }
+
+const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 const randomBytes = (n: number): Uint8Array => crypto.getRandomValues(new Uint8Array(n));
 

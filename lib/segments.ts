@@ -194,7 +194,7 @@ export class SegmentOpener implements Segmenter {
       }
       return this.verify(plain, counter, final);
     });
-    this.verified = message.then(() => undefined);
+    this.verified = quiet(message.then(() => undefined));
     return quiet(message);
   }
 

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The reference implementation, @e4a/pg-wasm 0.5.10 (web build), loaded synchronously in Node.
@@ -29,10 +28,9 @@ let loaded: PgWasm | undefined;
 
 export async function loadPgWasm(): Promise<PgWasm> {
   if (loaded) return loaded;
-  const require = createRequire(import.meta.url);
-  const dir = dirname(require.resolve('@e4a/pg-wasm/package.json'));
-  const mod = await import(join(dir, 'web', 'index.js'));
-  mod.initSync({ module: readFileSync(join(dir, 'web', 'index_bg.wasm')) });
+  const entry = import.meta.resolve('@e4a/pg-wasm/web');
+  const mod = await import(entry);
+  mod.initSync({ module: readFileSync(fileURLToPath(new URL('./index_bg.wasm', entry))) });
   loaded = mod as PgWasm;
   return loaded;
 }

@@ -1,0 +1,268 @@
+/**
+ * npm run bench: postguard-ts beside @e4a/pg-wasm 0.5.10 in one process, same inputs, same
+ * keys, and this machine's limits for the format (pipelined AES-GCM, fastest SHAKE128).
+ *
+ *   npm run bench                 all cases
+ *   npm run bench -- --quick      smaller streaming size (64 MiB) for a fast look
+ *   npm run bench -- --only=stream
+ */
+import { createHash, webcrypto } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { loadPgWasm } from '../test/pgwasm.js';
+import { StreamUnsealer, Unsealer, seal, sealStream, type Policy } from '../lib/index.js';
+import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import { shake128 } from '@noble/hashes/sha3.js';
+
+const { values: args } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
+});
+const STREAM_BYTES = (args.quick ? 64 : 256) * 1024 * 1024;
+const CHUNK = 64 * 1024;
+const SEGMENT = 262_144 + 96;
+
+const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined);
+const wanted = (name: string) => !args.only || name.includes(args.only);
+
+interface Row {
+  name: string;
+  unit: 'ms' | 'MB/s';
+  ours: number;
+  theirs?: number;
+  oursRss?: number;
+  theirsRss?: number;
+}
+const rows: Row[] = [];
+
+async function median(runs: number, f: () => Promise<unknown>): Promise<number> {
+  for (let i = 0; i < Math.min(3, runs); i++) await f(); // warm up
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await f();
+    times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+/** Runs f while sampling RSS; returns elapsed ms and the peak RSS growth in MiB. */
+async function withRss(f: () => Promise<unknown>): Promise<{ ms: number; rssMiB: number }> {
+  gc();
+  await new Promise((r) => setTimeout(r, 50));
+  const base = process.memoryUsage().rss;
+  let peak = base;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+  const t = performance.now();
+  await f();
+  const ms = performance.now() - t;
+  clearInterval(timer);
+  peak = Math.max(peak, process.memoryUsage().rss);
+  return { ms, rssMiB: (peak - base) / 1024 / 1024 };
+}
+
+/** A source of `total` bytes in CHUNK-sized pieces, generated on the fly (flat memory). */
+function source(total: number): ReadableStream<Uint8Array> {
+  const chunk = new Uint8Array(CHUNK).map((_, i) => i & 255);
+  let sent = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(c) {
+        if (sent >= total) return c.close();
+        const n = Math.min(CHUNK, total - sent);
+        c.enqueue(chunk.slice(0, n));
+        sent += n;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** A sink that counts bytes, or keeps them (to feed an unsealer). */
+function sink(keep: Uint8Array[] | undefined): { writable: WritableStream<Uint8Array>; bytes: () => number } {
+  let n = 0;
+  return {
+    writable: new WritableStream<Uint8Array>({
+      write(c) {
+        n += c.length;
+        keep?.push(c);
+      },
+    }),
+    bytes: () => n,
+  };
+}
+
+function fromChunks(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
+  let i = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (i >= chunks.length) return c.close();
+      c.enqueue(chunks[i++]!);
+    },
+  }, { highWaterMark: 0 });
+}
+
+const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
+
+async function main() {
+  const pg = await loadPgWasm();
+  const kem = generateKemKeys();
+  const ibs = generateSigningKeys();
+  const TS = Math.floor(Date.now() / 1000);
+  const alice = { ts: TS, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: 'alice@example.com' }] };
+  const pubSignKey = { key: extractSigningKey(ibs.sk, alice), policy: alice };
+  const policies: Array<[string, Policy]> = Array.from({ length: 10 }, (_, i) => [
+    `r${i}@example.com`,
+    { ts: TS, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: `r${i}@example.com` }] },
+  ]);
+  const opts = (n: number) => ({ policy: Object.fromEntries(policies.slice(0, n)), pubSignKey });
+  const usk0 = extractUsk(kem.msk, policies[0]![1]);
+  const id0 = policies[0]![0];
+  const kib = new Uint8Array(1024).fill(7);
+
+  console.log(`postguard-ts vs @e4a/pg-wasm 0.5.10 — Node ${process.version}, ${(await import('node:os')).cpus().length} cores`);
+
+  if (wanted('seal 1 KiB')) {
+    for (const n of [1, 10]) {
+      rows.push({
+        name: `seal 1 KiB, ${n} recipient${n > 1 ? 's' : ''}`,
+        unit: 'ms',
+        ours: await median(25, () => seal(kem.mpk, opts(n), kib)),
+        theirs: await median(25, () => pg.seal(kem.mpk, opts(n), kib)),
+      });
+    }
+  }
+  if (wanted('unseal 1 KiB')) {
+    const ct = await seal(kem.mpk, opts(1), kib);
+    rows.push({
+      name: 'Unsealer.new + unseal 1 KiB',
+      unit: 'ms',
+      ours: await median(25, async () => (await Unsealer.new(ct, ibs.vk)).unseal(id0, usk0)),
+      theirs: await median(25, async () => (await pg.Unsealer.new(ct, ibs.vk)).unseal(id0, usk0)),
+    });
+  }
+  if (wanted('16 MiB')) {
+    const big = new Uint8Array(16 * 1024 * 1024).map((_, i) => i & 255);
+    const ct = await seal(kem.mpk, opts(1), big);
+    const seal16 = [await median(5, () => seal(kem.mpk, opts(1), big)), await median(5, () => pg.seal(kem.mpk, opts(1), big))];
+    const open16 = [
+      await median(5, async () => (await Unsealer.new(ct, ibs.vk)).unseal(id0, usk0)),
+      await median(5, async () => (await pg.Unsealer.new(ct, ibs.vk)).unseal(id0, usk0)),
+    ];
+    rows.push({ name: 'in-memory seal 16 MiB', unit: 'MB/s', ours: mbps(big.length, seal16[0]!), theirs: mbps(big.length, seal16[1]!) });
+    rows.push({ name: 'in-memory unseal 16 MiB', unit: 'MB/s', ours: mbps(big.length, open16[0]!), theirs: mbps(big.length, open16[1]!) });
+  }
+  if (wanted('stream')) {
+    const size = `${STREAM_BYTES / 1024 / 1024} MiB`;
+    const runSeal = async (impl: 'ours' | 'theirs') => {
+      const out = sink(undefined);
+      const f = impl === 'ours' ? sealStream : pg.sealStream;
+      const r = await withRss(() => f(kem.mpk, opts(1), source(STREAM_BYTES), out.writable));
+      return r;
+    };
+    const sealOurs = await runSeal('ours');
+    const sealTheirs = await runSeal('theirs');
+    rows.push({
+      name: `sealStream ${size}, 64 KiB chunks`,
+      unit: 'MB/s',
+      ours: mbps(STREAM_BYTES, sealOurs.ms),
+      theirs: mbps(STREAM_BYTES, sealTheirs.ms),
+      oursRss: sealOurs.rssMiB,
+      theirsRss: sealTheirs.rssMiB,
+    });
+    // The ciphertext is held in memory (in 64 KiB chunks) so that unsealing measures only unsealing.
+    const chunks: Uint8Array[] = [];
+    await sealStream(kem.mpk, opts(1), source(STREAM_BYTES), sink(chunks).writable);
+    const rechunked = rechunk(chunks, CHUNK);
+    chunks.length = 0;
+    const runOpen = async (impl: 'ours' | 'theirs') => {
+      const out = sink(undefined);
+      return withRss(async () => {
+        const u = impl === 'ours'
+          ? await StreamUnsealer.new(fromChunks(rechunked), ibs.vk)
+          : await pg.StreamUnsealer.new(fromChunks(rechunked), ibs.vk);
+        await u.unseal(id0, usk0, out.writable);
+      });
+    };
+    const openOurs = await runOpen('ours');
+    const openTheirs = await runOpen('theirs');
+    rows.push({
+      name: `StreamUnsealer ${size}, 64 KiB chunks`,
+      unit: 'MB/s',
+      ours: mbps(STREAM_BYTES, openOurs.ms),
+      theirs: mbps(STREAM_BYTES, openTheirs.ms),
+      oursRss: openOurs.rssMiB,
+      theirsRss: openTheirs.rssMiB,
+    });
+  }
+  if (wanted('limits')) {
+    const seg = new Uint8Array(SEGMENT).fill(1);
+    const n = 512;
+    const key = await webcrypto.subtle.importKey('raw', new Uint8Array(16), 'AES-GCM', false, ['encrypt']);
+    for (const inFlight of [1, 4]) {
+      const t = performance.now();
+      const q: Promise<ArrayBuffer>[] = [];
+      for (let i = 0; i < n; i++) {
+        q.push(webcrypto.subtle.encrypt({ name: 'AES-GCM', iv: new Uint8Array(12) }, key, seg));
+        if (q.length >= inFlight) await q.shift();
+      }
+      await Promise.all(q);
+      rows.push({ name: `limit: WebCrypto AES-128-GCM, ${inFlight} in flight`, unit: 'MB/s', ours: mbps(n * SEGMENT, performance.now() - t) });
+    }
+    const h = createHash('shake128');
+    let t = performance.now();
+    for (let i = 0; i < n; i++) {
+      h.update(seg);
+      h.copy({ outputLength: 64 }).digest();
+    }
+    rows.push({ name: 'limit: SHAKE128 node:crypto (+fork per segment)', unit: 'MB/s', ours: mbps(n * SEGMENT, performance.now() - t) });
+    const nh = shake128.create({});
+    t = performance.now();
+    for (let i = 0; i < n / 8; i++) {
+      nh.update(seg);
+      nh.clone().xof(64);
+    }
+    rows.push({ name: 'limit: SHAKE128 @noble/hashes', unit: 'MB/s', ours: mbps((n / 8) * SEGMENT, performance.now() - t) });
+  }
+  print();
+}
+
+function rechunk(chunks: Uint8Array[], size: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let buf = new Uint8Array(size);
+  let fill = 0;
+  for (const c of chunks) {
+    let o = 0;
+    while (o < c.length) {
+      const take = Math.min(size - fill, c.length - o);
+      buf.set(c.subarray(o, o + take), fill);
+      fill += take;
+      o += take;
+      if (fill === size) {
+        out.push(buf);
+        buf = new Uint8Array(size);
+        fill = 0;
+      }
+    }
+  }
+  if (fill > 0) out.push(buf.subarray(0, fill));
+  return out;
+}
+
+function print() {
+  const fmt = (v: number | undefined, unit: string) => (v === undefined ? '' : unit === 'ms' ? v.toFixed(1) + ' ms' : v.toFixed(0) + ' MB/s');
+  const header = ['case', 'postguard-ts', 'pg-wasm', 'ratio', 'peak RSS ours / theirs'];
+  const table = rows.map((r) => {
+    // Ratio > 1 means we are better: faster (MB/s) or less time (ms).
+    const ratio = r.theirs === undefined ? '' : (r.unit === 'ms' ? r.theirs / r.ours : r.ours / r.theirs).toFixed(2) + 'x';
+    const rss = r.oursRss === undefined ? '' : `${r.oursRss.toFixed(0)} / ${r.theirsRss!.toFixed(0)} MiB`;
+    return [r.name, fmt(r.ours, r.unit), fmt(r.theirs, r.unit), ratio, rss];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => '| ' + cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ') + ' |';
+  console.log(line(header));
+  console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|');
+  for (const row of table) console.log(line(row));
+  console.log('ratio > 1: postguard-ts is faster.');
+}
+
+await main();
