@@ -39,7 +39,7 @@ describe('round trips', () => {
           const ct = await seal(kem.mpk, options(entries, signer, priv), plain);
           const u = await Unsealer.new(ct, ibs.vk);
           expect([...u.inspect_header().keys()].sort()).toEqual(entries.map(([id]) => id).sort());
-          expect(u.public_identity()).toEqual({ ts: signer.ts, con: signer.con.map((a) => ({ t: a.t, v: a.v })) });
+          expect(u.public_identity()).toEqual({ ts: signer.ts, con: signer.con.map((a: { t: string; v?: string }) => ({ t: a.t, v: a.v })) });
           const [id, pol] = entries[entries.length - 1]!;
           const [got, result] = await u.unseal(id, extractUsk(kem.msk, pol));
           expect(got).toEqual(plain);
