@@ -377,7 +377,11 @@ describe('wallet side', () => {
       body: JSON.stringify({ '@context': 'https://irma.app/ld/request/frontendoptions/v1', pairingMethod: 'pin' }),
     });
     const pin = (await options.json()) as { pairingMethod: string; pairingCode: string };
-    expect(pin).toEqual({ '@context': 'https://irma.app/ld/options/v1', pairingMethod: 'pin', pairingCode: expect.stringMatching(/^\d{4}$/) });
+    expect(pin).toEqual({
+      '@context': 'https://irma.app/ld/options/v1',
+      pairingMethod: 'pin',
+      pairingCode: expect.stringMatching(/^\d{4}$/),
+    });
 
     const connecting = wallet.connect(pkg.sessionPtr, { pairingPollMs: 10 });
     await expect.poll(async () => ((await (await frontend('status')).json()) as { status: string }).status).toBe('PAIRING');
@@ -534,7 +538,11 @@ describe('the wallet page', () => {
     expect((await getJson(`${r.url}/session/${pkg.token}/status`)).body).toBe('INITIALIZED');
 
     const key = /name="key" value="([0-9a-f]+)"/.exec(await (await fetch(`${r.url}/standin/wallet`)).text())![1]!;
-    const res = await fetch(`${r.url}/standin/wallet/${ct}/cancel`, { method: 'POST', body: new URLSearchParams({ key }), redirect: 'manual' });
+    const res = await fetch(`${r.url}/standin/wallet/${ct}/cancel`, {
+      method: 'POST',
+      body: new URLSearchParams({ key }),
+      redirect: 'manual',
+    });
     expect(res.status).toBe(303);
     expect((await getJson(`${r.url}/session/${pkg.token}/status`)).body).toBe('CANCELLED');
   });
@@ -649,7 +657,8 @@ describe('bad input gets Yivi errors, never a crash', () => {
     const noType = await fetch(`${pkg.sessionPtr.u}/proofs`, { method: 'POST', headers: auth, body: 'garbage' });
     expect(noType.status).toBe(400);
     expect((await getJson(`${r.url}/session/${pkg.token}/status`)).body).toBe('CONNECTED');
-    const ok = await wallet.sendDisclosure(connection, [[{ id: EMAIL, rawvalue: 'alice@example.org' }], []], { issuancetime: 1_700_000_000 });
+    const sets = [[{ id: EMAIL, rawvalue: 'alice@example.org' }], []];
+    const ok = await wallet.sendDisclosure(connection, sets, { issuancetime: 1_700_000_000 });
     expect(ok.proofStatus).toBe('VALID');
     const result = (await getJson(`${r.url}/session/${pkg.token}/result`)).body as SessionResult;
     expect(result.disclosed?.[0]?.[0]?.issuancetime).toBe(1_699_488_000);
@@ -658,7 +667,8 @@ describe('bad input gets Yivi errors, never a crash', () => {
   it('refuses proofs from a wallet that never connected', async () => {
     const r = await start();
     const pkg = await startSession(r);
-    const res = await post(`${pkg.sessionPtr.u}/proofs`, { '@context': 'urn:standin:simulated-disclosure:v1', disclosed: [] }, { authorization: 'x'.repeat(20) });
+    const body = { '@context': 'urn:standin:simulated-disclosure:v1', disclosed: [] };
+    const res = await post(`${pkg.sessionPtr.u}/proofs`, body, { authorization: 'x'.repeat(20) });
     expect(res.status).toBe(403);
     expect(await res.json()).toEqual({
       status: 403,

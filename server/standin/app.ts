@@ -89,7 +89,14 @@ export function buildStandin(options: StandinOptions = {}): FastifyInstance {
     origin: '*',
     methods: ['GET', 'POST', 'DELETE'],
     // Yivi's list, plus the wallet headers so a browser page can play the wallet (real wallets are apps).
-    allowedHeaders: ['Accept', 'Authorization', 'Content-Type', 'Cache-Control', MIN_VERSION_HEADER, MAX_VERSION_HEADER],
+    allowedHeaders: [
+      'Accept',
+      'Authorization',
+      'Content-Type',
+      'Cache-Control',
+      MIN_VERSION_HEADER,
+      MAX_VERSION_HEADER,
+    ],
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFound);

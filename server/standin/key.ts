@@ -26,7 +26,8 @@ export function resolveKeyPath(
   env: Readonly<Record<string, string | undefined>> = process.env,
   cwd: string = process.cwd(),
 ): string {
-  const chosen = explicit ?? (env[KEY_PATH_ENV] !== undefined && env[KEY_PATH_ENV] !== '' ? env[KEY_PATH_ENV] : DEFAULT_KEY_PATH);
+  const fromEnv = env[KEY_PATH_ENV];
+  const chosen = explicit ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : DEFAULT_KEY_PATH);
   return resolve(cwd, chosen);
 }
 

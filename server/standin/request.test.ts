@@ -96,7 +96,16 @@ describe('the request as the wallet sees it', () => {
       skipExpiryCheck: ['pbdf.a.b'],
     });
     const out = walletRequest(parsed, 'bm9uY2U=', '2.8', true);
-    expect(Object.keys(out)).toEqual(['@context', 'context', 'nonce', 'protocolVersion', 'devMode', 'clientReturnUrl', 'disclose', 'skipExpiryCheck']);
+    expect(Object.keys(out)).toEqual([
+      '@context',
+      'context',
+      'nonce',
+      'protocolVersion',
+      'devMode',
+      'clientReturnUrl',
+      'disclose',
+      'skipExpiryCheck',
+    ]);
     expect(out.disclose).toEqual([[[EMAIL, { type: 'pbdf.a.b.c', notNull: true }, { type: 'pbdf.a.b.d', value: '' }]]]);
     expect(walletRequest(parsed, 'x', '2.8', false)).not.toHaveProperty('devMode');
   });
@@ -107,10 +116,16 @@ describe('the request as the wallet sees it', () => {
   );
   const attributeRequest = fc.oneof(
     id,
-    fc.record({ type: id, value: fc.option(fc.string(), { nil: undefined }), notNull: fc.option(fc.boolean(), { nil: undefined }) }, { requiredKeys: ['type'] }),
+    fc.record(
+      { type: id, value: fc.option(fc.string(), { nil: undefined }), notNull: fc.option(fc.boolean(), { nil: undefined }) },
+      { requiredKeys: ['type'] },
+    ),
   );
   // One attribute per conjunction keeps the adjacency rule out of the way.
-  const condiscon = fc.array(fc.array(fc.array(attributeRequest, { maxLength: 1 }), { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 4 });
+  const condiscon = fc.array(fc.array(fc.array(attributeRequest, { maxLength: 1 }), { minLength: 1, maxLength: 3 }), {
+    minLength: 1,
+    maxLength: 4,
+  });
 
   it('is a fixed point: parsing what the wallet is sent gives the same request back', () => {
     fc.assert(

@@ -113,7 +113,8 @@ export function parseSessionRequest(body: unknown, options: ParseOptions = {}): 
     throw new YiviError('UNSUPPORTED', 'the stand-in only runs disclosure sessions');
   }
   if (context !== LD_CONTEXT.disclosureRequest) {
-    throw new YiviError('INVALID_REQUEST', extended ? 'Invalid requestor request type' : 'Invalid session request type');
+    const kind = extended ? 'requestor' : 'session';
+    throw new YiviError('INVALID_REQUEST', `Invalid ${kind} request type`);
   }
   const request = inner!;
 
@@ -158,7 +159,8 @@ function normalizeConDisCon(condiscon: AttributeConDisCon, options: ParseOptions
         const attr = normalizeAttributeRequest(ar);
         const parts = attr.type.split('.').length;
         if (parts !== 3 && parts !== 4) {
-          throw new YiviError('INVALID_REQUEST', `Expected attribute request to consist of 4 or 3 parts, ${parts} found`);
+          const message = `Expected attribute request to consist of 4 or 3 parts, ${parts} found`;
+          throw new YiviError('INVALID_REQUEST', message);
         }
         if (!ATTRIBUTE_ID.test(attr.type)) {
           throw new YiviError('INVALID_REQUEST', `malformed attribute identifier ${JSON.stringify(attr.type)}`);

@@ -198,7 +198,8 @@ export class SessionStore {
   connect(session: Session, min: ProtocolVersion, max: ProtocolVersion, clientAuth: string): void {
     if (session.status !== 'INITIALIZED') throw new YiviError('UNEXPECTED_REQUEST', 'Session already started');
     this.markAlive(session);
-    if (compareVersions(min, SERVER_VERSION) > 0 || compareVersions(max, SERVER_VERSION) < 0 || compareVersions(max, min) < 0) {
+    const supported = compareVersions(min, SERVER_VERSION) <= 0 && compareVersions(max, SERVER_VERSION) >= 0;
+    if (!supported || compareVersions(max, min) < 0) {
       throw this.fail(session, new YiviError('PROTOCOL_VERSION'));
     }
     if (clientAuth === '') {
@@ -211,9 +212,13 @@ export class SessionStore {
   /** Frontend options: only before the wallet connects. */
   setPairing(session: Session, method: 'none' | 'pin' | ''): SessionOptions {
     if (session.status !== 'INITIALIZED') {
-      throw new YiviError('UNEXPECTED_REQUEST', 'Frontend options can only be updated when session is in initialized state');
+      const message = 'Frontend options can only be updated when session is in initialized state';
+      throw new YiviError('UNEXPECTED_REQUEST', message);
     }
-    if (method === 'pin') session.options = { ...session.options, pairingMethod: 'pin', pairingCode: randomPairingCode() };
+    if (method === 'pin') {
+      const pairingCode = randomPairingCode();
+      session.options = { '@context': LD_CONTEXT.sessionOptions, pairingMethod: 'pin', pairingCode };
+    }
     if (method === 'none') session.options = { '@context': LD_CONTEXT.sessionOptions, pairingMethod: 'none' };
     return session.options;
   }

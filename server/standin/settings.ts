@@ -69,7 +69,9 @@ export const systemClock: Clock = { now: () => Math.floor(Date.now() / 1000) };
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) throw new RangeError(`standin option ${name} must be a non-negative number`);
+  if (!Number.isFinite(value) || value < 0) {
+    throw new RangeError(`standin option ${name} must be a non-negative number`);
+  }
   return value;
 }
 

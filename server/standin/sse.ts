@@ -63,7 +63,8 @@ export class SseStreams {
       return;
     }
     if (isFinalStatus(session.status)) {
-      sendYiviError(reply, new YiviError('UNEXPECTED_REQUEST', "Can't subscribe to server sent events of finished session"));
+      const message = "Can't subscribe to server sent events of finished session";
+      sendYiviError(reply, new YiviError('UNEXPECTED_REQUEST', message));
       return;
     }
 

@@ -11,7 +11,16 @@
  *   or DELETE {u} to refuse                                  cancel    (→ CANCELLED)
  */
 
-import { CLIENT_PROTOCOL_VERSION, MAX_VERSION_HEADER, MIN_VERSION_HEADER, SIMULATED_DISCLOSURE_CONTEXT, isFinalStatus, requestedType, satisfies } from './protocol.js';
+import {
+  CLIENT_PROTOCOL_VERSION,
+  MAX_VERSION_HEADER,
+  MIN_VERSION_HEADER,
+  SESSION_STATUSES,
+  SIMULATED_DISCLOSURE_CONTEXT,
+  isFinalStatus,
+  requestedType,
+  satisfies,
+} from './protocol.js';
 import type {
   AttributeConDisCon,
   AttributeRequest,
@@ -25,7 +34,6 @@ import type {
   SimulatedDisclosure,
   WalletDisclosureRequest,
 } from './protocol.js';
-import { SESSION_STATUSES } from './protocol.js';
 import { randomToken } from './tokens.js';
 
 export type { SessionPointer, SimulatedAttribute, ProofStatus } from './protocol.js';
@@ -47,7 +55,11 @@ export class WalletError extends Error {
   readonly status: number | undefined;
   readonly remote: RemoteError | undefined;
 
-  constructor(code: WalletErrorCode, message: string, extra: { status?: number; remote?: RemoteError; cause?: unknown } = {}) {
+  constructor(
+    code: WalletErrorCode,
+    message: string,
+    extra: { status?: number; remote?: RemoteError; cause?: unknown } = {},
+  ) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'WalletError';
     this.code = code;
@@ -92,7 +104,9 @@ function pointerFrom(value: unknown): SessionPointer {
   if (typeof obj !== 'object' || obj === null) throw new WalletError('BAD_QR', 'QR payload is not a JSON object');
   // Also take the whole session package (what POST /session and the PKG's /start answer).
   if (typeof obj.sessionPtr === 'object' && obj.sessionPtr !== null) return pointerFrom(obj.sessionPtr);
-  if (typeof obj.u !== 'string' || !/^https?:\/\//.test(obj.u)) throw new WalletError('BAD_QR', 'QR payload has no http(s) "u"');
+  if (typeof obj.u !== 'string' || !/^https?:\/\//.test(obj.u)) {
+    throw new WalletError('BAD_QR', 'QR payload has no http(s) "u"');
+  }
   if (typeof obj.irmaqr !== 'string' || !SESSION_TYPES.has(obj.irmaqr)) {
     throw new WalletError('BAD_QR', 'QR payload has no valid "irmaqr"');
   }
@@ -153,7 +167,8 @@ async function call(url: string, init: RequestInit, options: WalletOptions): Pro
   } catch {
     // Not Yivi's error JSON; the status says enough.
   }
-  const what = remote === undefined ? `HTTP ${response.status}` : `${remote.error}${remote.message === undefined ? '' : `: ${remote.message}`}`;
+  const detail = remote?.message === undefined ? '' : `: ${remote.message}`;
+  const what = remote === undefined ? `HTTP ${response.status}` : `${remote.error}${detail}`;
   throw new WalletError('REMOTE', `${init.method ?? 'GET'} ${url} failed: ${what}`, {
     status: response.status,
     ...(remote === undefined ? {} : { remote }),
@@ -210,15 +225,19 @@ export async function connect(pointer: SessionPointer, options: WalletOptions = 
     },
     options,
   );
-  const session = (await json(response, 'session request')) as ClientSessionRequest;
-  if (typeof session !== 'object' || session === null || typeof session.options !== 'object' || session.options === null) {
+  const session = (await json(response, 'session request')) as ClientSessionRequest | null;
+  const wellFormed = typeof session === 'object' && session !== null;
+  if (!wellFormed || typeof session.options !== 'object' || session.options === null) {
     throw new WalletError('BAD_RESPONSE', 'not a client session request');
   }
-  if (session.options.pairingMethod === 'pin') await waitForPairing(pointer, options);
-  const request = assertRequest(
-    session.request ??
-      (await json(await call(`${base(pointer)}/request`, { method: 'GET', headers: { Authorization: authorization } }, options), 'request')),
-  );
+  let request = session.request;
+  if (session.options.pairingMethod === 'pin') {
+    // The request is held back until the browser confirms the pairing code.
+    await waitForPairing(pointer, options);
+    const init = { method: 'GET', headers: { Authorization: authorization } };
+    request = (await json(await call(`${base(pointer)}/request`, init, options), 'request')) as typeof request;
+  }
+  request = assertRequest(request);
   return { pointer, authorization, session, request };
 }
 
@@ -252,8 +271,10 @@ const valueFor = (attributes: AttributeValues, id: string): string | null =>
 export function chooseDisclosure(disclose: AttributeConDisCon, attributes: AttributeValues): SimulatedAttribute[][] {
   return disclose.map((discon) => {
     const nonEmpty = discon.filter((con) => con.length > 0);
+    const meets = (ar: AttributeRequest): boolean =>
+      holds(attributes, ar) && satisfies(ar, requestedType(ar), valueFor(attributes, requestedType(ar)));
     const pick =
-      nonEmpty.find((con) => con.every((ar) => holds(attributes, ar) && satisfies(ar, requestedType(ar), valueFor(attributes, requestedType(ar))))) ??
+      nonEmpty.find((con) => con.every(meets)) ??
       discon.find((con) => con.length === 0) ??
       nonEmpty.find((con) => con.every((ar) => holds(attributes, ar))) ??
       [];

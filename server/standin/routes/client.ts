@@ -89,7 +89,8 @@ export async function clientRoutes(app: FastifyInstance, opts: ClientRoutesOptio
   app.addHook('onRequest', async (request: TokenRequest, reply) => {
     const token = request.params.token;
     if (!passesTokenCheck(token)) {
-      return sendYiviError(reply, new YiviError('INVALID_REQUEST', 'string did not pass input validation for clientToken'));
+      const message = 'string did not pass input validation for clientToken';
+      return sendYiviError(reply, new YiviError('INVALID_REQUEST', message));
     }
     const session = store.byClientToken(token);
     if (session === undefined) return sendYiviError(reply, new YiviError('SESSION_UNKNOWN'));
@@ -127,7 +128,9 @@ export async function clientRoutes(app: FastifyInstance, opts: ClientRoutesOptio
       schema: {
         params,
         body: simulatedDisclosureSchema,
-        response: { 200: { type: 'object', required: ['proofStatus'], properties: { proofStatus: { type: 'string' } } } },
+        response: {
+          200: { type: 'object', required: ['proofStatus'], properties: { proofStatus: { type: 'string' } } },
+        },
       },
       config: { badInput: 'MALFORMED_INPUT' },
       // irmago's pairing middleware: state and client Authorization are checked before the body is read.
@@ -184,10 +187,14 @@ export async function clientRoutes(app: FastifyInstance, opts: ClientRoutesOptio
       async (request, reply) => reply.header('content-type', YIVI_JSON).send({ status: request.clientSession.status }),
     );
 
-    frontend.get('/session/:token/frontend/statusevents', { schema: { params }, exposeHeadRoute: false }, async (request, reply) => {
-      streams.subscribe(reply, request.clientSession, 'frontend', new YiviError('SESSION_UNKNOWN'));
-      return reply;
-    });
+    frontend.get(
+      '/session/:token/frontend/statusevents',
+      { schema: { params }, exposeHeadRoute: false },
+      async (request, reply) => {
+        streams.subscribe(reply, request.clientSession, 'frontend', new YiviError('SESSION_UNKNOWN'));
+        return reply;
+      },
+    );
 
     frontend.post(
       '/session/:token/frontend/options',

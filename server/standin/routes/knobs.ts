@@ -64,12 +64,16 @@ export async function knobRoutes(app: FastifyInstance, opts: KnobRoutesOptions):
     sessions: store.pending().map((s) => pendingView(settings, request, s)),
   }));
 
-  app.post<{ Params: { token: string } }>('/sessions/:token/timeout', { schema: { params } }, async (request, reply) => {
-    const session = sessionFor(request.params.token);
-    if (isFinalStatus(session.status)) throw new YiviError('UNEXPECTED_REQUEST', 'session already finished');
-    store.timeOut(session);
-    return reply.code(204).send();
-  });
+  app.post<{ Params: { token: string } }>(
+    '/sessions/:token/timeout',
+    { schema: { params } },
+    async (request, reply) => {
+      const session = sessionFor(request.params.token);
+      if (isFinalStatus(session.status)) throw new YiviError('UNEXPECTED_REQUEST', 'session already finished');
+      store.timeOut(session);
+      return reply.code(204).send();
+    },
+  );
 
   app.post<{ Params: { token: string }; Body: { outcome: ForcedOutcome | null } }>(
     '/sessions/:token/outcome',

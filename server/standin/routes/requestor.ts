@@ -150,11 +150,15 @@ export async function requestorRoutes(app: FastifyInstance, opts: RequestorRoute
       reply.header('content-type', YIVI_JSON).send(JSON.stringify(known(request).status)),
     );
 
-    tokenScope.get('/session/:token/statusevents', { schema: { params }, exposeHeadRoute: false }, async (request, reply) => {
-      // irmago answers an unknown session here with a bare 501 UNSUPPORTED.
-      streams.subscribe(reply, request.requestorSession, 'status', new YiviError('UNSUPPORTED'));
-      return reply;
-    });
+    tokenScope.get(
+      '/session/:token/statusevents',
+      { schema: { params }, exposeHeadRoute: false },
+      async (request, reply) => {
+        // irmago answers an unknown session here with a bare 501 UNSUPPORTED.
+        streams.subscribe(reply, request.requestorSession, 'status', new YiviError('UNSUPPORTED'));
+        return reply;
+      },
+    );
 
     tokenScope.get(
       '/session/:token/result',

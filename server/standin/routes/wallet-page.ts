@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { YiviError } from '../errors.js';
 import type { NormalizedAttributeRequest } from '../request.js';
 import { SERVER_VERSION } from '../sessions.js';
@@ -27,7 +27,9 @@ const isCredentialId = (id: string): boolean => id.split('.').length === 3;
 
 function renderAttribute(ar: NormalizedAttributeRequest, name: string): string {
   const id = escapeHtml(ar.type);
-  if (isCredentialId(ar.type)) return `<li><code>${id}</code> <small>(whole credential: discloses "present")</small></li>`;
+  if (isCredentialId(ar.type)) {
+    return `<li><code>${id}</code> <small>(whole credential: discloses "present")</small></li>`;
+  }
   const demands = [ar.value !== undefined ? 'exact value required' : '', ar.notNull ? 'must not be empty' : '']
     .filter((d) => d !== '')
     .join(', ');
@@ -49,7 +51,8 @@ function renderSession(session: Session, formKey: string): string {
             con.length === 0
               ? '<em>skip (optional)</em>'
               : `<ul>${con.map((ar, k) => renderAttribute(ar, `v.${i}.${j}.${k}`)).join('')}</ul>`;
-          return `<div class="option"><label><input type="radio" name="c.${i}" value="${j}"${checked}> option ${j + 1}</label>${body}</div>`;
+          const radio = `<input type="radio" name="c.${i}" value="${j}"${checked}>`;
+          return `<div class="option"><label>${radio} option ${j + 1}</label>${body}</div>`;
         })
         .join('');
       return `<fieldset><legend>Disjunction ${i + 1}</legend>${options}</fieldset>`;
@@ -68,7 +71,7 @@ function renderSession(session: Session, formKey: string): string {
 export function renderWalletPage(sessions: readonly Session[], formKey: string, notice: string): string {
   const list =
     sessions.length === 0
-      ? '<p>No pending sessions. Start one (e.g. open the demo and ask for a key), then <a href="wallet">refresh</a>.</p>'
+      ? '<p>No pending sessions. Start one (e.g. ask the demo for a key), then <a href="wallet">refresh</a>.</p>'
       : sessions.map((s) => renderSession(s, formKey)).join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -120,6 +123,9 @@ export async function walletPageRoutes(app: FastifyInstance, opts: WalletPageOpt
   };
 
   // Relative, so the page also works behind a proxy that mounts the stand-in under a path.
+  const refuseForm = (reply: FastifyReply) =>
+    reply.code(403).type('text/plain').send('stale or foreign form; reload the page');
+
   const backTo = (notice: string) => `../../wallet?notice=${encodeURIComponent(notice)}`;
 
   app.get<{ Querystring: { notice?: string } }>(
@@ -128,7 +134,8 @@ export async function walletPageRoutes(app: FastifyInstance, opts: WalletPageOpt
     async (request, reply) => {
       for (const token of pageAuth.keys()) if (store.byClientToken(token) === undefined) pageAuth.delete(token);
       const pending = store.pending().filter((s) => s.status === 'INITIALIZED' || pageAuth.has(s.clientToken));
-      return reply.type('text/html; charset=utf-8').send(renderWalletPage(pending, formKey, request.query.notice ?? ''));
+      const html = renderWalletPage(pending, formKey, request.query.notice ?? '');
+      return reply.type('text/html; charset=utf-8').send(html);
     },
   );
 
@@ -136,7 +143,7 @@ export async function walletPageRoutes(app: FastifyInstance, opts: WalletPageOpt
     '/wallet/:token/disclose',
     { schema: { params: tokenParamsSchema } },
     async (request, reply) => {
-      if (!keyMatches(request.body)) return reply.code(403).type('text/plain').send('stale or foreign form; reload the page');
+      if (!keyMatches(request.body)) return refuseForm(reply);
       const session = store.byClientToken(request.params.token);
       if (session === undefined) return reply.redirect(backTo('That session is gone (finished or expired).'), 303);
       try {
@@ -147,10 +154,12 @@ export async function walletPageRoutes(app: FastifyInstance, opts: WalletPageOpt
           pageAuth.set(session.clientToken, auth);
         }
         if (session.status === 'PAIRING') {
-          return reply.redirect(backTo(`Enter pairing code ${session.options.pairingCode ?? ''} in the browser, then press Disclose again.`), 303);
+          const code = session.options.pairingCode ?? '';
+          return reply.redirect(backTo(`Enter pairing code ${code} in the browser, then press Disclose again.`), 303);
         }
         store.assertConnectedClient(session, pageAuth.get(session.clientToken) ?? '');
-        const proofStatus = store.submitDisclosure(session, { '@context': SIMULATED_DISCLOSURE_CONTEXT, disclosed: sets });
+        const body = { '@context': SIMULATED_DISCLOSURE_CONTEXT, disclosed: sets } as const;
+        const proofStatus = store.submitDisclosure(session, body);
         pageAuth.delete(session.clientToken);
         return reply.redirect(backTo(`Disclosed: proof status ${proofStatus}.`), 303);
       } catch (e) {
@@ -164,7 +173,7 @@ export async function walletPageRoutes(app: FastifyInstance, opts: WalletPageOpt
     '/wallet/:token/cancel',
     { schema: { params: tokenParamsSchema } },
     async (request, reply) => {
-      if (!keyMatches(request.body)) return reply.code(403).type('text/plain').send('stale or foreign form; reload the page');
+      if (!keyMatches(request.body)) return refuseForm(reply);
       const session = store.byClientToken(request.params.token);
       if (session !== undefined) store.cancel(session);
       pageAuth.delete(request.params.token);
