@@ -14,6 +14,9 @@ import {
   cgwkvSetup,
   decaps,
   encaps,
+  encodeG1,
+  encodeG1Uncompressed,
+  encodeG2,
   extractUsk,
   g1Endomorphism,
   g1JointTable,
@@ -120,6 +123,32 @@ describe('scalars', () => {
 
   it('maps the identity "test1" to the known scalar x', () => {
     expect(wideScalar(test1).toString(16)).toBe('6c102eab4126b62e570de3966c6767627c72673a9f2a5a1e1311d64bd9c586b');
+  });
+});
+
+describe('point encoding', () => {
+  it("equals noble's encoding for random points, projective or affine, and the identity", () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 1n, max: R - 1n }), fc.bigInt({ min: 1n, max: R - 1n }), (a, b) => {
+        const p = G1.BASE.multiply(a).add(G1.BASE.multiply(b)); // projective, Z != 1
+        const q = G2.BASE.multiply(a).add(G2.BASE.multiply(b));
+        expect(hex(encodeG1(p))).toBe(hex(p.toBytes(true)));
+        expect(hex(encodeG1Uncompressed(p))).toBe(hex(p.toBytes(false)));
+        expect(hex(encodeG2(q))).toBe(hex(q.toBytes(true)));
+        expect(hex(encodeG1(p.negate()))).toBe(hex(p.negate().toBytes(true)));
+        expect(hex(encodeG2(q.negate()))).toBe(hex(q.negate().toBytes(true)));
+      }),
+      { numRuns: 10 },
+    );
+    expect(hex(encodeG1(G1.ZERO))).toBe(hex(G1.ZERO.toBytes(true)));
+    expect(hex(encodeG1Uncompressed(G1.ZERO))).toBe(hex(G1.ZERO.toBytes(false)));
+    expect(hex(encodeG2(G2.ZERO))).toBe(hex(G2.ZERO.toBytes(true)));
+  });
+
+  it('re-encodes every point of the regression MPK, USK and ciphertext byte for byte', () => {
+    for (let o = 0; o < 384; o += 48) expect(hex(encodeG1(G1.fromBytes(rustMpk.subarray(o, o + 48))))).toBe(hex(rustMpk.subarray(o, o + 48)));
+    for (let o = 0; o < 576; o += 96) expect(hex(encodeG2(G2.fromBytes(rustUsk.subarray(o, o + 96))))).toBe(hex(rustUsk.subarray(o, o + 96)));
+    for (let o = 0; o < 192; o += 48) expect(hex(encodeG1(G1.fromBytes(rustCt.subarray(o, o + 48))))).toBe(hex(rustCt.subarray(o, o + 48)));
   });
 });
 

@@ -213,5 +213,7 @@ export function ggSigningKeyMatches(vk: GgVerifyingKey, key: GgSigningKey): bool
   const { pk } = unwrap(vk, VerifyingKey, 'GgVerifyingKey');
   const k = unwrap(key, SigningKey, 'GgSigningKey');
   const gr = Point.fromBytes(k.gr);
-  return Point.BASE.multiplyUnsafe(k.y).equals(gr.add(pk.multiplyUnsafe(hashH(k.gr, k.id))));
+  // y is the key holder's secret: constant-time multiplication.
+  const yB = k.y === 0n ? Point.ZERO : Point.BASE.multiply(k.y);
+  return yB.equals(gr.add(pk.multiplyUnsafe(hashH(k.gr, k.id))));
 }
