@@ -265,8 +265,10 @@ function validateFiles(files: PkgKeyFiles): void {
   }
 }
 
-// node:fs is imported on first use only, so that this module still loads in a browser.
-const fs = () => import('node:fs/promises');
+// node:fs is imported on first use only, so that this module still loads in a browser; the
+// specifier is a variable so that bundlers do not try to resolve it for browser builds.
+const FS_MODULE = 'node:fs/promises';
+const fs = (): Promise<typeof import('node:fs/promises')> => import(/* @vite-ignore */ FS_MODULE);
 
 /** Reads and validates the four key files (see decodePkgKeyFiles). I/O errors propagate as they are. */
 export async function readPkgKeys(paths: PkgKeyPaths = DEFAULT_PKG_KEY_PATHS): Promise<PkgKeys> {
