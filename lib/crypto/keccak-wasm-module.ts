@@ -1,4 +1,4 @@
-import { encodeModule, FunctionBody, I32, I64, Op } from './keccak-wasm-emit.js';
+import { encodeModule, FunctionBody, I32, I64, Op } from './wasm-emit.js';
 
 /**
  * Generates the Keccak-f[1600] WebAssembly module (FIPS 202). Each exported sponge function

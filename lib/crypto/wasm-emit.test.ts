@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { encodeModule, FunctionBody, I32, I64, Op, pushS64, pushU32 } from './keccak-wasm-emit.js';
+import { encodeModule, FunctionBody, I32, I64, Op, pushS64, pushU32 } from './wasm-emit.js';
 
 const u32 = (n: number) => {
   const out: number[] = [];
@@ -63,5 +63,41 @@ describe('encodeModule', () => {
     expect(new DataView(mem.buffer).getBigUint64(16, true)).toBe(expected);
     expect(mem.buffer.byteLength).toBe(65536);
     expect(() => mem.grow(1)).toThrow(RangeError);
+  });
+});
+
+describe('calls between functions', () => {
+  it('resolves call targets by body, keeps unnamed functions internal, shares identical types', async () => {
+    // square(x) is internal; sumOfSquares(a, b) = square(a) + square(b) calls it before it is listed.
+    const square = new FunctionBody([I64], [I64]);
+    const sumOfSquares = new FunctionBody([I64, I64], [I64]);
+    sumOfSquares.get(0).call(square).get(1).call(square).op(Op.i64Add);
+    square.get(0).get(0).op(Op.i64Mul);
+    const twice = new FunctionBody([I64], [I64]);
+    twice.get(0).call(square).call(square);
+    const bytes = encodeModule({
+      pages: 1,
+      memoryName: 'memory',
+      functions: [{ name: 'sumOfSquares', body: sumOfSquares }, { body: square }, { name: 'fourth', body: twice }],
+      data: [],
+    });
+    const mod = await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
+    expect(WebAssembly.Module.exports(mod).map((e) => e.name).sort()).toEqual(['fourth', 'memory', 'sumOfSquares']);
+    const { exports } = await WebAssembly.instantiate(mod);
+    expect((exports.sumOfSquares as (a: bigint, b: bigint) => bigint)(3n, 4n)).toBe(25n);
+    expect((exports.fourth as (a: bigint) => bigint)(3n)).toBe(81n);
+    // two signatures, (i64) -> i64 and (i64, i64) -> i64: the type section has 2 entries
+    const typeSection = bytes.indexOf(0x01, 8);
+    expect(bytes[typeSection + 2]).toBe(2);
+  });
+
+  it('refuses a call to a function that is not in the module', () => {
+    const orphan = new FunctionBody([]);
+    const caller = new FunctionBody([]);
+    caller.call(orphan);
+    expect(() => encodeModule({ pages: 1, memoryName: 'm', functions: [{ name: 'f', body: caller }], data: [] })).toThrow(
+      /not part of the module/,
+    );
+    expect(() => caller.encode()).toThrow(/part of a module/);
   });
 });

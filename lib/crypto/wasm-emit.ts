@@ -1,35 +1,71 @@
 /**
- * A tiny WebAssembly (1.0 binary format) writer: the handful of sections and opcodes the
- * Keccak module needs. The module is generated from TypeScript at load time, so the repository
- * carries no binary and no build step.
+ * A tiny WebAssembly (1.0 binary format) writer: the sections and opcodes our generated modules
+ * (Keccak, ristretto255) need. Modules are generated from TypeScript at load time, so the
+ * repository carries no binary and no build step.
  */
 
 export const I32 = 0x7f;
 export const I64 = 0x7e;
 export type ValType = typeof I32 | typeof I64;
 
-/** Opcodes used by the generator (WebAssembly spec §5.4). */
+/** Opcodes used by the generators (WebAssembly spec §5.4). */
 export const Op = {
+  unreachable: 0x00,
   block: 0x02,
   loop: 0x03,
+  if: 0x04,
+  else: 0x05,
   end: 0x0b,
   br: 0x0c,
   brIf: 0x0d,
+  return: 0x0f,
+  call: 0x10,
+  drop: 0x1a,
+  select: 0x1b,
   localGet: 0x20,
   localSet: 0x21,
   localTee: 0x22,
+  i32Load: 0x28,
   i64Load: 0x29,
+  i32Load8U: 0x2d,
+  i64Load32S: 0x34,
+  i32Store: 0x36,
   i64Store: 0x37,
+  i32Store8: 0x3a,
+  i64Store32: 0x3e,
   i32Const: 0x41,
   i64Const: 0x42,
   i32Eqz: 0x45,
+  i32Eq: 0x46,
   i32Ne: 0x47,
+  i32LtS: 0x48,
+  i32LtU: 0x49,
+  i32GtS: 0x4a,
+  i32GeS: 0x4e,
+  i64Eqz: 0x50,
   i32Add: 0x6a,
   i32Sub: 0x6b,
+  i32Mul: 0x6c,
+  i32DivU: 0x6e,
+  i32And: 0x71,
+  i32Or: 0x72,
+  i32Xor: 0x73,
+  i32Shl: 0x74,
+  i32ShrS: 0x75,
+  i32ShrU: 0x76,
+  i64Add: 0x7c,
+  i64Sub: 0x7d,
+  i64Mul: 0x7e,
   i64And: 0x83,
   i64Or: 0x84,
   i64Xor: 0x85,
+  i64Shl: 0x86,
+  i64ShrS: 0x87,
+  i64ShrU: 0x88,
   i64Rotl: 0x89,
+  i32WrapI64: 0xa7,
+  i64ExtendI32S: 0xac,
+  i64ExtendI32U: 0xad,
 } as const;
 
 const EMPTY_BLOCK = 0x40;
@@ -63,6 +99,8 @@ export function pushS64(out: number[], value: bigint): void {
 export class FunctionBody {
   private readonly code: number[] = [];
   private readonly locals: ValType[] = [];
+  /** `call` sites: the callee's index is only known once the module is laid out. */
+  private readonly calls: { at: number; target: FunctionBody }[] = [];
 
   constructor(
     readonly params: readonly ValType[],
@@ -105,17 +143,20 @@ export class FunctionBody {
     return this;
   }
 
-  /** i64.load with natural alignment hint (8 bytes) and a constant offset. */
-  load64(offset: number): this {
-    this.code.push(Op.i64Load, 3);
+  /** A memory access: `align` is log2 of the alignment hint, `offset` a constant added to the address. */
+  mem(opcode: number, align: number, offset: number): this {
+    this.code.push(opcode, align);
     pushU32(this.code, offset);
     return this;
   }
 
+  /** i64.load with natural alignment hint (8 bytes) and a constant offset. */
+  load64(offset: number): this {
+    return this.mem(Op.i64Load, 3, offset);
+  }
+
   store64(offset: number): this {
-    this.code.push(Op.i64Store, 3);
-    pushU32(this.code, offset);
-    return this;
+    return this.mem(Op.i64Store, 3, offset);
   }
 
   block(): this {
@@ -128,9 +169,28 @@ export class FunctionBody {
     return this;
   }
 
+  /** `if` without a result; close it with `op(Op.end)` (optionally after `op(Op.else)`). */
+  if(): this {
+    this.code.push(Op.if, EMPTY_BLOCK);
+    return this;
+  }
+
+  br(depth: number): this {
+    this.code.push(Op.br);
+    pushU32(this.code, depth);
+    return this;
+  }
+
   brIf(depth: number): this {
     this.code.push(Op.brIf);
     pushU32(this.code, depth);
+    return this;
+  }
+
+  /** Calls another function of the same module (resolved to its index by `encodeModule`). */
+  call(target: FunctionBody): this {
+    this.code.push(Op.call);
+    this.calls.push({ at: this.code.length, target });
     return this;
   }
 
@@ -141,7 +201,7 @@ export class FunctionBody {
   }
 
   /** The code-section entry: size, local declarations (run-length grouped), body, end. */
-  encode(): number[] {
+  encode(indexOf: (target: FunctionBody) => number = unresolved): number[] {
     const groups: [number, ValType][] = [];
     for (const t of this.locals) {
       const last = groups[groups.length - 1];
@@ -154,7 +214,13 @@ export class FunctionBody {
       pushU32(body, count);
       body.push(type);
     }
-    append(body, this.code);
+    let from = 0;
+    for (const { at, target } of this.calls) {
+      append(body, this.code, from, at);
+      pushU32(body, indexOf(target));
+      from = at;
+    }
+    append(body, this.code, from, this.code.length);
     body.push(Op.end);
     const out: number[] = [];
     pushU32(out, body.length);
@@ -163,19 +229,24 @@ export class FunctionBody {
   }
 }
 
+function unresolved(): number {
+  throw new Error('a function with calls can only be encoded as part of a module');
+}
+
 export interface ModuleSpec {
   /** Fixed linear memory size in 64 KiB pages (minimum = maximum: it never grows). */
   readonly pages: number;
   /** Exported under this name. */
   readonly memoryName: string;
-  readonly functions: readonly { readonly name: string; readonly body: FunctionBody }[];
+  /** In index order. Functions without a name are internal (callable, not exported). */
+  readonly functions: readonly { readonly name?: string; readonly body: FunctionBody }[];
   /** Active data segments copied into memory at instantiation. */
   readonly data: readonly { readonly offset: number; readonly bytes: Uint8Array }[];
 }
 
 /** Appends without spreading: code sections are too long for argument lists. */
-function append(out: number[], items: ArrayLike<number>): void {
-  for (let i = 0; i < items.length; i++) out.push(items[i]!);
+function append(out: number[], items: ArrayLike<number>, from = 0, to = items.length): void {
+  for (let i = from; i < to; i++) out.push(items[i]!);
 }
 
 function pushName(out: number[], name: string): void {
@@ -193,22 +264,40 @@ function pushSection(out: number[], id: number, content: number[]): void {
 export function encodeModule(spec: ModuleSpec): Uint8Array {
   const out = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
   const fns = spec.functions;
+  const index = new Map<FunctionBody, number>();
+  fns.forEach(({ body }, i) => {
+    if (index.has(body)) throw new Error('a function body appears twice in the module');
+    index.set(body, i);
+  });
+  const indexOf = (target: FunctionBody) => {
+    const i = index.get(target);
+    if (i === undefined) throw new Error('call to a function that is not part of the module');
+    return i;
+  };
 
-  // One type per function keeps indices trivial; the module has only a few functions.
+  // Identical signatures share one type entry.
+  const typeKeys: string[] = [];
+  const typeOf = fns.map(({ body }) => {
+    const key = `${body.params.join(',')}:${body.results.join(',')}`;
+    let t = typeKeys.indexOf(key);
+    if (t < 0) t = typeKeys.push(key) - 1;
+    return t;
+  });
   const types: number[] = [];
-  pushU32(types, fns.length);
-  for (const { body } of fns) {
+  pushU32(types, typeKeys.length);
+  for (const key of typeKeys) {
+    const [params, results] = key.split(':').map((s) => (s === '' ? [] : s.split(',').map(Number)));
     types.push(0x60);
-    pushU32(types, body.params.length);
-    append(types, body.params);
-    pushU32(types, body.results.length);
-    append(types, body.results);
+    pushU32(types, params!.length);
+    append(types, params!);
+    pushU32(types, results!.length);
+    append(types, results!);
   }
   pushSection(out, 1, types);
 
   const funcs: number[] = [];
   pushU32(funcs, fns.length);
-  fns.forEach((_, i) => pushU32(funcs, i));
+  typeOf.forEach((t) => pushU32(funcs, t));
   pushSection(out, 3, funcs);
 
   const memory: number[] = [1, 0x01];
@@ -216,13 +305,14 @@ export function encodeModule(spec: ModuleSpec): Uint8Array {
   pushU32(memory, spec.pages);
   pushSection(out, 5, memory);
 
+  const exported = fns.flatMap(({ name }, i) => (name === undefined ? [] : [{ name, i }]));
   const exports: number[] = [];
-  pushU32(exports, fns.length + 1);
-  fns.forEach(({ name }, i) => {
+  pushU32(exports, exported.length + 1);
+  for (const { name, i } of exported) {
     pushName(exports, name);
     exports.push(0x00);
     pushU32(exports, i);
-  });
+  }
   pushName(exports, spec.memoryName);
   exports.push(0x02);
   pushU32(exports, 0);
@@ -230,7 +320,7 @@ export function encodeModule(spec: ModuleSpec): Uint8Array {
 
   const code: number[] = [];
   pushU32(code, fns.length);
-  for (const { body } of fns) append(code, body.encode());
+  for (const { body } of fns) append(code, body.encode(indexOf));
   pushSection(out, 10, code);
 
   if (spec.data.length > 0) {
