@@ -1,0 +1,282 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import pg from 'pg';
+import { ErrorCode, InputError } from '../lib/errors.js';
+
+/**
+ * API keys for server-to-server signing: the PKG's read-only view of the business service's database.
+ *
+ * A key is `PG-<opaque>`; the database holds only the lowercase hex SHA-256 of the whole string. A key is
+ * valid while its row exists, has not expired and is not revoked. The organisation behind it decides the
+ * signing identity through the key's `signing_attrs` flags.
+ */
+
+export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
+export const ORGANISATION_NAME_ATTRIBUTE = 'pbdf.pbdf.kvk.displayName';
+export const PHONE_ATTRIBUTE = 'pbdf.sidn-pbdf.mobilenumber.mobilenumber';
+export const KVK_NUMBER_ATTRIBUTE = 'pbdf.pbdf.kvk.kvkNumber';
+
+/** The `signing_attrs` flags a key may carry. */
+export const SIGNING_FLAGS = ['email', 'orgName', 'phone', 'kvkNumber'] as const;
+export type SigningFlag = (typeof SIGNING_FLAGS)[number];
+
+export interface ApiKeyRecord {
+  /** organizations.id as text (a uuid): the tenant, e.g. for storage quotas. */
+  tenantId: string;
+  /** The organisation's name when it signs with it (`orgName` flag and a non-empty name), else null. */
+  organisationName: string | null;
+  publicAttributes: Array<{ t: string; v: string }>;
+  /** Always empty: the business schema has no private attributes. */
+  privateAttributes: Array<{ t: string; v: string }>;
+}
+
+/** PostgreSQL could not answer (down, unreachable, timed out, or the query failed). */
+export class DatabaseUnavailableError extends Error {
+  readonly code = 'DATABASE_UNAVAILABLE';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DatabaseUnavailableError';
+  }
+}
+
+export interface ApiKeyStore {
+  /** The key's record, or undefined for an unknown, expired or revoked key. Throws DatabaseUnavailableError. */
+  lookup(apiKey: string): Promise<ApiKeyRecord | undefined>;
+  /** Resolves when the database answers; throws DatabaseUnavailableError. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ApiKeyStoreOptions {
+  /** Attribute type of the e-mail in API-key signing identities (PKG_EMAIL_ATTRIBUTE). */
+  emailAttribute: string;
+  /** Connections in the pool (default 5, as the reference PKG). */
+  poolSize?: number;
+  /** Give up connecting after this long (default 2 s). */
+  connectionTimeoutMs?: number;
+  /** Give up on a query after this long (default 5 s; enforced by the server and, +1 s, by the client). */
+  statementTimeoutMs?: number;
+  logger?: Pick<FastifyBaseLogger, 'warn'>;
+}
+
+/** Lowercase hex SHA-256 of the whole key string, as the business service stores it. */
+export function apiKeyHash(apiKey: string): string {
+  return createHash('sha256').update(apiKey, 'utf8').digest('hex');
+}
+
+/** One row of the lookup query. */
+export interface ApiKeyRow {
+  tenant_id: string;
+  signing_email: string | null;
+  name: string | null;
+  phone: string | null;
+  kvk_number: string | null;
+  signing_attrs: unknown;
+}
+
+const LOOKUP = `
+  SELECT o.id::text AS tenant_id, o.signing_email, o.name, u.phone, o.kvk_number, k.signing_attrs
+  FROM business_api_keys k
+  JOIN organizations o ON o.id = k.org_id
+  LEFT JOIN users u ON u.id = o.contact_user_id
+  WHERE k.key_hash = $1 AND k.expires_at > now() AND k.revoked_at IS NULL`;
+
+const TOUCH = 'UPDATE business_api_keys SET last_used_at = now() WHERE key_hash = $1';
+
+/**
+ * The signing identity a key yields: each enabled attribute with a non-empty value, all public, in the
+ * reference order (e-mail, organisation name, phone, KvK number). A flag counts only if it is `true`.
+ */
+export function apiKeyRecord(row: ApiKeyRow, emailAttribute: string): ApiKeyRecord {
+  const flags = signingFlags(row.signing_attrs);
+  const enabled = (flag: SigningFlag, value: string | null): value is string =>
+    flags[flag] === true && value !== null && value !== '';
+  const publicAttributes: Array<{ t: string; v: string }> = [];
+  if (enabled('email', row.signing_email)) publicAttributes.push({ t: emailAttribute, v: row.signing_email });
+  if (enabled('orgName', row.name)) publicAttributes.push({ t: ORGANISATION_NAME_ATTRIBUTE, v: row.name });
+  if (enabled('phone', row.phone)) publicAttributes.push({ t: PHONE_ATTRIBUTE, v: row.phone });
+  if (enabled('kvkNumber', row.kvk_number)) publicAttributes.push({ t: KVK_NUMBER_ATTRIBUTE, v: row.kvk_number });
+  return {
+    tenantId: row.tenant_id,
+    organisationName: enabled('orgName', row.name) ? row.name : null,
+    publicAttributes,
+    privateAttributes: [],
+  };
+}
+
+function signingFlags(value: unknown): Record<string, unknown> {
+  // jsonb arrives parsed; a json-in-text column arrives as a string.
+  let parsed = value;
+  if (typeof value === 'string') {
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      return {};
+    }
+  }
+  return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+    ? (parsed as Record<string, unknown>)
+    : {};
+}
+
+/**
+ * A pooled store. The pool never needs a restart: connections that break are dropped (idle ones through
+ * the pool's 'error' event, busy ones when their query fails) and new ones are opened on demand, so the
+ * store answers again as soon as PostgreSQL does.
+ */
+export function createApiKeyStore(databaseUrl: string, options: ApiKeyStoreOptions): ApiKeyStore {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.poolSize ?? 5,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 2000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: statementTimeoutMs,
+    // The client-side deadline also covers a server that stopped answering altogether.
+    query_timeout: statementTimeoutMs + 1000,
+    keepAlive: true,
+    application_name: 'pg-pkg',
+  });
+  // An idle connection that dies emits 'error' on the pool; unheard, it would crash the process.
+  pool.on('error', (error) => options.logger?.warn(`API-key database connection lost: ${error.message}`));
+
+  const touches = new Set<Promise<unknown>>();
+  const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[]) => {
+    try {
+      return await pool.query<R>(text, values);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new DatabaseUnavailableError(`API-key database unavailable: ${reason}`, { cause: error });
+    }
+  };
+
+  return {
+    async lookup(apiKey) {
+      const hash = apiKeyHash(apiKey);
+      const row = (await query<ApiKeyRow>(LOOKUP, [hash])).rows[0];
+      if (row === undefined) return undefined;
+      // Best effort: a failed bookkeeping write must not fail the request it records.
+      const touch = pool
+        .query(TOUCH, [hash])
+        .catch((error: Error) => options.logger?.warn(`could not record API-key use: ${error.message}`))
+        .finally(() => touches.delete(touch));
+      touches.add(touch);
+      return apiKeyRecord(row, options.emailAttribute);
+    },
+    async ping() {
+      await query('SELECT 1', []);
+    },
+    async close() {
+      await Promise.allSettled(touches);
+      await pool.end();
+    },
+  };
+}
+
+/** Reads server/db/schema.sql (beside this module in the source tree; found from dist/ too). */
+export async function schemaSql(): Promise<string> {
+  const candidates = [new URL('./db/schema.sql', import.meta.url), new URL('../../server/db/schema.sql', import.meta.url)];
+  for (const file of candidates) {
+    try {
+      return await readFile(file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  throw new Error(`schema.sql not found (looked at ${candidates.map((u) => u.pathname).join(', ')})`);
+}
+
+/** Creates the business tables the PKG reads, where missing (development and tests; idempotent). */
+export async function applySchema(databaseUrl: string): Promise<void> {
+  const sql = await schemaSql();
+  await withClient(databaseUrl, async (client) => {
+    await client.query(sql);
+  });
+}
+
+export interface NewApiKey {
+  /** The organisation's signing e-mail (the value of the e-mail attribute when `email` is enabled). */
+  email: string;
+  /** Organisation name; the organisation is created when no organisation has this name. */
+  org: string;
+  /** Default: one year from now. A past date is accepted (the key is then dead on arrival). */
+  expiresAt?: Date;
+  /** Which attributes the key signs with. Default `{ email: true }`. Unknown flag names are refused. */
+  signingAttrs?: Record<string, boolean>;
+}
+
+/**
+ * Issues a new API key: `PG-` + base64url of 32 random bytes. Only its hash is stored; the returned key
+ * cannot be recovered later, so print it once. Refuses (InputError, INVALID_INPUT) an existing
+ * organisation whose signing e-mail differs, rather than silently changing what its other keys sign as.
+ * Throws DatabaseUnavailableError when PostgreSQL cannot be reached.
+ */
+export async function createApiKey(databaseUrl: string, input: NewApiKey): Promise<string> {
+  const email = input.email.trim();
+  const org = input.org.trim();
+  if (email === '') throw new InputError(ErrorCode.INVALID_INPUT, 'the signing e-mail address is empty');
+  if (org === '') throw new InputError(ErrorCode.INVALID_INPUT, 'the organisation name is empty');
+  const expiresAt = input.expiresAt ?? new Date(Date.now() + 365 * 24 * 3600 * 1000);
+  if (Number.isNaN(expiresAt.getTime())) throw new InputError(ErrorCode.INVALID_INPUT, 'expiresAt is not a valid date');
+  const signingAttrs = input.signingAttrs ?? { email: true };
+  for (const [flag, on] of Object.entries(signingAttrs)) {
+    if (!(SIGNING_FLAGS as readonly string[]).includes(flag) || typeof on !== 'boolean') {
+      throw new InputError(
+        ErrorCode.INVALID_INPUT,
+        `signing attribute flag ${JSON.stringify(flag)} is not one of ${SIGNING_FLAGS.join(', ')} with a boolean value`,
+      );
+    }
+  }
+
+  const apiKey = `PG-${randomBytes(32).toString('base64url')}`;
+  await withClient(databaseUrl, async (client) => {
+    await client.query('BEGIN');
+    try {
+      const found = await client.query<{ id: string; signing_email: string }>(
+        'SELECT id::text, signing_email FROM organizations WHERE name = $1 FOR UPDATE',
+        [org],
+      );
+      let orgId = found.rows[0]?.id;
+      if (orgId === undefined) {
+        const created = await client.query<{ id: string }>(
+          'INSERT INTO organizations (name, signing_email) VALUES ($1, $2) RETURNING id::text',
+          [org, email],
+        );
+        orgId = created.rows[0]?.id;
+      } else if (found.rows[0]?.signing_email !== email) {
+        throw new InputError(
+          ErrorCode.INVALID_INPUT,
+          `organisation ${JSON.stringify(org)} already signs as ${JSON.stringify(found.rows[0]?.signing_email)}`,
+        );
+      }
+      await client.query(
+        'INSERT INTO business_api_keys (org_id, key_hash, signing_attrs, expires_at) VALUES ($1, $2, $3, $4)',
+        [orgId, apiKeyHash(apiKey), JSON.stringify(signingAttrs), expiresAt],
+      );
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  });
+  return apiKey;
+}
+
+/** One short-lived connection (for the CLI and schema set-up, where a pool is not worth it). */
+async function withClient<T>(databaseUrl: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+  client.on('error', () => undefined); // reported through the failing query instead
+  try {
+    await client.connect();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new DatabaseUnavailableError(`cannot connect to the database: ${reason}`, { cause: error });
+  }
+  try {
+    return await use(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import pg from 'pg';
+import { applySchema } from '../db.js';
+
+/**
+ * Helpers for tests against the real PostgreSQL and Redis on loopback: a private schema per run, and a
+ * TCP proxy a test can take down and bring back to simulate an outage of the service behind it.
+ */
+
+export const TEST_DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface TestSchema {
+  /** Connection string whose connections use only this schema (search_path via `options`). */
+  url: string;
+  schema: string;
+  drop(): Promise<void>;
+}
+
+/** Creates a uniquely named schema holding the business tables, so concurrent runs never collide. */
+export async function createTestSchema(baseUrl = TEST_DATABASE_URL): Promise<TestSchema> {
+  const schema = `pgpkg_test_${randomBytes(6).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: baseUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE SCHEMA ${schema}`);
+  const url = withSearchPath(baseUrl, schema);
+  await applySchema(url);
+  return { url, schema, drop: () => admin(`DROP SCHEMA ${schema} CASCADE`) };
+}
+
+/** The same connection string, with every connection's search_path set to `schema`. */
+export function withSearchPath(databaseUrl: string, schema: string): string {
+  const url = new URL(databaseUrl);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+/** The same connection string aimed at another loopback port (e.g. a TcpProxy). */
+export function withPort(databaseUrl: string, port: number): string {
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return url.toString();
+}
+
+export interface TcpProxy {
+  readonly port: number;
+  /** Cuts every open connection and refuses new ones (the port stops listening). */
+  down(): Promise<void>;
+  /** Listens again on the same port and forwards as before. */
+  up(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A loopback TCP proxy to `targetPort`, on a free port of its own. */
+export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+  const sockets = new Set<Socket>();
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+  };
+  let server: Server | undefined;
+  let port = 0;
+
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      const next = createServer((client) => {
+        const upstream = connect(targetPort, targetHost);
+        track(client);
+        track(upstream);
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+      });
+      next.once('error', reject);
+      next.listen(port, '127.0.0.1', () => {
+        const address = next.address();
+        if (typeof address === 'object' && address !== null) port = address.port;
+        server = next;
+        resolve();
+      });
+    });
+
+  const down = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      if (server === undefined) return resolve();
+      server.close(() => resolve());
+      server = undefined;
+    });
+
+  await listen();
+  return {
+    get port() {
+      return port;
+    },
+    down,
+    up: listen,
+    close: down,
+  };
+}
