@@ -1,0 +1,137 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { gcraTake, memoryBucketStore, retryAfterSeconds } from './ratelimit-bucket.js';
+
+function manualMs(start = 1_000_000) {
+  let now = start;
+  return { clock: () => now, advance: (ms: number) => (now += ms) };
+}
+
+async function takeMany(take: () => Promise<{ allowed: boolean }>, n: number): Promise<number> {
+  let allowed = 0;
+  for (let i = 0; i < n; i++) if ((await take()).allowed) allowed++;
+  return allowed;
+}
+
+describe('gcraTake', () => {
+  it('allows a full burst at one instant, then refuses with the exact wait', () => {
+    let fullAt = 0;
+    for (let i = 0; i < 5; i++) {
+      const outcome = gcraTake(fullAt, 10_000, 10, 5);
+      if (!outcome.allowed) throw new Error(`take ${i} refused`);
+      fullAt = outcome.fullAt;
+    }
+    expect(fullAt).toBe(10_500);
+    expect(gcraTake(fullAt, 10_000, 10, 5)).toEqual({ allowed: false, waitMs: 100 });
+    expect(gcraTake(fullAt, 10_040, 10, 5)).toEqual({ allowed: false, waitMs: 60 });
+    expect(gcraTake(fullAt, 10_100, 10, 5)).toEqual({ allowed: true, fullAt: 10_600 });
+  });
+
+  it('raises rates and bursts below 1 (or not finite) to 1', () => {
+    for (const low of [0, 0.5, -3, Number.NaN]) {
+      const first = gcraTake(0, 0, low, low);
+      expect(first).toEqual({ allowed: true, fullAt: 1000 });
+      expect(gcraTake(1000, 0, low, low)).toEqual({ allowed: false, waitMs: 1000 });
+    }
+  });
+
+  it('matches an integer token-bucket model on every random schedule', () => {
+    // Rates that divide 1000 keep both sides exact: tokens in thousandths, time in ms.
+    const schedule = fc.record({
+      rate: fc.constantFrom(1, 2, 4, 5, 10, 20, 50),
+      burst: fc.integer({ min: 1, max: 60 }),
+      gaps: fc.array(fc.integer({ min: 0, max: 700 }), { maxLength: 200 }),
+    });
+    fc.assert(
+      fc.property(schedule, ({ rate, burst, gaps }) => {
+        let fullAt = 0;
+        let milliTokens = burst * 1000;
+        let now = 0;
+        for (const gap of gaps) {
+          now += gap;
+          milliTokens = Math.min(burst * 1000, milliTokens + gap * rate);
+          const modelAllows = milliTokens >= 1000;
+          if (modelAllows) milliTokens -= 1000;
+          const outcome = gcraTake(fullAt, now, rate, burst);
+          if (outcome.allowed !== modelAllows) return false;
+          if (outcome.allowed) fullAt = outcome.fullAt;
+          else if (outcome.waitMs !== ((1000 - milliTokens) / rate)) return false;
+        }
+        return true;
+      }),
+    );
+  });
+});
+
+describe('retryAfterSeconds', () => {
+  it('rounds up to whole seconds and never says 0', () => {
+    expect(retryAfterSeconds(0)).toBe(1);
+    expect(retryAfterSeconds(0.001)).toBe(1);
+    expect(retryAfterSeconds(1000)).toBe(1);
+    expect(retryAfterSeconds(1000.5)).toBe(2);
+    expect(retryAfterSeconds(59_999)).toBe(60);
+  });
+});
+
+describe('memoryBucketStore', () => {
+  it('gives the burst at once, then the steady rate', async () => {
+    const time = manualMs();
+    const store = memoryBucketStore(time.clock);
+    const take = () => store.take('192.0.2.1', 'general', 10, 50);
+    expect(await takeMany(take, 60)).toBe(50);
+    expect(await take()).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    // Ten seconds at 10/s: 100 more, one every 100 ms, and not one more.
+    let allowed = 0;
+    for (let i = 0; i < 1000; i++) {
+      time.advance(10);
+      if ((await take()).allowed) allowed++;
+    }
+    expect(allowed).toBe(100);
+    // An idle client refills to the burst, never above it.
+    time.advance(3_600_000);
+    expect(await takeMany(take, 60)).toBe(50);
+  });
+
+  it('says when to come back: whole seconds, at least 1', async () => {
+    const time = manualMs();
+    const store = memoryBucketStore(time.clock);
+    expect(await store.take('k', 'sensitive', 2, 1)).toEqual({ allowed: true, retryAfterSeconds: 0 });
+    expect(await store.take('k', 'sensitive', 2, 1)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    time.advance(499);
+    expect((await store.take('k', 'sensitive', 2, 1)).retryAfterSeconds).toBe(1);
+    time.advance(1);
+    expect((await store.take('k', 'sensitive', 2, 1)).allowed).toBe(true);
+  });
+
+  it('keeps clients and tiers apart', async () => {
+    const time = manualMs();
+    const store = memoryBucketStore(time.clock);
+    expect(await takeMany(() => store.take('a', 'general', 1, 3), 5)).toBe(3);
+    expect(await takeMany(() => store.take('b', 'general', 1, 3), 5)).toBe(3);
+    expect(await takeMany(() => store.take('a', 'sensitive', 1, 2), 5)).toBe(2);
+    expect((await store.take('a', 'general', 1, 3)).allowed).toBe(false);
+  });
+
+  it('forgets full buckets on its periodic sweep', async () => {
+    const time = manualMs();
+    const store = memoryBucketStore(time.clock, { sweepIntervalMs: 1000 });
+    for (let i = 0; i < 500; i++) await store.take(`client-${i}`, 'general', 10, 5);
+    expect(store.size).toBe(500);
+    time.advance(1000); // one token each, 100 ms after the take: all full again
+    await store.take('latecomer', 'general', 10, 5);
+    expect(store.size).toBe(1);
+  });
+
+  it('stays within maxBuckets under a flood of new clients, and keeps a client that keeps coming', async () => {
+    const time = manualMs();
+    const store = memoryBucketStore(time.clock, { maxBuckets: 100 });
+    const drained = () => store.take('203.0.113.9', 'general', 1, 5);
+    expect(await takeMany(drained, 5)).toBe(5);
+    for (let i = 0; i < 20_000; i++) {
+      // No time passes: nothing is full, so the store must drop live buckets to stay bounded.
+      await store.take(`flood-${i}`, 'general', 1, 5);
+      expect(store.size).toBeLessThanOrEqual(100);
+      if (i % 10 === 0) expect((await drained()).allowed).toBe(false);
+    }
+  });
+});
