@@ -1,0 +1,148 @@
+import cors from '@fastify/cors';
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { PkgKeys } from '../lib/keys.js';
+import { systemClock, type Clock } from './clock.js';
+import { corsOptions } from './cors.js';
+import type { ApiKeyStore } from './db.js';
+import { errorHandler, notFoundHandler } from './errors.js';
+import { IdentityServerClient } from './idp/client.js';
+import { ResultJwtVerifier } from './idp/jwt.js';
+import { CLIENT_HEADER, createMetrics } from './metrics.js';
+import { isSensitiveRoute, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit.js';
+import { apiKeyRoutes } from './routes/apikey.js';
+import { keyRoutes } from './routes/keys.js';
+import { opsRoutes } from './routes/ops.js';
+import { parametersRoutes } from './routes/parameters.js';
+import { sessionRoutes } from './routes/session.js';
+
+/**
+ * The PKG as a Fastify instance. Everything it depends on comes in through `AppDeps`, so tests build
+ * it with a manual clock, the real stand-in identity server, real PostgreSQL and real HTTP.
+ *
+ * Layout (hooks run in this order on every request):
+ *   CORS (onRequest)  →  rate limiter (onRequest, /v2 only)  →  route authentication (onRequest)
+ *   →  JSON parsing (64 KiB)  →  schema validation  →  handler;  metrics in onResponse.
+ * Identity routes are served under /v2/irma (pg-pkg's name), /v2/request (its newer name) and /v2/idp.
+ */
+
+export const IDENTITY_PREFIXES = ['/v2/irma', '/v2/request', '/v2/idp'] as const;
+export const DEFAULT_BODY_LIMIT = 64 * 1024;
+
+export interface IdentityServerDeps {
+  /** Base URL of the Yivi (IRMA) server, e.g. https://is.yivi.app. */
+  url: string;
+  /** Requestor token (sent as the raw Authorization value). */
+  token?: string | undefined;
+  /** Deadline per identity-server call in ms. 5000. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export interface AppDeps {
+  /** The four master keys (see readPkgKeys). */
+  keys: PkgKeys;
+  /** Last-Modified of the two public keys (their files' mtimes). Default: when the app was built. */
+  keysModified?: { mpk?: Date; vk?: Date };
+  identityServer: IdentityServerDeps;
+  /** API-key lookups (server/db.ts); none: API keys are refused and /v2/api-key/validate is absent. */
+  apiKeys?: ApiKeyStore | undefined;
+  rateLimit: { settings: RateLimitSettings; store: BucketStore };
+  /** Exact origins allowed to call from a browser; an entry "*" allows any. */
+  allowedOrigins: readonly string[];
+  /** Unix seconds; default the system clock. Drives JWT expiry, key timestamps and key-fetch backoff. */
+  clock?: Clock;
+  /** A pino logger, or Fastify logger options; default: no logging. */
+  logger?: FastifyBaseLogger | FastifyServerOptions['logger'];
+  /** Largest request body in bytes. 64 KiB. */
+  bodyLimit?: number;
+  /** Include Node's process metrics in /metrics. Default true. */
+  processMetrics?: boolean;
+}
+
+/** Session tokens in URLs (jwt/{token}, statusevents/{token}) are credentials of a sort: never logged. */
+export const maskTokens = (url: string): string => url.replace(/[A-Za-z0-9]{20,}/g, '[token]');
+
+function loggerOptions(logger: AppDeps['logger']): Pick<FastifyServerOptions, 'logger' | 'loggerInstance'> {
+  if (logger === undefined || logger === false) return { logger: false };
+  if (typeof logger === 'object' && typeof (logger as FastifyBaseLogger).child === 'function') {
+    return { loggerInstance: logger as FastifyBaseLogger };
+  }
+  const base = logger === true ? {} : (logger as Record<string, unknown>);
+  return {
+    logger: {
+      ...base,
+      serializers: {
+        // Method and masked URL only: headers carry JWTs and API keys.
+        req: (req: { method?: string; url?: string }) => ({ method: req.method, url: maskTokens(req.url ?? '') }),
+      },
+    },
+  };
+}
+
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const clock = deps.clock ?? systemClock;
+  const app = Fastify({
+    ...loggerOptions(deps.logger),
+    bodyLimit: deps.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    // Schemas are contracts: no coercion ("300" is not a validity), no silent stripping of unknown fields.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
+    routerOptions: { maxParamLength: 200 },
+    return503OnClosing: true,
+  });
+  // JSON only: a text/plain body is not a request we understand (415, not a schema error).
+  app.removeContentTypeParser('text/plain');
+
+  const idp = new IdentityServerClient(deps.identityServer);
+  const verifier = new ResultJwtVerifier({ fetchPublicKey: () => idp.publicKeyPem(), clock });
+  const metrics = createMetrics({ processMetrics: deps.processMetrics ?? true });
+  const builtAt = new Date(clock.now() * 1000);
+
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+
+  app.register(cors, corsOptions(deps.allowedOrigins));
+  app.register(rateLimitPlugin, { ...deps.rateLimit, isSensitive: isSensitiveRoute });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const path = request.url;
+    // 429s are not counted: pg-pkg's limiter sits outside its metrics layer.
+    if ((path === '/v2' || path.startsWith('/v2/')) && reply.statusCode !== 429) {
+      const header = request.headers[CLIENT_HEADER];
+      metrics.countRequest(request.routeOptions.url, typeof header === 'string' ? header : undefined, reply.statusCode);
+    }
+  });
+
+  if (deps.apiKeys !== undefined) {
+    const store = deps.apiKeys;
+    // With a database configured, a PKG that cannot reach it does not start.
+    app.addHook('onReady', async () => {
+      await store.ping();
+    });
+  }
+
+  app.register(opsRoutes, { metrics });
+  app.register(parametersRoutes, {
+    mpk: deps.keys.mpk,
+    vk: deps.keys.vk,
+    mpkModified: deps.keysModified?.mpk ?? builtAt,
+    vkModified: deps.keysModified?.vk ?? builtAt,
+  });
+  for (const prefix of IDENTITY_PREFIXES) {
+    app.register(sessionRoutes, { prefix, idp });
+    app.register(keyRoutes, {
+      prefix,
+      msk: deps.keys.msk,
+      sk: deps.keys.sk,
+      verifier,
+      apiKeys: deps.apiKeys,
+      clock,
+      metrics,
+    });
+  }
+  if (deps.apiKeys !== undefined) app.register(apiKeyRoutes, { apiKeys: deps.apiKeys });
+
+  return app;
+}

@@ -1,0 +1,386 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from '../lib/keys.js';
+import type { RateLimitSettings } from './ratelimit.js';
+
+/**
+ * The pg-pkg command line: `gen`, `server`, `api-key create`. Parsing is a pure function of argv and
+ * the environment, so every rule is unit-tested; running lives in cli.ts. Each server setting has a
+ * flag and (mostly) an environment twin; the flag wins. A bad value is a ConfigError naming the
+ * setting, which the CLI prints on one line before exiting with code 2.
+ */
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  identityServer: { url: string; token: string | undefined };
+  databaseUrl: string | undefined;
+  /** Exact origins; ['*'] allows any. */
+  allowedOrigins: string[];
+  rateLimit: RateLimitSettings;
+  emailAttribute: string;
+  logLevel: LogLevel;
+  keyPaths: PkgKeyPaths;
+  /** Processes serving HTTP; 1 runs in this process, more use node:cluster. */
+  workers: number;
+  redisUrl: string | undefined;
+}
+
+export type Command =
+  | { kind: 'help'; text: string }
+  | { kind: 'gen'; paths: PkgKeyPaths }
+  | { kind: 'server'; config: ServerConfig }
+  | { kind: 'api-key-create'; databaseUrl: string; email: string; org: string };
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    /** The flag (and its environment twin) at fault, e.g. "--port" or "--allowed-origins / PKG_ALLOWED_ORIGINS". */
+    readonly setting: string,
+    problem: string,
+  ) {
+    super(`${setting}: ${problem}`);
+  }
+}
+
+export const DEFAULT_IDENTITY_SERVER = 'https://is.yivi.app';
+export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_HOST = '0.0.0.0';
+export const DEFAULT_RATE_LIMITS = { perSecond: 10, burst: 50, sensitivePerSecond: 2, sensitiveBurst: 10 } as const;
+const MAX_WORKERS = 256;
+const MAX_RATE = 1_000_000;
+
+// ---------------------------------------------------------------------------------------------
+// Help texts
+
+export const MAIN_HELP = `Usage: pg-pkg <command> [options]
+
+The PostGuard key generator (PKG): issues decryption and signing keys to people who prove their
+identity with the Yivi app.
+
+Commands:
+  gen                  generate the master key pair (four key files; run once)
+  server               run the HTTP server
+  api-key create       create an API key for a sending organisation (needs a database)
+
+Run "pg-pkg <command> --help" for the options of a command.`;
+
+export const GEN_HELP = `Usage: pg-pkg gen [options]
+
+Writes the four master key files (mode 0600; existing files are never overwritten).
+
+  -s, --scheme <3>              key scheme; only 3 (PostGuard v3) exists             [default: 3]
+      --ibe-secret-path <path>  KEM master secret key                     [default: ./pkg_ibe.sec]
+      --ibe-public-path <path>  KEM master public key                     [default: ./pkg_ibe.pub]
+      --ibs-secret-path <path>  signing master secret key                 [default: ./pkg_ibs.sec]
+      --ibs-public-path <path>  signing verifying key                     [default: ./pkg_ibs.pub]
+  -h, --help                    show this help`;
+
+export const SERVER_HELP = `Usage: pg-pkg server [options]
+
+Options (environment variable in brackets; a flag wins over its variable):
+  -H, --host <host>                        address to bind                           [default: 0.0.0.0]
+  -p, --port <port>                        TCP port                                  [default: 8080]
+  -i, --irma <url>                         identity (Yivi) server  [IDENTITY_SERVER] [default: https://is.yivi.app]
+  -t, --irma-token <token>                 requestor token for the identity server   [IRMA_TOKEN]
+  -d, --database-url <url>                 PostgreSQL for API keys (optional)        [DATABASE_URL]
+      --allowed-origins <list>             comma-separated origins allowed by CORS; "*" allows any
+                                           (logged as a warning). Required.          [PKG_ALLOWED_ORIGINS]
+      --ratelimit-per-second <n>           general rate per client IP, /v2           [PKG_RATELIMIT_PER_SECOND] [default: 10]
+      --ratelimit-burst <n>                general burst                             [PKG_RATELIMIT_BURST] [default: 50]
+      --ratelimit-sensitive-per-second <n> rate of key-issuing routes per client IP  [PKG_RATELIMIT_SENSITIVE_PER_SECOND] [default: 2]
+      --ratelimit-sensitive-burst <n>      burst of key-issuing routes               [PKG_RATELIMIT_SENSITIVE_BURST] [default: 10]
+      --ratelimit-disabled                 let every request pass the limiter        [PKG_RATELIMIT_DISABLED=true]
+      --ratelimit-trust-forwarded-for      key clients on the rightmost X-Forwarded-For entry
+                                           (only behind a proxy that sets it)        [PKG_RATELIMIT_TRUST_FORWARDED_FOR=true]
+      --redis-url <url>                    share rate limits between PKG instances   [PKG_REDIS_URL]
+      --workers <n>                        worker processes (node:cluster)           [PKG_WORKERS] [default: 1]
+      --email-attribute <type>             e-mail attribute of API-key identities    [PKG_EMAIL_ATTRIBUTE]
+                                           [default: pbdf.sidn-pbdf.email.email]
+      --log-level <level>                  trace|debug|info|warn|error|silent        [LOG_LEVEL, RUST_LOG] [default: info]
+      --ibe-secret-path <path>             [default: ./pkg_ibe.sec]
+      --ibe-public-path <path>             [default: ./pkg_ibe.pub]
+      --ibs-secret-path <path>             [default: ./pkg_ibs.sec]
+      --ibs-public-path <path>             [default: ./pkg_ibs.pub]
+  -h, --help                               show this help`;
+
+export const API_KEY_HELP = `Usage: pg-pkg api-key create --email <address> --org <name> [-d <url>]
+
+Creates an API key (PG-…) for an organisation that signs with its e-mail address. The key is
+printed once; only its SHA-256 hash is stored.
+
+  --email <address>          the organisation's signing e-mail address
+  --org <name>               the organisation's name
+  -d, --database-url <url>   PostgreSQL                                     [DATABASE_URL]
+  -h, --help                 show this help`;
+
+// ---------------------------------------------------------------------------------------------
+// Value parsers. Each names the setting it checks.
+
+function integer(setting: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(setting, `expected an integer, got ${JSON.stringify(raw)}`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(setting, `must be from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+function boolean(setting: string, raw: string): boolean {
+  const v = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off', ''].includes(v)) return false;
+  throw new ConfigError(setting, `expected true or false, got ${JSON.stringify(raw)}`);
+}
+
+function httpUrl(setting: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(setting, `not a URL: ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(setting, 'must be an http(s) URL');
+  if (url.search !== '' || url.hash !== '') throw new ConfigError(setting, 'must not have a query or fragment');
+  return url.href.replace(/\/+$/, '');
+}
+
+function origins(setting: string, raw: string): string[] {
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (entries.length === 0) throw new ConfigError(setting, 'is required (a comma-separated list of origins, or *)');
+  if (entries.includes('*')) return ['*'];
+  return entries.map((entry) => {
+    let url: URL;
+    try {
+      url = new URL(entry);
+    } catch {
+      throw new ConfigError(setting, `not an origin: ${JSON.stringify(entry)}`);
+    }
+    const origin = url.origin;
+    const ok = (url.protocol === 'http:' || url.protocol === 'https:') && (entry === origin || entry === `${origin}/`);
+    if (!ok) throw new ConfigError(setting, `not an origin (scheme://host[:port]): ${JSON.stringify(entry)}`);
+    return origin;
+  });
+}
+
+const ATTRIBUTE_TYPE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){3}$/;
+
+function attributeType(setting: string, raw: string): string {
+  const v = raw.trim();
+  if (!ATTRIBUTE_TYPE.test(v)) throw new ConfigError(setting, `not an attribute type (scheme.issuer.credential.attribute): ${JSON.stringify(raw)}`);
+  return v;
+}
+
+const LEVELS: Readonly<Record<string, LogLevel>> = {
+  trace: 'trace',
+  debug: 'debug',
+  info: 'info',
+  warn: 'warn',
+  error: 'error',
+  silent: 'silent',
+  off: 'silent',
+};
+
+function logLevel(setting: string, raw: string): LogLevel {
+  const level = LEVELS[raw.trim().toLowerCase()];
+  if (level === undefined) throw new ConfigError(setting, `expected one of trace, debug, info, warn, error, silent; got ${JSON.stringify(raw)}`);
+  return level;
+}
+
+function redisUrl(setting: string, raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(setting, 'not a URL');
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ConfigError(setting, 'must be a redis:// or rediss:// URL');
+  return raw.trim();
+}
+
+function nonEmpty(setting: string, raw: string): string {
+  if (raw.trim() === '') throw new ConfigError(setting, 'must not be empty');
+  return raw.trim();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+type Values = Record<string, string | boolean | undefined>;
+
+function parse(argv: readonly string[], options: NonNullable<ParseArgsConfig['options']>, command: string): Values {
+  try {
+    return parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values as Values;
+  } catch (e) {
+    const message = (e as Error).message.split('\n')[0] ?? 'invalid arguments';
+    throw new ConfigError(command, message);
+  }
+}
+
+/** A setting from its flag, else its environment variable(s); undefined if neither is set. */
+function setting(values: Values, flag: string, env: Env, ...vars: string[]): { value: string; name: string } | undefined {
+  const v = values[flag];
+  if (typeof v === 'string') return { value: v, name: `--${flag}` };
+  for (const name of vars) {
+    const e = env[name];
+    if (e !== undefined && e !== '') return { value: e, name };
+  }
+  return undefined;
+}
+
+const KEY_PATH_OPTIONS = {
+  'ibe-secret-path': { type: 'string' },
+  'ibe-public-path': { type: 'string' },
+  'ibs-secret-path': { type: 'string' },
+  'ibs-public-path': { type: 'string' },
+} as const;
+
+function keyPaths(values: Values): PkgKeyPaths {
+  const path = (flag: string, fallback: string): string => {
+    const v = values[flag];
+    if (v === undefined) return fallback;
+    return nonEmpty(`--${flag}`, v as string);
+  };
+  return {
+    ibeSecret: path('ibe-secret-path', DEFAULT_PKG_KEY_PATHS.ibeSecret),
+    ibePublic: path('ibe-public-path', DEFAULT_PKG_KEY_PATHS.ibePublic),
+    ibsSecret: path('ibs-secret-path', DEFAULT_PKG_KEY_PATHS.ibsSecret),
+    ibsPublic: path('ibs-public-path', DEFAULT_PKG_KEY_PATHS.ibsPublic),
+  };
+}
+
+function genCommand(argv: readonly string[]): Command {
+  const values = parse(argv, { scheme: { type: 'string', short: 's' }, help: { type: 'boolean', short: 'h' }, ...KEY_PATH_OPTIONS }, 'gen');
+  if (values.help === true) return { kind: 'help', text: GEN_HELP };
+  if (values.scheme !== undefined && values.scheme !== '3') throw new ConfigError('--scheme', 'only scheme 3 exists');
+  return { kind: 'gen', paths: keyPaths(values) };
+}
+
+function serverCommand(argv: readonly string[], env: Env): Command {
+  const values = parse(
+    argv,
+    {
+      host: { type: 'string', short: 'H' },
+      port: { type: 'string', short: 'p' },
+      irma: { type: 'string', short: 'i' },
+      'irma-token': { type: 'string', short: 't' },
+      'database-url': { type: 'string', short: 'd' },
+      'allowed-origins': { type: 'string' },
+      'ratelimit-per-second': { type: 'string' },
+      'ratelimit-burst': { type: 'string' },
+      'ratelimit-sensitive-per-second': { type: 'string' },
+      'ratelimit-sensitive-burst': { type: 'string' },
+      'ratelimit-disabled': { type: 'boolean' },
+      'ratelimit-trust-forwarded-for': { type: 'boolean' },
+      'redis-url': { type: 'string' },
+      workers: { type: 'string' },
+      'email-attribute': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      ...KEY_PATH_OPTIONS,
+    },
+    'server',
+  );
+  if (values.help === true) return { kind: 'help', text: SERVER_HELP };
+
+  const host = setting(values, 'host', env);
+  const port = setting(values, 'port', env);
+  const irma = setting(values, 'irma', env, 'IDENTITY_SERVER');
+  const token = setting(values, 'irma-token', env, 'IRMA_TOKEN');
+  const database = setting(values, 'database-url', env, 'DATABASE_URL');
+  const allowed = setting(values, 'allowed-origins', env, 'PKG_ALLOWED_ORIGINS');
+  const redis = setting(values, 'redis-url', env, 'PKG_REDIS_URL');
+  const workers = setting(values, 'workers', env, 'PKG_WORKERS');
+  const email = setting(values, 'email-attribute', env, 'PKG_EMAIL_ATTRIBUTE');
+  const level = setting(values, 'log-level', env, 'LOG_LEVEL', 'RUST_LOG');
+
+  const rate = (flag: string, variable: string, fallback: number): number => {
+    const s = setting(values, flag, env, variable);
+    return s === undefined ? fallback : integer(s.name, s.value, 1, MAX_RATE);
+  };
+  const flagOrEnv = (flag: string, variable: string): boolean => {
+    if (values[flag] === true) return true;
+    const e = env[variable];
+    return e === undefined ? false : boolean(variable, e);
+  };
+
+  if (allowed === undefined) {
+    throw new ConfigError('--allowed-origins / PKG_ALLOWED_ORIGINS', 'is required (a comma-separated list of origins, or *)');
+  }
+
+  const config: ServerConfig = {
+    host: host === undefined ? DEFAULT_HOST : nonEmpty(host.name, host.value),
+    port: port === undefined ? DEFAULT_PORT : integer(port.name, port.value, 0, 65_535),
+    identityServer: {
+      url: irma === undefined ? DEFAULT_IDENTITY_SERVER : httpUrl(irma.name, irma.value),
+      token: token === undefined ? undefined : nonEmpty(token.name, token.value),
+    },
+    databaseUrl: database === undefined ? undefined : nonEmpty(database.name, database.value),
+    allowedOrigins: origins(allowed.name, allowed.value),
+    rateLimit: {
+      perSecond: rate('ratelimit-per-second', 'PKG_RATELIMIT_PER_SECOND', DEFAULT_RATE_LIMITS.perSecond),
+      burst: rate('ratelimit-burst', 'PKG_RATELIMIT_BURST', DEFAULT_RATE_LIMITS.burst),
+      sensitivePerSecond: rate(
+        'ratelimit-sensitive-per-second',
+        'PKG_RATELIMIT_SENSITIVE_PER_SECOND',
+        DEFAULT_RATE_LIMITS.sensitivePerSecond,
+      ),
+      sensitiveBurst: rate('ratelimit-sensitive-burst', 'PKG_RATELIMIT_SENSITIVE_BURST', DEFAULT_RATE_LIMITS.sensitiveBurst),
+      disabled: flagOrEnv('ratelimit-disabled', 'PKG_RATELIMIT_DISABLED'),
+      trustForwardedFor: flagOrEnv('ratelimit-trust-forwarded-for', 'PKG_RATELIMIT_TRUST_FORWARDED_FOR'),
+    },
+    emailAttribute: email === undefined ? DEFAULT_EMAIL_ATTRIBUTE : attributeType(email.name, email.value),
+    logLevel: level === undefined ? 'info' : logLevel(level.name, level.value),
+    keyPaths: keyPaths(values),
+    workers: workers === undefined ? 1 : integer(workers.name, workers.value, 1, MAX_WORKERS),
+    redisUrl: redis === undefined ? undefined : redisUrl(redis.name, redis.value),
+  };
+  return { kind: 'server', config };
+}
+
+function apiKeyCommand(argv: readonly string[], env: Env): Command {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help', text: API_KEY_HELP };
+  if (sub !== 'create') throw new ConfigError('api-key', `unknown subcommand ${JSON.stringify(sub)} (expected "create")`);
+  const values = parse(
+    rest,
+    {
+      email: { type: 'string' },
+      org: { type: 'string' },
+      'database-url': { type: 'string', short: 'd' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    'api-key create',
+  );
+  if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+  const database = setting(values, 'database-url', env, 'DATABASE_URL');
+  if (database === undefined) throw new ConfigError('--database-url / DATABASE_URL', 'is required');
+  const email = typeof values.email === 'string' ? values.email.trim() : '';
+  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ConfigError('--email', 'is required and must be an e-mail address');
+  const org = typeof values.org === 'string' ? values.org.trim() : '';
+  if (org === '') throw new ConfigError('--org', 'is required');
+  return { kind: 'api-key-create', databaseUrl: nonEmpty(database.name, database.value), email, org };
+}
+
+/** The command that argv (without node and the script) asks for. Throws ConfigError. */
+export function parseCommand(argv: readonly string[], env: Env): Command {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+      throw new ConfigError('pg-pkg', 'a command is required (gen, server or api-key; see --help)');
+    case '-h':
+    case '--help':
+    case 'help':
+      return { kind: 'help', text: MAIN_HELP };
+    case 'gen':
+      return genCommand(rest);
+    case 'server':
+      return serverCommand(rest, env);
+    case 'api-key':
+      return apiKeyCommand(rest, env);
+    default:
+      throw new ConfigError('pg-pkg', `unknown command ${JSON.stringify(command)} (expected gen, server or api-key)`);
+  }
+}

@@ -1,0 +1,24 @@
+import type { FastifyCorsOptions } from '@fastify/cors';
+import { PkgError } from './errors.js';
+
+/**
+ * CORS from the allow-list (PKG_ALLOWED_ORIGINS). Entries are exact origins; `*` allows any. A
+ * request from an origin outside the list is refused (403 ORIGIN_NOT_ALLOWED), preflight or not;
+ * requests without an Origin header (servers, the CLI) are not browser requests and pass.
+ */
+export function corsOptions(allowedOrigins: readonly string[]): FastifyCorsOptions {
+  const any = allowedOrigins.includes('*');
+  const allowed = new Set(allowedOrigins);
+  return {
+    origin: (origin, callback) => {
+      if (origin === undefined) return callback(null, false);
+      if (any) return callback(null, '*');
+      if (allowed.has(origin)) return callback(null, true);
+      return callback(new PkgError('ORIGIN_NOT_ALLOWED'), false);
+    },
+    methods: ['GET', 'POST'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'ETag', 'X-POSTGUARD-CLIENT-VERSION'],
+    maxAge: 86_400,
+    strictPreflight: true,
+  };
+}

@@ -1,0 +1,156 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * Every error the PKG sends is one JSON envelope:
+ *
+ *   {"error": true, "code": "CHRONOLOGY", "message": "chronology error"}
+ *
+ * `error: true` and `message` are the reference pg-pkg's shape, so existing clients keep working;
+ * `code` is ours and stable: programs branch on it, people read the message. Messages never carry
+ * internal detail (upstream bodies, stack traces, SQL); the cause goes to the log instead.
+ */
+export const PKG_ERRORS = {
+  /** The body is not JSON, breaks the route's schema, or has an unknown field. */
+  BAD_REQUEST: { status: 400, message: 'malformed request' },
+  /** The body is larger than the limit (64 KiB). */
+  BODY_TOO_LARGE: { status: 413, message: 'request body too large' },
+  /** A body was sent with a Content-Type other than application/json. */
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'unsupported content type' },
+  /** POST start: `validity` above 86400 s. */
+  VALIDITY: { status: 400, message: 'validity exceeds maximum validity' },
+  /** key/{timestamp}: the timestamp is not an unsigned 64-bit integer. */
+  TIMESTAMP: { status: 400, message: 'no (valid) timestamp given' },
+  /** The key timestamp lies in the future or after the JWT's exp, or the JWT has expired. */
+  CHRONOLOGY: { status: 400, message: 'chronology error' },
+  /** jwt/{token}, statusevents/{token}: not a session token (20 alphanumerics). */
+  SESSION_TOKEN: { status: 400, message: 'invalid session token' },
+  /** No `Authorization: Bearer <credential>` header. */
+  UNAUTHENTICATED: { status: 401, message: 'missing or malformed Authorization header' },
+  /** The session JWT fails a check (algorithm, signature, claims). */
+  JWT_INVALID: { status: 401, message: 'JWT decoding error' },
+  /** The API key is unknown, expired or revoked. */
+  API_KEY_INVALID: { status: 401, message: 'API key is invalid' },
+  /** An API key was presented to a PKG that runs without a database. */
+  API_KEYS_DISABLED: { status: 401, message: 'API keys are not enabled on this server' },
+  /** A browser request from an origin outside PKG_ALLOWED_ORIGINS. */
+  ORIGIN_NOT_ALLOWED: { status: 403, message: 'origin is not allowed to make this request' },
+  /** No such route (or method). */
+  NOT_FOUND: { status: 404, message: 'not found' },
+  /** The identity server does not know the session (unknown or expired token). */
+  SESSION_UNKNOWN: { status: 404, message: 'session not found' },
+  /** Too many requests from one client (see Retry-After). */
+  RATE_LIMITED: { status: 429, message: 'too many requests' },
+  /** A failure of the PKG itself. */
+  INTERNAL: { status: 500, message: 'internal error' },
+  /** The identity server answered, but not as the protocol says (non-2xx, malformed body). */
+  IDP_ERROR: { status: 502, message: 'identity server error' },
+  /** The identity server cannot be reached, timed out, or its JWT key is unavailable. */
+  IDP_UNAVAILABLE: { status: 503, message: 'identity server unavailable' },
+  /** The API-key database cannot be reached. */
+  DB_UNAVAILABLE: { status: 503, message: 'API key database unavailable' },
+} as const;
+
+export type PkgErrorCode = keyof typeof PKG_ERRORS;
+
+export interface ErrorEnvelope {
+  error: true;
+  code: PkgErrorCode;
+  message: string;
+}
+
+/** An error with a place in the catalogue above. `message` may refine the default (client-safe text only). */
+export class PkgError extends Error {
+  readonly code: PkgErrorCode;
+  readonly statusCode: number;
+
+  constructor(code: PkgErrorCode, message?: string, options?: { cause?: unknown }) {
+    super(message ?? PKG_ERRORS[code].message, options);
+    this.name = 'PkgError';
+    this.code = code;
+    this.statusCode = PKG_ERRORS[code].status;
+  }
+
+  toJSON(): ErrorEnvelope {
+    return { error: true, code: this.code, message: this.message };
+  }
+}
+
+export const envelopeSchema = {
+  type: 'object',
+  required: ['error', 'code', 'message'],
+  additionalProperties: false,
+  properties: {
+    error: { type: 'boolean', const: true },
+    code: { type: 'string', enum: Object.keys(PKG_ERRORS) },
+    message: { type: 'string' },
+  },
+} as const;
+
+export function sendError(reply: FastifyReply, error: PkgError): FastifyReply {
+  if (error.code === 'UNAUTHENTICATED' || error.code === 'JWT_INVALID' || error.code === 'API_KEY_INVALID') {
+    reply.header('www-authenticate', 'Bearer');
+  }
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(error.toJSON()));
+}
+
+interface AjvIssue {
+  instancePath?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** A client-facing description of a schema violation, naming the offending field. */
+function describeValidation(context: string | undefined, issues: readonly AjvIssue[]): string {
+  const first = issues[0];
+  if (first === undefined) return PKG_ERRORS.BAD_REQUEST.message;
+  const where = `${context ?? 'body'}${first.instancePath ?? ''}`;
+  const unknown = first.params?.additionalProperty;
+  if (typeof unknown === 'string') return `${where}: unknown field ${JSON.stringify(unknown)}`;
+  return `${where} ${first.message ?? 'is invalid'}`;
+}
+
+/** Maps a Fastify framework error (parsing, validation, limits) to our catalogue. */
+export function toPkgError(error: FastifyError | Error): PkgError {
+  if (error instanceof PkgError) return error;
+  const e = error as FastifyError & { validationContext?: string };
+  if (e.validation !== undefined) {
+    return new PkgError('BAD_REQUEST', describeValidation(e.validationContext, e.validation as AjvIssue[]));
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new PkgError('BODY_TOO_LARGE');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new PkgError('UNSUPPORTED_MEDIA_TYPE');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new PkgError('BAD_REQUEST', 'body is empty');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new PkgError('BAD_REQUEST', 'body is not valid JSON');
+    default:
+      break;
+  }
+  // Fastify's JSON parser raises a SyntaxError with statusCode 400 for broken JSON.
+  if (error instanceof SyntaxError) return new PkgError('BAD_REQUEST', 'body is not valid JSON');
+  const status = e.statusCode ?? 500;
+  if (status === 404) return new PkgError('NOT_FOUND');
+  if (status === 413) return new PkgError('BODY_TOO_LARGE');
+  if (status === 415) return new PkgError('UNSUPPORTED_MEDIA_TYPE');
+  if (status === 429) return new PkgError('RATE_LIMITED');
+  if (status >= 400 && status < 500) return new PkgError('BAD_REQUEST');
+  return new PkgError('INTERNAL', undefined, { cause: error });
+}
+
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const mapped = toPkgError(error);
+  if (mapped.statusCode >= 500) {
+    // The log gets the cause; the client only the code and the generic message.
+    request.log.error({ err: mapped.cause ?? error, code: mapped.code }, 'request failed');
+  } else {
+    request.log.debug({ code: mapped.code }, mapped.message);
+  }
+  // A rate-limit rejection keeps the Retry-After header its producer set.
+  return sendError(reply, mapped);
+}
+
+export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendError(reply, new PkgError('NOT_FOUND'));
+}

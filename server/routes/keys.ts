@@ -1,0 +1,212 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { extractSigningKey, extractUsk } from '../../lib/keys.js';
+import type { Attribute, Policy } from '../../lib/policy.js';
+import { bearerCredential } from '../auth.js';
+import type { Clock } from '../clock.js';
+import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyStore } from '../db.js';
+import { PkgError } from '../errors.js';
+import type { ResultJwtVerifier, ProofStatus, SessionStatus, VerifiedResult } from '../idp/jwt.js';
+import type { PkgMetrics } from '../metrics.js';
+import { LIMITS, attributeSchema, policySchema, proofStatusSchema, sessionStatusSchema } from '../schemas.js';
+
+/**
+ * Key issuance, under a Bearer credential:
+ *   GET  key/{timestamp}, GET key   session JWT → the user secret key for what the session proved
+ *   POST sign/key                   session JWT, or API key PG-… → signing keys
+ *
+ * Authentication runs in onRequest, after CORS and the rate limiter and before the body is parsed,
+ * so an unauthenticated client costs no parsing and gets 401 whatever its body.
+ */
+
+export interface KeyRoutesOptions {
+  /** CGWKV master secret key (base64). */
+  msk: string;
+  /** IBS master secret key (base64). */
+  sk: string;
+  verifier: ResultJwtVerifier;
+  apiKeys: ApiKeyStore | undefined;
+  clock: Clock;
+  metrics: PkgMetrics;
+}
+
+type Signer = { kind: 'jwt'; result: VerifiedResult } | { kind: 'apiKey'; record: ApiKeyRecord };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the sign/key route's authentication. */
+    pkgSigner: Signer | null;
+  }
+}
+
+const U64_MAX = (1n << 64n) - 1n;
+
+/** The session JWT of a request; key routes take no API keys. */
+async function sessionResult(request: FastifyRequest, verifier: ResultJwtVerifier): Promise<VerifiedResult> {
+  const credential = bearerCredential(request);
+  if (credential.kind !== 'jwt') throw new PkgError('JWT_INVALID', 'this route takes a session JWT, not an API key');
+  return verifier.verify(credential.jwt);
+}
+
+export async function lookupApiKey(apiKeys: ApiKeyStore | undefined, apiKey: string): Promise<ApiKeyRecord> {
+  if (apiKeys === undefined) throw new PkgError('API_KEYS_DISABLED');
+  let record: ApiKeyRecord | undefined;
+  try {
+    record = await apiKeys.lookup(apiKey);
+  } catch (e) {
+    if (e instanceof DatabaseUnavailableError) throw new PkgError('DB_UNAVAILABLE', undefined, { cause: e });
+    throw e;
+  }
+  if (record === undefined) throw new PkgError('API_KEY_INVALID');
+  return record;
+}
+
+/**
+ * The timestamp of key/{timestamp}: an unsigned 64-bit integer (else TIMESTAMP) that is neither in
+ * the future nor after the JWT's exp (else CHRONOLOGY). Any past time is fine: it is the time a
+ * ciphertext was sealed, possibly long ago.
+ */
+export function keyTimestamp(raw: string | undefined, now: number, exp: number): number {
+  if (raw === undefined) return now;
+  if (!/^\d{1,20}$/.test(raw) || BigInt(raw) > U64_MAX) throw new PkgError('TIMESTAMP');
+  const ts = BigInt(raw);
+  if (ts > BigInt(now) || ts > BigInt(exp)) throw new PkgError('CHRONOLOGY');
+  return Number(ts);
+}
+
+const keyResponseSchema = {
+  type: 'object',
+  required: ['status'],
+  additionalProperties: false,
+  properties: { status: sessionStatusSchema, proofStatus: proofStatusSchema, key: { type: 'string' } },
+} as const;
+
+const signingKeySchema = {
+  type: 'object',
+  required: ['key', 'policy'],
+  additionalProperties: false,
+  properties: { key: { type: 'string' }, policy: policySchema },
+} as const;
+
+const signingResponseSchema = {
+  type: 'object',
+  required: ['status'],
+  additionalProperties: false,
+  properties: {
+    status: sessionStatusSchema,
+    proofStatus: proofStatusSchema,
+    pubSignKey: signingKeySchema,
+    privSignKey: signingKeySchema,
+  },
+} as const;
+
+const signingIdSchema = { type: 'array', maxItems: LIMITS.attributes, items: attributeSchema } as const;
+
+const signingRequestSchema = {
+  type: 'object',
+  required: ['pubSignId'],
+  additionalProperties: false,
+  properties: { pubSignId: signingIdSchema, privSignId: signingIdSchema },
+} as const;
+
+interface SigningRequest {
+  pubSignId: Array<{ t: string; v?: string | null }>;
+  privSignId?: Array<{ t: string; v?: string | null }>;
+}
+
+interface KeyResponse {
+  status: SessionStatus;
+  proofStatus?: ProofStatus;
+  key?: string;
+}
+
+interface SigningResponse {
+  status: SessionStatus;
+  proofStatus?: ProofStatus;
+  pubSignKey?: { key: string; policy: Policy };
+  privSignKey?: { key: string; policy: Policy };
+}
+
+const timestampParams = {
+  type: 'object',
+  required: ['timestamp'],
+  additionalProperties: false,
+  properties: { timestamp: { type: 'string', maxLength: 32 } },
+} as const;
+
+export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions): Promise<void> {
+  const { msk, sk, verifier, apiKeys, clock, metrics } = options;
+
+  const issueUsk = async (request: FastifyRequest, rawTimestamp: string | undefined): Promise<KeyResponse> => {
+    const { claims, attributes } = await sessionResult(request, verifier);
+    const ts = keyTimestamp(rawTimestamp, clock.now(), claims.exp);
+    const response: KeyResponse = { status: claims.status };
+    if (claims.proofStatus !== undefined) response.proofStatus = claims.proofStatus;
+    // A key only for what a VALID disclosure proved; anything else gets the status and no key.
+    if (attributes !== undefined) {
+      response.key = extractUsk(msk, { ts, con: attributes });
+      metrics.countKey('usk');
+    }
+    return response;
+  };
+
+  app.get<{ Params: { timestamp: string } }>(
+    '/key/:timestamp',
+    { schema: { params: timestampParams, response: { 200: keyResponseSchema } } },
+    (request) => issueUsk(request, request.params.timestamp),
+  );
+
+  app.get('/key', { schema: { response: { 200: keyResponseSchema } } }, (request) => issueUsk(request, undefined));
+
+  const signingKey = (con: Attribute[], ts: number): { key: string; policy: Policy } => {
+    const policy = { ts, con: con.map((a) => (a.v === undefined ? { t: a.t } : { t: a.t, v: a.v })) };
+    metrics.countKey('signing');
+    return { key: extractSigningKey(sk, policy), policy };
+  };
+
+  app.decorateRequest('pkgSigner', null);
+
+  app.post<{ Body: SigningRequest }>(
+    '/sign/key',
+    {
+      schema: { body: signingRequestSchema, response: { 200: signingResponseSchema } },
+      onRequest: async (request) => {
+        const credential = bearerCredential(request);
+        request.pkgSigner =
+          credential.kind === 'apiKey'
+            ? { kind: 'apiKey', record: await lookupApiKey(apiKeys, credential.apiKey) }
+            : { kind: 'jwt', result: await verifier.verify(credential.jwt) };
+      },
+    },
+    async (request): Promise<SigningResponse> => {
+      const signer = request.pkgSigner!;
+      const ts = clock.now();
+      if (signer.kind === 'apiKey') {
+        // The identity comes from the key's record; the body was checked but names nothing here.
+        const { publicAttributes, privateAttributes } = signer.record;
+        const response: SigningResponse = {
+          status: 'DONE',
+          proofStatus: 'VALID',
+          pubSignKey: signingKey(publicAttributes, ts),
+        };
+        if (privateAttributes.length > 0) response.privSignKey = signingKey(privateAttributes, ts);
+        return response;
+      }
+
+      const { claims, attributes } = signer.result;
+      const response: SigningResponse = { status: claims.status };
+      if (claims.proofStatus !== undefined) response.proofStatus = claims.proofStatus;
+      // pg-pkg would sign for an empty identity when DONE comes with a non-VALID proof; we refuse.
+      if (attributes === undefined) return response;
+
+      const { pubSignId, privSignId } = request.body;
+      const publicTypes = new Set(pubSignId.map((a) => a.t));
+      response.pubSignKey = signingKey(attributes.filter((a) => publicTypes.has(a.t)), ts);
+      if (privSignId !== undefined) {
+        // Only value-less entries select a private attribute (pg-pkg's rule).
+        const privateTypes = new Set(privSignId.filter((a) => a.v === undefined || a.v === null).map((a) => a.t));
+        response.privSignKey = signingKey(attributes.filter((a) => privateTypes.has(a.t)), ts);
+      }
+      return response;
+    },
+  );
+}
