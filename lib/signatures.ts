@@ -1,6 +1,6 @@
 import { Reader } from './bincode.js';
 import { badSignature } from './errors.js';
-import { ggSign, ggVerify, type GgSigningKey, type GgVerifyingKey } from './crypto/gg.js';
+import { GgBoundVerifier, ggSign, type GgSigningKey, type GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
 import { encodePolicy, policiesEqual, policyToJs, readPolicy, signingIdentity, type Policy } from './policy.js';
 
@@ -52,17 +52,17 @@ export function signSegment(signer: Signer, transcript: Xof, counter: number, fi
 
 /** A verifier bound to one claimed signer identity (derived once from its policy). */
 export class SignatureVerifier {
-  private readonly id: Uint8Array;
+  private readonly bound: GgBoundVerifier;
 
   constructor(
-    private readonly vk: GgVerifyingKey,
+    vk: GgVerifyingKey,
     readonly policy: Policy,
   ) {
-    this.id = signingIdentity(policy);
+    this.bound = new GgBoundVerifier(vk, signingIdentity(policy));
   }
 
   verify(signature: Uint8Array, transcript: Xof, what: string): void {
-    if (!ggVerify(this.vk, this.id, signature, transcript)) throw badSignature(`${what} does not verify`);
+    if (!this.bound.verify(signature, transcript)) throw badSignature(`${what} does not verify`);
   }
 
   verifySegment(signature: Uint8Array, transcript: Xof, counter: number, final: boolean): void {

@@ -7,6 +7,7 @@ import { hex, rustVectors, stream2seg, unb64, unhex, vectors } from '../../test/
 import { ErrorCode, InputError, PostGuardError } from '../errors.js';
 import { normalizePolicy, signingIdentity } from '../policy.js';
 import {
+  GgBoundVerifier,
   GG_SIGNATURE_BYTES,
   ggIdentity,
   ggKeygen,
@@ -217,5 +218,33 @@ describe('rejecting bad input', () => {
   it('keys must come from the parsers', () => {
     expect(() => ggSign({ bytes: new Uint8Array(96) } as never, nodeShake())).toThrow(TypeError);
     expect(() => ggVerify({ bytes: new Uint8Array(32) } as never, id, sig, nodeShake())).toThrow(TypeError);
+  });
+});
+
+describe('GgBoundVerifier', () => {
+  it('agrees with ggVerify across many signatures, keys and tampering', async () => {
+    const { createShake128 } = await import('./shake-node.js');
+    const { pk, sk } = ggSetup();
+    const vk = parseVerifyingKey(pk);
+    const id = new Uint8Array(32).fill(3);
+    const other = new Uint8Array(32).fill(4);
+    const bound = new GgBoundVerifier(vk, id);
+    const keys = [parseSigningKey(ggKeygen(sk, id)), parseSigningKey(ggKeygen(sk, id))];
+    const transcript = createShake128().update(new Uint8Array([1, 2, 3]));
+    // More than the table threshold, switching signing keys (gr) midway and back.
+    for (let i = 0; i < 20; i++) {
+      transcript.update(new Uint8Array([i]));
+      const key = keys[i < 10 || i > 15 ? 0 : 1]!;
+      const sig = ggSign(key, transcript);
+      expect(bound.verify(sig, transcript)).toBe(true);
+      expect(ggVerify(vk, id, sig, transcript)).toBe(true);
+      const bad = sig.slice();
+      bad[i % 96]! ^= 1;
+      expect(bound.verify(bad, transcript)).toBe(ggVerify(vk, id, bad, transcript));
+      expect(bound.verify(bad, transcript)).toBe(false);
+      expect(new GgBoundVerifier(vk, other).verify(sig, transcript)).toBe(false);
+      expect(bound.verify(sig, transcript.clone().update(new Uint8Array([9])))).toBe(false);
+    }
+    expect(bound.verify(new Uint8Array(95), transcript)).toBe(false);
   });
 });

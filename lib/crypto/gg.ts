@@ -217,3 +217,61 @@ export function ggSigningKeyMatches(vk: GgVerifyingKey, key: GgSigningKey): bool
   const yB = k.y === 0n ? Point.ZERO : Point.BASE.multiply(k.y);
   return yB.equals(gr.add(pk.multiplyUnsafe(hashH(k.gr, k.id))));
 }
+
+/** Signatures a bound verifier checks before it builds a window table for the signer's Q. */
+const TABLE_AFTER = 8;
+const TABLE_WINDOW = 6;
+
+/**
+ * A verifier for one identity under one master key, for checking many signatures by the same
+ * signing key (every segment of a stream). The signer's point Q = gr + H(gr, id)·PK is fixed,
+ * so it is computed once per gr, and after a few signatures a window table for it makes each
+ * check one fixed-base and one table multiplication: b·B − d·Q must equal ga.
+ */
+export class GgBoundVerifier {
+  private gr: Uint8Array | undefined;
+  private q: Point | undefined;
+  private uses = 0;
+  private readonly pk: Point;
+
+  constructor(
+    vk: GgVerifyingKey,
+    private readonly id: Uint8Array,
+  ) {
+    this.pk = unwrap(vk, VerifyingKey, 'GgVerifyingKey').pk;
+    checkIdentity(id);
+  }
+
+  /** Same contract as ggVerify. */
+  verify(sig: Uint8Array, transcript: Xof): boolean {
+    if (!(sig instanceof Uint8Array) || sig.length !== GG_SIGNATURE_BYTES) return false;
+    const gaBytes = sig.subarray(0, 32);
+    const b = readScalar(sig.subarray(32, 64));
+    if (b === undefined) return false;
+    const q = this.signerPoint(sig.subarray(64, 96));
+    if (!q) return false;
+    const d = hashG(transcript, this.id, gaBytes);
+    // Encodings are canonical, so comparing bytes is comparing points (and rejects a bad ga).
+    const r = Point.BASE.multiplyUnsafe(b).subtract(q.multiplyUnsafe(d));
+    return equalBytes(r.toBytes(), gaBytes);
+  }
+
+  private signerPoint(grBytes: Uint8Array): Point | undefined {
+    if (!this.gr || !equalBytes(this.gr, grBytes)) {
+      const gr = readPoint(grBytes);
+      if (!gr) return undefined;
+      this.gr = grBytes.slice();
+      this.q = gr.add(this.pk.multiplyUnsafe(hashH(grBytes, this.id)));
+      this.uses = 0;
+    }
+    if (++this.uses === TABLE_AFTER) this.q!.precompute(TABLE_WINDOW, false);
+    return this.q;
+  }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+  return diff === 0;
+}
