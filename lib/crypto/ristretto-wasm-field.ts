@@ -113,6 +113,11 @@ export class ModuleBuilder {
     if (this.next > this.scratchEnd) throw new RangeError('scratch region exhausted');
     return at;
   }
+
+  /** One scratch field element per name. */
+  scratchFe<K extends string>(...names: K[]): Record<K, number> {
+    return Object.fromEntries(names.map((name) => [name, this.scratch(FE_BYTES)])) as Record<K, number>;
+  }
 }
 
 function loadLimbs(f: FunctionBody, a: Addr): number[] {
