@@ -12,6 +12,7 @@ import {
   DEFAULT_EMAIL_ATTRIBUTE,
   type ApiKeyRow,
   type ApiKeyStore,
+  type NewApiKey,
 } from './db.js';
 import { createTestSchema, startTcpProxy, withPort, type TestSchema } from './db/testing.js';
 
@@ -202,7 +203,7 @@ describe('API keys in PostgreSQL', () => {
 
   it('refuses bad input before touching the database', async () => {
     const url = withPort(schema.url, await closedPort());
-    const bad = [
+    const bad: NewApiKey[] = [
       { email: ' ', org: 'Org F' },
       { email: 'f@example.org', org: '' },
       { email: 'f@example.org', org: 'Org F', signingAttrs: { orgname: true } },

@@ -27,6 +27,46 @@ describe('gcraTake', () => {
     expect(gcraTake(fullAt, 10_100, 10, 5)).toEqual({ allowed: true, fullAt: 10_600 });
   });
 
+  it('always allows a take from a full bucket, whatever the clock reads (no rounding at the boundary)', () => {
+    // In floating point 0.1 + 1000 - 1000 > 0.1 (a third of all clock readings behave like that).
+    expect(0.1 + 1000 - 1000).toBeGreaterThan(0.1);
+    expect(gcraTake(0, 0.1, 1, 1)).toEqual({ allowed: true, fullAt: 1000.1 });
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.double({ min: 0, max: 1e4, noNaN: true }), fc.double({ min: 0, max: 1e13, noNaN: true })),
+        fc.double({ min: 0, max: 1e6, noNaN: true }),
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 100 }),
+        (now, elapsed, rate, burst) => {
+          const fullAt = Math.max(0, now - elapsed); // any bucket whose instant has passed is full
+          return gcraTake(fullAt, now, rate, burst).allowed;
+        },
+      ),
+    );
+  });
+
+  it('gives exactly the burst at any single instant, whatever the clock reads', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.double({ min: 0, max: 1e4, noNaN: true }), fc.double({ min: 1e12, max: 2e12, noNaN: true })),
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 100 }),
+        (now, rate, burst) => {
+          let fullAt = 0;
+          let allowed = 0;
+          for (let i = 0; i <= burst; i++) {
+            const outcome = gcraTake(fullAt, now, rate, burst);
+            if (outcome.allowed) {
+              allowed++;
+              fullAt = outcome.fullAt;
+            }
+          }
+          return allowed === burst;
+        },
+      ),
+    );
+  });
+
   it('raises rates and bursts below 1 (or not finite) to 1', () => {
     for (const low of [0, 0.5, -3, Number.NaN]) {
       const first = gcraTake(0, 0, low, low);

@@ -34,6 +34,13 @@ export function tokenInterval(ratePerSecond: number): number {
   return 1000 / atLeastOne(ratePerSecond);
 }
 
+/**
+ * Slack for floating-point rounding of instants (ms). Clock readings are fractional and as large as
+ * 1.7e12 (Redis time), where one unit in the last place is about 0.0002 ms; without slack a burst taken at
+ * one instant could lose its last token to rounding. Ten microseconds early is no gift to anyone.
+ */
+export const ROUNDING_SLACK_MS = 0.01;
+
 export type GcraOutcome = { allowed: true; fullAt: number } | { allowed: false; waitMs: number };
 
 /**
@@ -42,11 +49,13 @@ export type GcraOutcome = { allowed: true; fullAt: number } | { allowed: false; 
  */
 export function gcraTake(fullAt: number, now: number, ratePerSecond: number, burst: number): GcraOutcome {
   const interval = tokenInterval(ratePerSecond);
-  const next = Math.max(fullAt, now) + interval;
-  // The bucket holds burst - (next - now) / interval tokens after this take; it must not go below zero.
-  const allowAt = next - Math.floor(atLeastOne(burst)) * interval;
-  if (allowAt > now) return { allowed: false, waitMs: allowAt - now };
-  return { allowed: true, fullAt: next };
+  // Work with the backlog (ms until full) rather than absolute instants: a full bucket then has a backlog
+  // of exactly 0 and always allows, whatever rounding `now + interval - interval` would do.
+  const backlog = Math.max(fullAt - now, 0);
+  // The take needs one token: burst - backlog / interval >= 1.
+  const headroom = (Math.floor(atLeastOne(burst)) - 1) * interval;
+  if (backlog > headroom + ROUNDING_SLACK_MS) return { allowed: false, waitMs: backlog - headroom };
+  return { allowed: true, fullAt: now + backlog + interval };
 }
 
 /** Whole seconds for Retry-After: rounded up, never 0 (a client told "retry in 0 s" retries at once). */

@@ -52,9 +52,11 @@ export function withPort(databaseUrl: string, port: number): string {
 
 export interface TcpProxy {
   readonly port: number;
+  /** Keeps connections open but drops everything sent either way from now on (a hung peer). */
+  stall(): void;
   /** Cuts every open connection and refuses new ones (the port stops listening). */
   down(): Promise<void>;
-  /** Listens again on the same port and forwards as before. */
+  /** Listens again on the same port and forwards (no longer stalled). */
   up(): Promise<void>;
   close(): Promise<void>;
 }
@@ -69,15 +71,21 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   };
   let server: Server | undefined;
   let port = 0;
+  let stalled = false;
+  const forward = (from: Socket, to: Socket) =>
+    from.on('data', (chunk: Buffer) => {
+      if (!stalled) to.write(chunk);
+    });
 
   const listen = () =>
     new Promise<void>((resolve, reject) => {
+      stalled = false;
       const next = createServer((client) => {
         const upstream = connect(targetPort, targetHost);
         track(client);
         track(upstream);
-        client.pipe(upstream);
-        upstream.pipe(client);
+        forward(client, upstream);
+        forward(upstream, client);
         client.on('close', () => upstream.destroy());
         upstream.on('close', () => client.destroy());
       });
@@ -102,6 +110,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   return {
     get port() {
       return port;
+    },
+    stall: () => {
+      stalled = true;
     },
     down,
     up: listen,

@@ -1,0 +1,228 @@
+import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  isSensitiveRoute,
+  memoryBucketStore,
+  rateLimitPlugin,
+  type BucketStore,
+  type RateLimitSettings,
+} from './ratelimit.js';
+
+const SETTINGS: RateLimitSettings = {
+  perSecond: 1,
+  burst: 8,
+  sensitivePerSecond: 1,
+  sensitiveBurst: 3,
+  disabled: false,
+  trustForwardedFor: false,
+};
+
+function manualMs() {
+  let now = 5_000_000;
+  return { clock: () => now, advance: (ms: number) => (now += ms) };
+}
+
+let apps: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(apps.map((app) => app.close()));
+  apps = [];
+});
+
+async function buildApp(
+  settings: Partial<RateLimitSettings> = {},
+  store: BucketStore = memoryBucketStore(),
+  logLines: string[] = [],
+) {
+  const app = Fastify({ logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } } });
+  apps.push(app);
+  await app.register(rateLimitPlugin, { settings: { ...SETTINGS, ...settings }, store, isSensitive: isSensitiveRoute });
+  const ok = async () => ({ ok: true });
+  app.get('/health', ok);
+  app.get('/metrics', ok);
+  app.get('/v2/parameters', ok);
+  app.post('/v2/irma/start', ok);
+  app.get('/v2/irma/key/:timestamp', ok);
+  app.post('/v2/request/sign/key', ok);
+  app.get('/v2/api-key/validate', ok);
+  app.options('/v2/parameters', ok);
+  return app;
+}
+
+const from = (remoteAddress: string, extra: { headers?: Record<string, string> } = {}) => ({ remoteAddress, ...extra });
+
+async function statuses(app: FastifyInstance, n: number, request: InjectOptions) {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await app.inject(request)).statusCode);
+  return out;
+}
+
+const count = (codes: number[], code: number) => codes.filter((c) => c === code).length;
+
+describe('isSensitiveRoute', () => {
+  it('matches the key-issuing routes under any identity-provider segment, and nothing else', () => {
+    for (const url of [
+      '/v2/irma/start',
+      '/v2/request/start',
+      '/v2/idp/key',
+      '/v2/irma/key/:timestamp',
+      '/v2/:idp(irma|request)/key/:timestamp',
+      '/v2/irma/sign/key',
+      '/v2/api-key/validate',
+    ]) {
+      expect(isSensitiveRoute(url), url).toBe(true);
+    }
+    for (const url of [
+      '/v2/parameters',
+      '/v2/sign/parameters',
+      '/v2/irma/jwt/:token',
+      '/v2/irma/statusevents/:token',
+      '/v2/irma/key/:timestamp/extra',
+      '/v3/irma/start',
+      '/health',
+      '/v2/irma/startx',
+    ]) {
+      expect(isSensitiveRoute(url), url).toBe(false);
+    }
+  });
+});
+
+describe('rateLimitPlugin', () => {
+  it('answers 429 with Retry-After and the JSON envelope once the general burst is spent', async () => {
+    const app = await buildApp();
+    const codes = await statuses(app, 10, { url: '/v2/parameters', ...from('192.0.2.1') });
+    expect(codes).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 429, 429]);
+    const refused = await app.inject({ url: '/v2/parameters', ...from('192.0.2.1') });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['content-type']).toMatch(/^application\/json/);
+    expect(refused.json()).toEqual({ error: true, code: 'RATE_LIMITED', message: 'Too many requests, retry in 1s' });
+  });
+
+  it('counts requests to unknown /v2 paths, and not /health, /metrics or other paths', async () => {
+    const app = await buildApp();
+    expect(count(await statuses(app, 10, { url: '/v2/nope', ...from('192.0.2.2') }), 429)).toBe(2);
+    for (const url of ['/health', '/metrics', '/v2nope', '/elsewhere']) {
+      const codes = await statuses(app, 20, { url, ...from('192.0.2.2') });
+      expect(count(codes, 429), url).toBe(0);
+    }
+  });
+
+  it('lets CORS preflights through, but counts other OPTIONS requests', async () => {
+    const app = await buildApp();
+    const preflight = {
+      method: 'OPTIONS' as const,
+      url: '/v2/parameters',
+      ...from('192.0.2.3', { headers: { origin: 'https://a.example', 'access-control-request-method': 'GET' } }),
+    };
+    expect(count(await statuses(app, 20, preflight), 429)).toBe(0);
+    const plain = { method: 'OPTIONS' as const, url: '/v2/parameters', ...from('192.0.2.3') };
+    expect(count(await statuses(app, 10, plain), 429)).toBe(2);
+  });
+
+  it('limits key-issuing routes with one shared sensitive bucket, and charges the general bucket too', async () => {
+    const app = await buildApp();
+    const client = from('192.0.2.4');
+    // Sensitive burst 3, shared by start, key, sign/key and validate.
+    expect((await app.inject({ method: 'POST', url: '/v2/irma/start', ...client })).statusCode).toBe(200);
+    expect((await app.inject({ url: '/v2/irma/key/1700000000', ...client })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'POST', url: '/v2/request/sign/key', ...client })).statusCode).toBe(200);
+    const refused = await app.inject({ url: '/v2/api-key/validate', ...client });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toMatchObject({ code: 'RATE_LIMITED' });
+    expect(await statuses(app, 2, { method: 'POST', url: '/v2/irma/start', ...client })).toEqual([429, 429]);
+    // 6 requests so far drew 6 of the 8 general tokens, refused sensitive ones included.
+    expect(await statuses(app, 3, { url: '/v2/parameters', ...client })).toEqual([200, 200, 429]);
+  });
+
+  it('refills at the configured rates (injected clock)', async () => {
+    const time = manualMs();
+    const app = await buildApp({ perSecond: 10, burst: 5, sensitivePerSecond: 2, sensitiveBurst: 2 }, memoryBucketStore(time.clock));
+    const client = from('192.0.2.5');
+    expect(await statuses(app, 3, { method: 'POST', url: '/v2/irma/start', ...client })).toEqual([200, 200, 429]);
+    time.advance(499);
+    expect((await app.inject({ method: 'POST', url: '/v2/irma/start', ...client })).statusCode).toBe(429);
+    time.advance(1);
+    expect((await app.inject({ method: 'POST', url: '/v2/irma/start', ...client })).statusCode).toBe(200);
+    // General: 5 taken by the 5 requests above; 10/s brings one back every 100 ms.
+    expect((await app.inject({ url: '/v2/parameters', ...client })).statusCode).toBe(200);
+    time.advance(2000);
+    expect(count(await statuses(app, 10, { url: '/v2/parameters', ...client }), 200)).toBe(5);
+  });
+
+  it('keeps clients apart, and treats one IPv6 /56 as one client', async () => {
+    const app = await buildApp();
+    expect(count(await statuses(app, 9, { url: '/v2/parameters', ...from('192.0.2.10') }), 429)).toBe(1);
+    expect(count(await statuses(app, 8, { url: '/v2/parameters', ...from('192.0.2.11') }), 429)).toBe(0);
+    for (let i = 0; i < 8; i++) {
+      const address = `2001:db8:1:ab${i}${i}:${i}::${i + 1}`;
+      expect((await app.inject({ url: '/v2/parameters', ...from(address) })).statusCode).toBe(200);
+    }
+    expect((await app.inject({ url: '/v2/parameters', ...from('2001:db8:1:abff::99') })).statusCode).toBe(429);
+    expect((await app.inject({ url: '/v2/parameters', ...from('2001:db8:1:ac00::1') })).statusCode).toBe(200);
+    expect((await app.inject({ url: '/v2/parameters', ...from('::ffff:192.0.2.11') })).statusCode).toBe(429);
+  });
+
+  it('ignores X-Forwarded-For unless trusted, and then uses only the rightmost entry', async () => {
+    const untrusting = await buildApp();
+    const rotating = (i: number) => from('10.0.0.1', { headers: { 'x-forwarded-for': `198.51.100.${i}` } });
+    const codes = [];
+    for (let i = 0; i < 10; i++) codes.push((await untrusting.inject({ url: '/v2/parameters', ...rotating(i) })).statusCode);
+    expect(count(codes, 429)).toBe(2);
+
+    const trusting = await buildApp({ trustForwardedFor: true });
+    for (let i = 0; i < 10; i++) {
+      expect((await trusting.inject({ url: '/v2/parameters', ...rotating(i) })).statusCode).toBe(200);
+    }
+    // A client rotating a spoofed left-hand entry stays one client.
+    const spoofing = (i: number) =>
+      from('10.0.0.1', { headers: { 'x-forwarded-for': `203.0.113.${i}, 198.51.100.200` } });
+    const spoofed = [];
+    for (let i = 0; i < 10; i++) spoofed.push((await trusting.inject({ url: '/v2/parameters', ...spoofing(i) })).statusCode);
+    expect(count(spoofed, 429)).toBe(2);
+    // Garbage in the rightmost entry counts against the proxy's own address.
+    const garbage = await statuses(trusting, 9, {
+      url: '/v2/parameters',
+      ...from('10.0.0.9', { headers: { 'x-forwarded-for': 'unknown' } }),
+    });
+    expect(count(garbage, 429)).toBe(1);
+  });
+
+  it('lets everything through when disabled, without asking the store', async () => {
+    const refusing: BucketStore = {
+      take: () => Promise.reject(new Error('the store must not be consulted')),
+      close: () => Promise.resolve(),
+    };
+    const logLines: string[] = [];
+    const app = await buildApp({ disabled: true }, refusing, logLines);
+    expect(count(await statuses(app, 30, { method: 'POST', url: '/v2/irma/start', ...from('192.0.2.20') }), 200)).toBe(30);
+    expect(logLines.map((l) => JSON.parse(l) as { level: number; msg: string })).toContainEqual(
+      expect.objectContaining({ level: 40, msg: 'rate limiting is disabled: every request passes' }),
+    );
+  });
+
+  it('lets a request through (and logs) if a store ever fails', async () => {
+    const failing: BucketStore = {
+      take: () => Promise.reject(new Error('broken store')),
+      close: () => Promise.resolve(),
+    };
+    const logLines: string[] = [];
+    const app = await buildApp({}, failing, logLines);
+    expect((await app.inject({ url: '/v2/parameters', ...from('192.0.2.21') })).statusCode).toBe(200);
+    const errors = logLines.map((l) => JSON.parse(l) as { level: number; msg: string; err?: { message: string } });
+    expect(errors).toContainEqual(
+      expect.objectContaining({ level: 50, err: expect.objectContaining({ message: 'broken store' }) }),
+    );
+  });
+
+  it('keys on the real TCP peer over loopback HTTP', async () => {
+    const app = await buildApp({ burst: 2 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address();
+    if (typeof address !== 'object' || address === null) throw new Error('no port');
+    const url = `http://127.0.0.1:${address.port}/v2/parameters`;
+    const codes = [];
+    for (let i = 0; i < 3; i++) codes.push((await fetch(url, { headers: { 'x-forwarded-for': `198.51.100.${i}` } })).status);
+    expect(codes).toEqual([200, 200, 429]);
+    expect((await fetch(`http://127.0.0.1:${address.port}/health`)).status).toBe(200);
+  });
+});

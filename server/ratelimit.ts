@@ -1,0 +1,104 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { BucketStore } from './ratelimit-bucket.js';
+import { clientKey } from './ratelimit-key.js';
+
+/**
+ * The PKG's rate limiter: token buckets per client address in two tiers.
+ *
+ * Every request under /v2 takes a token from the client's general bucket; a request to a key-issuing
+ * route then also takes one from the client's sensitive bucket (one bucket for all sensitive routes).
+ * The general token is spent even when the sensitive tier refuses. CORS preflights and everything
+ * outside /v2 (/health, /metrics) pass untouched. Over the limit: 429 with Retry-After.
+ *
+ * Where the buckets live is the store's business: one process (memoryBucketStore), the workers of one
+ * node:cluster (clusterBucketStore in workers + installClusterBucketServer in the primary), or several
+ * instances (redisBucketStore).
+ */
+
+export { ALLOWED, memoryBucketStore, type BucketStore, type MemoryBucketStore, type TakeResult, type Tier } from './ratelimit-bucket.js';
+export { addressKey, clientKey } from './ratelimit-key.js';
+export { clusterBucketStore, installClusterBucketServer, type ClusterBucketStoreOptions } from './ratelimit-cluster.js';
+export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions } from './ratelimit-redis.js';
+
+export interface RateLimitSettings {
+  perSecond: number;
+  burst: number;
+  sensitivePerSecond: number;
+  sensitiveBurst: number;
+  disabled: boolean;
+  trustForwardedFor: boolean;
+}
+
+export interface RateLimitPluginOptions {
+  settings: RateLimitSettings;
+  store: BucketStore;
+  /** Whether a route (its pattern, e.g. `/v2/irma/key/:timestamp`) issues keys. See isSensitiveRoute. */
+  isSensitive: (routeUrl: string) => boolean;
+}
+
+/** The reference PKG's sensitive set: start, key, key/{timestamp}, sign/key (under any identity-provider
+ *  segment) and api-key/validate. */
+export function isSensitiveRoute(routeUrl: string): boolean {
+  return /^\/v2\/(?:[^/]+\/(?:start|key|key\/[^/]+|sign\/key)|api-key\/validate)$/.test(routeUrl);
+}
+
+const isLimitedPath = (path: string) => path === '/v2' || path.startsWith('/v2/');
+
+const isPreflight = (request: FastifyRequest) =>
+  request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined;
+
+function tooManyRequests(reply: FastifyReply, retryAfterSeconds: number) {
+  return reply
+    .code(429)
+    .header('retry-after', String(retryAfterSeconds))
+    .send({ error: true, code: 'RATE_LIMITED', message: `Too many requests, retry in ${retryAfterSeconds}s` });
+}
+
+const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { settings, store, isSensitive }) => {
+  if (settings.disabled) {
+    app.log.warn('rate limiting is disabled: every request passes');
+    return;
+  }
+  app.log.info(
+    `rate limiting: ${settings.perSecond}/s burst ${settings.burst}; key-issuing ${settings.sensitivePerSecond}/s ` +
+      `burst ${settings.sensitiveBurst}; clients keyed on ` +
+      (settings.trustForwardedFor ? 'the rightmost X-Forwarded-For entry' : 'the TCP peer address'),
+  );
+
+  app.addHook('onRequest', async (request, reply) => {
+    const path = request.url.split('?', 1)[0] ?? '';
+    const route = request.routeOptions.url;
+    if (!(isLimitedPath(path) || (route !== undefined && isLimitedPath(route))) || isPreflight(request)) return;
+
+    const forwarded = request.headers['x-forwarded-for'];
+    const key = clientKey(
+      request.socket.remoteAddress,
+      Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
+      settings.trustForwardedFor,
+    );
+    if (key === undefined) {
+      // Only a socket that is already gone has no peer address; there is no one to answer.
+      return reply
+        .code(500)
+        .send({ error: true, code: 'NO_CLIENT_ADDRESS', message: 'Could not determine the client address' });
+    }
+
+    try {
+      const general = await store.take(key, 'general', settings.perSecond, settings.burst);
+      if (!general.allowed) return tooManyRequests(reply, general.retryAfterSeconds);
+      if (route === undefined || !isSensitive(route)) return;
+      const sensitive = await store.take(key, 'sensitive', settings.sensitivePerSecond, settings.sensitiveBurst);
+      if (!sensitive.allowed) return tooManyRequests(reply, sensitive.retryAfterSeconds);
+    } catch (error) {
+      // Stores answer locally when their backend fails, so this is a bug; a bug in the limiter should
+      // not take the PKG down with it.
+      request.log.error({ err: error }, 'rate limiter store failed; request let through');
+    }
+  });
+};
+
+/** Registered with skip-override (what fastify-plugin does), so the hook covers the whole app. */
+export const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = Object.assign(plugin, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'pg-pkg-ratelimit',
+});
