@@ -1,0 +1,181 @@
+import { SDK_CLIENT_NAME, SDK_VERSION } from './version.js';
+
+/**
+ * The client's configuration and its validation. Mistakes here are programming errors, so they
+ * throw a TypeError whose message starts with the field name, before anything is sent.
+ */
+
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+export interface Timeouts {
+  /** Per PKG request (parameters, signing key). 30 000 ms. */
+  pkgMs?: number;
+  /** Per storage request attempt: init and each chunk PUT. 60 000 ms. */
+  storageMs?: number;
+  /** The finalize request (the storage service reads the header and sends e-mails). 120 000 ms. */
+  finalizeMs?: number;
+}
+
+export interface RetryOptions {
+  /** Attempts per chunk, the first included. 5. */
+  maxAttempts?: number;
+  /** Backoff before the second attempt; doubles each time, with full jitter. 500 ms. */
+  initialDelayMs?: number;
+  /** Upper bound of a single backoff. 30 000 ms. */
+  maxDelayMs?: number;
+}
+
+export interface PostGuardConfig {
+  /** The PKG, an absolute https URL (a path prefix is kept; a trailing slash is dropped). */
+  pkgUrl: string;
+  /** The Cryptify-style storage service, an absolute https URL. */
+  storageUrl: string;
+  /** Also accept http://localhost, http://127.0.0.1 and http://[::1] (local development only). */
+  allowInsecureUrls?: boolean;
+  /** The fetch to use (default: the global one). Bring your own for proxies, custom agents or tests. */
+  fetch?: FetchLike;
+  /** Extra headers for every PKG and storage request (e.g. for a gateway). */
+  headers?: Record<string, string>;
+  timeouts?: Timeouts;
+  retry?: RetryOptions;
+  /** Ciphertext bytes per chunk PUT: at most what the storage service accepts (Cryptify: 5 000 000). 5 000 000. */
+  uploadChunkSize?: number;
+  /** Attribute types the PKG and the storage service use for e-mail addresses and domains. */
+  attributes?: { email?: string; domain?: string };
+}
+
+export interface ResolvedConfig {
+  pkgUrl: string;
+  storageUrl: string;
+  fetch: FetchLike;
+  headers: Record<string, string>;
+  timeouts: Required<Timeouts>;
+  retry: Required<RetryOptions>;
+  uploadChunkSize: number;
+  attributes: { email: string; domain: string };
+}
+
+export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
+export const DEFAULT_DOMAIN_ATTRIBUTE = 'pbdf.sidn-pbdf.email.domain';
+export const DEFAULT_CHUNK_SIZE = 5_000_000;
+export const CLIENT_VERSION_HEADER = 'X-POSTGUARD-CLIENT-VERSION';
+
+/** Longest timer Node and browsers honour (2^31 - 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+const fail = (field: string, rule: string): never => {
+  throw new TypeError(`${field}: ${rule}`);
+};
+
+function serviceUrl(field: string, value: unknown, allowInsecure: boolean): string {
+  const hint = allowInsecure
+    ? 'must be an absolute https URL, or http on localhost, 127.0.0.1 or [::1]'
+    : 'must be an absolute https URL (set allowInsecureUrls for http://localhost in development)';
+  if (typeof value !== 'string' || value === '') return fail(field, hint);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return fail(field, `${hint}; got ${JSON.stringify(value)}`);
+  }
+  const insecureOk = allowInsecure && url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  if (url.protocol !== 'https:' && !insecureOk) return fail(field, `${hint}; got ${JSON.stringify(value)}`);
+  if (url.username !== '' || url.password !== '') return fail(field, 'must not carry credentials (user:password@)');
+  if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) {
+    return fail(field, 'must not have a query or fragment (it is a base URL)');
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+function milliseconds(field: string, value: unknown, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_TIMER_MS) {
+    return fail(field, `must be a number of milliseconds from ${min} to ${MAX_TIMER_MS}`);
+  }
+  return value;
+}
+
+function headersOf(value: unknown): Record<string, string> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return fail('headers', 'must be an object of header name to string value');
+  }
+  const out: Record<string, string> = {};
+  for (const [name, v] of Object.entries(value)) {
+    if (!HEADER_NAME.test(name)) fail('headers', `${JSON.stringify(name)} is not a valid header name`);
+    if (typeof v !== 'string' || /[\0\r\n]/.test(v)) fail('headers', `the value of ${name} must be a string without CR, LF or NUL`);
+    out[name] = v as string;
+  }
+  return out;
+}
+
+function attributeType(field: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !/^[^\s.]+(\.[^\s.]+)+$/.test(value)) {
+    return fail(field, 'must be an attribute type such as pbdf.sidn-pbdf.email.email');
+  }
+  return value;
+}
+
+function objectOrUndefined(field: string, value: unknown): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail(field, 'must be an object');
+  return value as Record<string, unknown>;
+}
+
+function hostDescription(): string {
+  const node = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
+  return node === undefined ? 'unknown,unknown' : `node,${node}`;
+}
+
+export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
+  if (typeof config !== 'object' || config === null) throw new TypeError('config: expected an object with pkgUrl and storageUrl');
+  const allowInsecure = config.allowInsecureUrls ?? false;
+  if (typeof allowInsecure !== 'boolean') fail('allowInsecureUrls', 'must be a boolean');
+  const pkgUrl = serviceUrl('pkgUrl', config.pkgUrl, allowInsecure);
+  const storageUrl = serviceUrl('storageUrl', config.storageUrl, allowInsecure);
+
+  const fetchFn = config.fetch ?? (globalThis.fetch as FetchLike | undefined);
+  if (typeof fetchFn !== 'function') fail('fetch', 'must be a function (no global fetch is available)');
+
+  const headers = headersOf(config.headers);
+  if (!Object.keys(headers).some((h) => h.toLowerCase() === CLIENT_VERSION_HEADER.toLowerCase())) {
+    headers[CLIENT_VERSION_HEADER] = `${hostDescription()},${SDK_CLIENT_NAME},${SDK_VERSION}`;
+  }
+
+  const timeouts = objectOrUndefined('timeouts', config.timeouts);
+  const retry = objectOrUndefined('retry', config.retry);
+  const maxAttempts = retry['maxAttempts'] ?? 5;
+  if (typeof maxAttempts !== 'number' || !Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 20) {
+    fail('retry.maxAttempts', 'must be an integer from 1 to 20');
+  }
+  const chunkSize = config.uploadChunkSize ?? DEFAULT_CHUNK_SIZE;
+  if (typeof chunkSize !== 'number' || !Number.isSafeInteger(chunkSize) || chunkSize < 1 || chunkSize > 1 << 30) {
+    fail('uploadChunkSize', 'must be an integer number of bytes from 1 to 2^30');
+  }
+  const attributes = objectOrUndefined('attributes', config.attributes);
+
+  return {
+    pkgUrl,
+    storageUrl,
+    fetch: fetchFn === globalThis.fetch ? (input, init) => globalThis.fetch(input, init) : (fetchFn as FetchLike),
+    headers,
+    timeouts: {
+      pkgMs: milliseconds('timeouts.pkgMs', timeouts['pkgMs'], 30_000),
+      storageMs: milliseconds('timeouts.storageMs', timeouts['storageMs'], 60_000),
+      finalizeMs: milliseconds('timeouts.finalizeMs', timeouts['finalizeMs'], 120_000),
+    },
+    retry: {
+      maxAttempts: maxAttempts as number,
+      initialDelayMs: milliseconds('retry.initialDelayMs', retry['initialDelayMs'], 500, 0),
+      maxDelayMs: milliseconds('retry.maxDelayMs', retry['maxDelayMs'], 30_000, 0),
+    },
+    uploadChunkSize: chunkSize,
+    attributes: {
+      email: attributeType('attributes.email', attributes['email'], DEFAULT_EMAIL_ATTRIBUTE),
+      domain: attributeType('attributes.domain', attributes['domain'], DEFAULT_DOMAIN_ATTRIBUTE),
+    },
+  };
+}

@@ -1,0 +1,136 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import { sealStream } from '../lib/index.js';
+import { extractSigningKey, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import { DEFAULT_EMAIL_ATTRIBUTE } from './config.js';
+
+/**
+ * For tests of code that uses the SDK without a full PKG: a loopback server that speaks the two
+ * PKG routes the SDK calls (GET /v2/parameters with ETag revalidation, POST /v2/irma/sign/key
+ * with an API key) plus the two the storage service calls (GET /v2/sign/parameters and
+ * GET /v2/api-key/validate), with fresh master keys. It checks the API key
+ * against one fixed value; the real PKG (server/app.ts) looks keys up in PostgreSQL.
+ */
+
+export interface FakePkg {
+  url: string;
+  /** Master keys (base64), so tests can extract user keys and verify. */
+  keys: { mpk: string; msk: string; vk: string; sk: string };
+  /** The API key the fake accepts, and the identity it signs for. */
+  apiKey: string;
+  sender: string;
+  /** Requests seen, by route: parameters (200s and 304s separately) and sign/key. */
+  counts: { parameters200: number; parameters304: number; signKey: number };
+  /** Bodies and Authorization headers of the sign/key requests seen. */
+  signKeyRequests: Array<{ authorization: string | undefined; body: unknown }>;
+  /** The ETag /v2/parameters sends. */
+  etag: string;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/** The tenant id the fake's /v2/api-key/validate answers for its API key. */
+export const FAKE_TENANT = '00000000-0000-4000-8000-000000000001';
+
+let cachedKeys: FakePkg['keys'] | undefined;
+
+/** One set of master keys per process (generating them costs about 0.2 s). */
+export function fakePkgKeys(): FakePkg['keys'] {
+  if (cachedKeys === undefined) {
+    const kem = generateKemKeys();
+    const ibs = generateSigningKeys();
+    cachedKeys = { mpk: kem.mpk, msk: kem.msk, vk: ibs.vk, sk: ibs.sk };
+  }
+  return cachedKeys;
+}
+
+export async function startFakePkg(
+  options: { apiKey?: string; sender?: string; emailAttribute?: string; extraSenderAttributes?: Array<{ t: string; v: string }> } = {},
+): Promise<FakePkg> {
+  const keys = fakePkgKeys();
+  const apiKey = options.apiKey ?? 'PG-test-key';
+  const sender = options.sender ?? 'sender@example.org';
+  const emailAttribute = options.emailAttribute ?? DEFAULT_EMAIL_ATTRIBUTE;
+  const etag = '"fake-mpk-1"';
+  const counts = { parameters200: 0, parameters304: 0, signKey: 0 };
+  const signKeyRequests: FakePkg['signKeyRequests'] = [];
+  const app = Fastify();
+
+  app.get('/v2/parameters', async (request, reply) => {
+    if (request.headers['if-none-match'] === etag) {
+      counts.parameters304++;
+      return reply.code(304).send();
+    }
+    counts.parameters200++;
+    return reply.header('etag', etag).header('cache-control', 'public, no-cache').send({ formatVersion: 0, publicKey: keys.mpk });
+  });
+  app.get('/v2/sign/parameters', async () => ({ formatVersion: 0, publicKey: keys.vk }));
+  app.get('/v2/api-key/validate', async (request, reply) => {
+    if (request.headers.authorization !== `Bearer ${apiKey}`) return reply.code(401).send({ error: true, message: 'API key is invalid' });
+    return { tenant_id: FAKE_TENANT, organisation_name: null };
+  });
+  app.post('/v2/irma/sign/key', async (request, reply) => {
+    counts.signKey++;
+    signKeyRequests.push({ authorization: request.headers.authorization, body: request.body });
+    if (request.headers.authorization !== `Bearer ${apiKey}`) {
+      return reply.code(401).send({ error: true, message: 'API key is invalid' });
+    }
+    const policy = {
+      ts: Math.floor(Date.now() / 1000),
+      con: [{ t: emailAttribute, v: sender }, ...(options.extraSenderAttributes ?? [])],
+    };
+    return { status: 'DONE', proofStatus: 'VALID', pubSignKey: { key: extractSigningKey(keys.sk, policy), policy } };
+  });
+
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('fake PKG did not bind a TCP port');
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    keys,
+    apiKey,
+    sender,
+    counts,
+    signKeyRequests,
+    etag,
+    app,
+    close: () => app.close(),
+  };
+}
+
+/**
+ * A streaming-mode ciphertext for `recipient`, signed as `sender` (plus `extra` public attributes)
+ * under the process's fake master keys.
+ */
+export async function sealAs(
+  sender: string,
+  plaintext: Uint8Array,
+  options: { recipient?: string; extra?: Array<{ t: string; v: string }>; emailAttribute?: string } = {},
+): Promise<Uint8Array<ArrayBuffer>> {
+  const keys = fakePkgKeys();
+  const email = options.emailAttribute ?? DEFAULT_EMAIL_ATTRIBUTE;
+  const recipient = options.recipient ?? 'bob@example.org';
+  const ts = Math.floor(Date.now() / 1000);
+  const signer = { ts, con: [{ t: email, v: sender }, ...(options.extra ?? [])] };
+  const parts: Uint8Array[] = [];
+  await sealStream(
+    keys.mpk,
+    {
+      policy: { [recipient]: { ts, con: [{ t: email, v: recipient }] } },
+      pubSignKey: { key: extractSigningKey(keys.sk, signer), policy: signer },
+    },
+    new ReadableStream({
+      start(controller) {
+        controller.enqueue(plaintext);
+        controller.close();
+      },
+    }),
+    new WritableStream({ write: (chunk) => void parts.push(chunk.slice()) }),
+  );
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const p of parts) {
+    out.set(p, offset);
+    offset += p.length;
+  }
+  return out;
+}

@@ -1,0 +1,50 @@
+/**
+ * The `recipient` field of an upload init: one or more mailboxes separated by commas, each a bare
+ * address or `Display Name <address>`, as Cryptify's mailbox-list parser accepts them. Anything
+ * else makes init answer 400.
+ */
+
+const ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
+const LOCAL = `(?:${ATOM}(?:\\.${ATOM})*|"(?:[^"\\\\\\r\\n]|\\\\.)*")`;
+const LABEL = '[A-Za-z0-9\\u0080-\\uFFFF](?:[A-Za-z0-9\\u0080-\\uFFFF-]*[A-Za-z0-9\\u0080-\\uFFFF])?';
+const DOMAIN = `(?:${LABEL}(?:\\.${LABEL})*|\\[[^\\[\\]\\\\\\s]*\\])`;
+const ADDRESS = new RegExp(`^${LOCAL}@${DOMAIN}$`);
+const NAMED = /^(?:"(?:[^"\\]|\\.)*"|[^<>",]*)\s*<([^<>]*)>$/;
+
+export class MailboxError extends Error {
+  override readonly name = 'MailboxError';
+}
+
+/** The addresses of a mailbox list, in order; throws MailboxError naming the first bad entry. */
+export function parseMailboxes(list: string): string[] {
+  const entries = splitOutsideQuotes(list).map((e) => e.trim());
+  if (entries.length === 0 || entries.every((e) => e === '')) throw new MailboxError('missing mailbox');
+  return entries.map((entry) => {
+    const named = NAMED.exec(entry);
+    const address = (named ? named[1]! : entry).trim();
+    if (!ADDRESS.test(address)) throw new MailboxError(`invalid mailbox ${JSON.stringify(entry)}`);
+    return address;
+  });
+}
+
+function splitOutsideQuotes(list: string): string[] {
+  const out: string[] = [];
+  let current = '';
+  let quoted = false;
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i]!;
+    if (c === '\\' && quoted && i + 1 < list.length) {
+      current += c + list[++i];
+      continue;
+    }
+    if (c === '"') quoted = !quoted;
+    if (c === ',' && !quoted) {
+      out.push(current);
+      current = '';
+    } else {
+      current += c;
+    }
+  }
+  out.push(current);
+  return out;
+}

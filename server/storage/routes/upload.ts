@@ -1,0 +1,374 @@
+import { open, rm, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { readExactBody } from '../body.js';
+import type { StorageContext } from '../context.js';
+import { MailboxError, parseMailboxes } from '../mailboxes.js';
+import { apiKeyFromHeader, validateApiKey, type ApiKeyCheck } from '../pkg.js';
+import { RangeSyntaxError, parseContentRange, type ContentRange } from '../range.js';
+import {
+  DATA_NOT_COMPLETE,
+  GENERIC_INTERNAL_ERROR,
+  INCORRECT_RANGE,
+  REPLAY_DIFFERS,
+  TOKEN_MISMATCH,
+  sendSessionNotFound,
+  sendText,
+  sendTooLarge,
+} from '../replies.js';
+import { readSender } from '../sender.js';
+import { Mutex, type MailLanguage, type UploadSession } from '../sessions.js';
+import { chainHasher, randomToken, tokensEqual } from '../tokens.js';
+
+/**
+ * The upload side of the Cryptify protocol: init, chunk PUT (rolling token, exclusive
+ * Content-Range end, idempotent replay of the last chunk), finalize and status. Checks run in
+ * Cryptify's order, so each bad request gets the status Cryptify would give it.
+ */
+
+/** Rocket's JSON limit. */
+const INIT_BODY_LIMIT = 1024 * 1024;
+/** Rocket reads at most chunk_size + 1 MiB of a chunk body before giving up on it. */
+const BODY_SLACK = 1024 * 1024;
+
+const UUID_FORMS = [
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+  /^[0-9a-f]{32}$/i,
+  /^\{[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\}$/i,
+  /^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+];
+/** The spellings Cryptify's UUID parser accepts (only the lowercase hyphenated one can name a session). */
+export const isUuidSyntax = (text: string): boolean => UUID_FORMS.some((form) => form.test(text));
+
+interface UploadHeaders {
+  token: string;
+  range: ContentRange;
+}
+
+/** The request guard Cryptify runs before its handlers: both headers present, the range parseable. */
+function uploadHeaders(request: FastifyRequest, reply: FastifyReply): UploadHeaders | undefined {
+  const token = request.headers['cryptifytoken'];
+  const range = request.headers['content-range'];
+  if (typeof token !== 'string') {
+    sendText(reply, 400, 'Missing Cryptify Token header');
+    return undefined;
+  }
+  if (typeof range !== 'string') {
+    sendText(reply, 400, 'Missing content range');
+    return undefined;
+  }
+  try {
+    return { token, range: parseContentRange(range) };
+  } catch (error) {
+    if (!(error instanceof RangeSyntaxError)) throw error;
+    sendText(reply, 400, `Bad Content-Range: ${error.message}`);
+    return undefined;
+  }
+}
+
+type InitBody = {
+  recipient: string;
+  mailContent: string;
+  mailLang: MailLanguage;
+  confirm: boolean;
+  notifyRecipients: boolean;
+};
+
+/** serde's rules for the init body: a type error is a data error (422); unknown fields are ignored. */
+function readInitBody(value: unknown): InitBody | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'expected a JSON object';
+  const o = value as Record<string, unknown>;
+  if (typeof o['recipient'] !== 'string') return 'recipient: expected a string';
+  if (typeof o['mailContent'] !== 'string') return 'mailContent: expected a string';
+  if (o['mailLang'] !== 'EN' && o['mailLang'] !== 'NL') return 'mailLang: expected "EN" or "NL"';
+  if (typeof o['confirm'] !== 'boolean') return 'confirm: expected a boolean';
+  const notify = o['notifyRecipients'];
+  if (notify !== undefined && typeof notify !== 'boolean') return 'notifyRecipients: expected a boolean';
+  return {
+    recipient: o['recipient'],
+    mailContent: o['mailContent'],
+    mailLang: o['mailLang'],
+    confirm: o['confirm'],
+    notifyRecipients: notify ?? true,
+  };
+}
+
+async function readSmallBody(request: FastifyRequest, limit: number): Promise<Buffer | undefined> {
+  const pieces: Buffer[] = [];
+  let size = 0;
+  for await (const piece of request.raw as AsyncIterable<Buffer>) {
+    size += piece.length;
+    if (size > limit) return undefined;
+    pieces.push(piece);
+  }
+  return Buffer.concat(pieces);
+}
+
+export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): Promise<void> {
+  const { settings, store } = ctx;
+  const filePath = (uuid: string) => join(ctx.dataDir, uuid);
+
+  // Bodies are read by the handlers themselves, after the header checks, and streamed.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.post('/fileupload/init', async (request, reply) => {
+    const raw = await readSmallBody(request, INIT_BODY_LIMIT);
+    if (raw === undefined) return reply.header('connection', 'close').code(413).send();
+    let json: unknown;
+    try {
+      json = JSON.parse(raw.toString('utf8'));
+    } catch (error) {
+      return sendText(reply, 400, `Bad JSON: ${(error as Error).message}`);
+    }
+    const body = readInitBody(json);
+    if (typeof body === 'string') return sendText(reply, 422, body);
+    let recipients: string[];
+    try {
+      recipients = parseMailboxes(body.recipient);
+    } catch (error) {
+      if (!(error instanceof MailboxError)) throw error;
+      return sendText(reply, 400, `Could not parse e-mail address: ${error.message}`);
+    }
+
+    const apiKey = apiKeyFromHeader(request.headers.authorization);
+    let check: ApiKeyCheck = { outcome: 'rejected' };
+    if (apiKey !== undefined) {
+      check = settings.pkgUrl === undefined ? { outcome: 'unreachable' } : await validateApiKey(settings.pkgUrl, apiKey);
+    }
+
+    const uuid = crypto.randomUUID();
+    try {
+      await (await open(filePath(uuid), 'wx')).close();
+    } catch (error) {
+      request.log.error({ err: error }, 'could not create the upload file');
+      return sendText(reply, 500);
+    }
+    const now = settings.clock.now();
+    const session: UploadSession = {
+      uuid,
+      token: randomToken(),
+      uploaded: 0,
+      recoveryToken: randomToken(),
+      createdAt: Math.floor(now),
+      recipients,
+      mailContent: body.mailContent,
+      mailLang: body.mailLang,
+      confirm: body.confirm,
+      notifyRecipients: body.notifyRecipients,
+      tenant: check.outcome === 'valid' ? check.tenant : undefined,
+      apiKeyValidationFailed: check.outcome === 'unreachable',
+      lastChunk: undefined,
+      finalized: 0,
+      lastActive: now,
+      lock: new Mutex(),
+    };
+    store.add(session);
+    return reply.header('cryptifytoken', session.token).send({ uuid, recovery_token: session.recoveryToken });
+  });
+
+  app.put<{ Params: { uuid: string } }>('/fileupload/:uuid', async (request, reply) => {
+    const headers = uploadHeaders(request, reply);
+    if (headers === undefined) return reply;
+    const { uuid } = request.params;
+    if (!isUuidSyntax(uuid)) return sendSessionNotFound(reply, uuid, 'invalid_uuid');
+    const session = store.get(uuid);
+    if (session === undefined) return sendSessionNotFound(reply, uuid, 'expired_or_unknown');
+    return session.lock.run(() => putChunk(request, reply, session, headers));
+  });
+
+  async function putChunk(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: UploadSession,
+    { token, range }: UploadHeaders,
+  ): Promise<FastifyReply> {
+    if (range.start === undefined) return sendText(reply, 400, 'Could not read Content-Range start');
+    if (range.end === undefined) return sendText(reply, 400, 'Could not read Content-Range end');
+    const { start: bigStart, end: bigEnd } = range;
+    if (bigStart >= bigEnd) return sendText(reply, 400, INCORRECT_RANGE);
+    if (bigEnd - bigStart > BigInt(settings.chunkSize)) {
+      return sendText(reply, 400, `File chunk too large; the maximum is ${settings.chunkSize} bytes`);
+    }
+    // Decide before reading the body that it is the next chunk or a replay of the last one, so a
+    // leaked UUID cannot make the server read chunk-sized bodies only to reject them.
+    const isNext = bigStart === BigInt(session.uploaded) && tokensEqual(token, session.token);
+    const last = session.lastChunk;
+    const isReplay = !isNext && last !== undefined && bigStart === BigInt(last.start) && tokensEqual(token, last.prevToken);
+    if (!isNext && !isReplay) {
+      return sendText(reply, 400, bigStart !== BigInt(session.uploaded) ? INCORRECT_RANGE : TOKEN_MISMATCH);
+    }
+    // From here on start and end are below uploaded + chunk size: safe integers.
+    const start = Number(bigStart);
+    const length = Number(bigEnd - bigStart);
+    const end = start + length;
+
+    const before = ctx.faults.take('before');
+    if (before !== undefined) return fail(request, reply, before.response);
+
+    const hasher = chainHasher(token);
+    const drain = () =>
+      readExactBody(request.raw, length, BODY_SLACK, (bytes) => {
+        hasher.update(bytes);
+      });
+
+    if (isReplay) {
+      const body = await drain();
+      if (!body.complete) return incomplete(reply, body.abandoned);
+      if (hasher.digest('hex') !== last!.responseToken) return sendText(reply, 400, REPLAY_DIFFERS);
+      store.touch(session);
+      return reply.header('cryptifytoken', last!.responseToken).send();
+    }
+
+    const limit = session.tenant !== undefined ? settings.apiKeyPerUploadLimit : settings.perUploadLimit;
+    if (end > limit) {
+      const body = await drain();
+      if (!body.complete) return incomplete(reply, body.abandoned);
+      if (session.apiKeyValidationFailed) return sendText(reply, 503, GENERIC_INTERNAL_ERROR);
+      return sendTooLarge(reply, {
+        error: `Upload exceeds the per-upload limit of ${limit} bytes`,
+        limit: 'per_upload',
+        used_bytes: session.uploaded,
+        limit_bytes: limit,
+      });
+    }
+
+    const path = filePath(session.uuid);
+    let file;
+    try {
+      file = await open(path, 'r+');
+    } catch {
+      const body = await drain();
+      if (!body.complete) return incomplete(reply, body.abandoned);
+      return sendSessionNotFound(reply, session.uuid, 'file_missing');
+    }
+    let position = start;
+    let body;
+    try {
+      body = await readExactBody(request.raw, length, BODY_SLACK, async (bytes) => {
+        hasher.update(bytes);
+        let offset = 0;
+        while (offset < bytes.length) {
+          const { bytesWritten } = await file.write(bytes, offset, bytes.length - offset, position);
+          offset += bytesWritten;
+          position += bytesWritten;
+        }
+      });
+    } catch (error) {
+      await file.close();
+      await truncate(path, start).catch(() => undefined);
+      request.log.error({ err: error }, 'could not write a chunk');
+      return sendText(reply, 500, GENERIC_INTERNAL_ERROR);
+    }
+    await file.close();
+    if (!body.complete) {
+      // Nothing of a rejected chunk stays behind the committed bytes.
+      await truncate(path, start).catch(() => undefined);
+      return incomplete(reply, body.abandoned);
+    }
+    const next = hasher.digest('hex');
+    session.lastChunk = { prevToken: token, start, responseToken: next };
+    session.token = next;
+    session.uploaded = end;
+    store.touch(session);
+
+    const after = ctx.faults.take('after');
+    if (after !== undefined) return fail(request, reply, after.response);
+    return reply.header('cryptifytoken', next).send();
+  }
+
+  function incomplete(reply: FastifyReply, abandoned: boolean): FastifyReply {
+    if (abandoned) reply.header('connection', 'close');
+    return sendText(reply, 400, DATA_NOT_COMPLETE);
+  }
+
+  function fail(request: FastifyRequest, reply: FastifyReply, response: number | 'reset'): FastifyReply {
+    if (response === 'reset') {
+      reply.hijack();
+      request.raw.socket.destroy();
+      return reply;
+    }
+    return reply.header('connection', 'close').code(response).type('text/plain; charset=utf-8').send('injected failure');
+  }
+
+  app.post<{ Params: { uuid: string } }>('/fileupload/finalize/:uuid', async (request, reply) => {
+    const headers = uploadHeaders(request, reply);
+    if (headers === undefined) return reply;
+    const session = store.get(request.params.uuid);
+    if (session === undefined) return sendSessionNotFound(reply, request.params.uuid, 'expired_or_unknown');
+    return session.lock.run(() => finalize(request, reply, session, headers));
+  });
+
+  async function finalize(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    session: UploadSession,
+    { token, range }: UploadHeaders,
+  ): Promise<FastifyReply> {
+    if (!tokensEqual(token, session.token)) return sendText(reply, 400, TOKEN_MISMATCH);
+    if (range.size !== BigInt(session.uploaded)) return sendText(reply, 422);
+    let sender;
+    try {
+      sender = await readSender(filePath(session.uuid), ctx.verifyingKey, settings.emailAttribute);
+    } catch (error) {
+      request.log.error({ err: error }, 'could not read the sender from the uploaded header');
+      return sendText(reply, 500, GENERIC_INTERNAL_ERROR);
+    }
+    const now = Math.floor(settings.clock.now());
+    const account = session.tenant !== undefined ? `api-key:${session.tenant}` : sender.email;
+    if (account !== undefined) {
+      const limit = session.tenant !== undefined ? settings.apiKeyRollingLimit : settings.rollingLimit;
+      const usage = ctx.usage.usage(account, now);
+      if (usage.usedBytes + session.uploaded > limit) {
+        store.remove(session.uuid);
+        await rm(filePath(session.uuid), { force: true });
+        return sendTooLarge(reply, {
+          error: `Sender has exceeded the ${Math.floor(settings.rollingWindowSeconds / 86_400)}-day rolling limit of ${limit} bytes`,
+          limit: 'rolling_window',
+          used_bytes: usage.usedBytes,
+          limit_bytes: limit,
+          ...(usage.oldestExpiresAt === undefined
+            ? {}
+            : { resets_at: new Date(usage.oldestExpiresAt * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z') }),
+        });
+      }
+    }
+    ctx.outbox.record({
+      uuid: session.uuid,
+      recipients: session.recipients,
+      notifyRecipients: session.notifyRecipients,
+      confirm: session.confirm,
+      lang: session.mailLang,
+      message: session.mailContent,
+      bytes: session.uploaded,
+      createdAt: session.createdAt,
+      sender: sender.email,
+      senderAttributes: sender.attributes,
+      senderVerified: sender.verified,
+    });
+    session.finalized++;
+    if (account !== undefined) ctx.usage.record(account, session.uploaded, now);
+    return reply.code(200).send();
+  }
+
+  app.get<{ Params: { uuid: string } }>('/fileupload/:uuid/status', async (request, reply) => {
+    const presented = request.headers['x-recovery-token'];
+    const recovery = typeof presented === 'string' ? presented.trim() : '';
+    if (recovery === '') return sendText(reply, 401);
+    const session = store.get(request.params.uuid);
+    if (session === undefined) return sendSessionNotFound(reply, request.params.uuid, 'expired_or_unknown');
+    return session.lock.run(async () => {
+      // An unknown upload and a wrong recovery token look the same, so UUIDs cannot be probed.
+      if (!tokensEqual(recovery, session.recoveryToken)) {
+        return sendSessionNotFound(reply, request.params.uuid, 'expired_or_unknown');
+      }
+      store.touch(session);
+      const last = session.lastChunk;
+      return reply.send({
+        uploaded: session.uploaded,
+        cryptify_token: session.token,
+        ...(last === undefined ? {} : { prev_token: last.prevToken, prev_offset: last.start }),
+      });
+    });
+  });
+}

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import { buildStorage, storageDataDir } from './app.js';
+import type { OutboxMail } from './outbox.js';
+import type { StorageOptions } from './settings.js';
+
+/** Helpers for tests that need a running storage stand-in (the SDK's, the CLI's, e2e). */
+
+export interface RunningStorage {
+  app: FastifyInstance;
+  /** Base URL, e.g. http://127.0.0.1:41234 (no trailing slash). */
+  url: string;
+  dataDir: string;
+  outbox(): Promise<OutboxMail[]>;
+  /** Arms a chunk fault (see PUT /standin/faults/chunk). */
+  failChunks(fault: { times?: number; always?: boolean; status?: number; reset?: boolean; afterCommit?: boolean }): Promise<void>;
+  /** How many chunk requests failed on purpose so far. */
+  faultsTriggered(): Promise<number>;
+  /** The stand-in's view of an upload: session progress (null once gone) and file size (null if none). */
+  upload(uuid: string): Promise<{ session: { uploaded: number; finalized: number } | null; fileBytes: number | null } | undefined>;
+  close(): Promise<void>;
+}
+
+/** Builds a storage stand-in on 127.0.0.1 at a free port (data in a temporary directory unless given). */
+export async function startStorage(options: StorageOptions = {}): Promise<RunningStorage> {
+  const app = buildStorage(options);
+  try {
+    await app.listen({ port: 0, host: '127.0.0.1' });
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    throw error;
+  }
+  const address = app.server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('storage did not bind a TCP port');
+  const url = `http://127.0.0.1:${address.port}`;
+  const json = async (path: string, init?: RequestInit) => {
+    const response = await fetch(`${url}${path}`, init);
+    if (response.status === 404) return undefined;
+    if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${await response.text()}`);
+    return response.status === 204 ? undefined : response.json();
+  };
+  return {
+    app,
+    url,
+    dataDir: storageDataDir(app),
+    outbox: async () => ((await json('/standin/outbox')) as { mails: OutboxMail[] }).mails,
+    failChunks: async (fault) => {
+      await json('/standin/faults/chunk', {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(fault),
+      });
+    },
+    faultsTriggered: async () => ((await json('/standin/faults')) as { triggered: number }).triggered,
+    upload: async (uuid) => json(`/standin/uploads/${uuid}`),
+    close: () => app.close(),
+  };
+}
