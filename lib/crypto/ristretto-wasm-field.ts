@@ -377,8 +377,9 @@ export function buildField(m: ModuleBuilder): FieldFunctions {
     }
     return f;
   };
-  const add = limbwise('fe_add', 2, (f, i) => f.get(1).mem(Op.i32Load, 2, 4 * i).get(2).mem(Op.i32Load, 2, 4 * i).op(Op.i32Add));
-  const sub = limbwise('fe_sub', 2, (f, i) => f.get(1).mem(Op.i32Load, 2, 4 * i).get(2).mem(Op.i32Load, 2, 4 * i).op(Op.i32Sub));
+  const both = (f: FunctionBody, i: number) => f.get(1).mem(Op.i32Load, 2, 4 * i).get(2).mem(Op.i32Load, 2, 4 * i);
+  const add = limbwise('fe_add', 2, (f, i) => both(f, i).op(Op.i32Add));
+  const sub = limbwise('fe_sub', 2, (f, i) => both(f, i).op(Op.i32Sub));
   const neg = limbwise('fe_neg', 1, (f, i) => f.i32Const(0).get(1).mem(Op.i32Load, 2, 4 * i).op(Op.i32Sub));
   const copy = limbwise('fe_copy', 1, (f, i) => f.get(1).mem(Op.i32Load, 2, 4 * i));
 
@@ -453,7 +454,12 @@ export function buildField(m: ModuleBuilder): FieldFunctions {
     eq.op(Op.i64Eqz);
   }
 
-  const fns: FieldFunctions = { mul, sq, sq2, sqn, add, sub, neg, copy, carry, cmov, tobytes, frombytes, isneg, iszero, eq, invert: m.fn('fe_invert', [I32, I32]), pow22523: m.fn('fe_pow22523', [I32, I32]) };
+  const invert = m.fn('fe_invert', [I32, I32]);
+  const pow22523 = m.fn('fe_pow22523', [I32, I32]);
+  const fns: FieldFunctions = {
+    ...{ mul, sq, sq2, sqn, add, sub, neg, copy, carry, cmov },
+    ...{ tobytes, frombytes, isneg, iszero, eq, invert, pow22523 },
+  };
 
   // Addition chains of ref10: z^(2^250 − 1) shared, then the two different tails.
   const chain250 = (f: FunctionBody, t: number[], z: Addr) => {
@@ -483,13 +489,13 @@ export function buildField(m: ModuleBuilder): FieldFunctions {
   };
   {
     const t = [0, 1, 2, 3].map(() => m.scratch(FE_BYTES));
-    const fe = chain250(fns.invert, t, A1);
+    const fe = chain250(invert, t, A1);
     fe.sqn(t[1]!, t[1]!, 5); // 2^255 − 32
     fe.mul(A0, t[1]!, t[0]!); // 2^255 − 21 = p − 2
   }
   {
     const t = [0, 1, 2, 3].map(() => m.scratch(FE_BYTES));
-    const fe = chain250(fns.pow22523, t, A1);
+    const fe = chain250(pow22523, t, A1);
     fe.sqn(t[1]!, t[1]!, 2); // 2^252 − 4
     fe.mul(A0, t[1]!, A1); // 2^252 − 3
   }

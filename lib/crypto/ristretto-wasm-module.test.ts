@@ -30,7 +30,8 @@ beforeAll(async () => {
 
 // Field elements in the workspace, 40 bytes each.
 const slot = (k: number) => layout.workspace + 64 * k;
-const writeLimbs = (at: number, limbs: readonly number[]) => limbs.forEach((l, i) => view.setInt32(at + 4 * i, l, true));
+const writeLimbs = (at: number, limbs: readonly number[]) =>
+  limbs.forEach((l, i) => view.setInt32(at + 4 * i, l, true));
 const readLimbs = (at: number) => Array.from({ length: 10 }, (_, i) => view.getInt32(at + 4 * i, true));
 const writeBytes = (at: number, bytes: Uint8Array) => mem.set(bytes, at);
 const readBytes = (at: number, n = 32) => mem.slice(at, at + n);
@@ -205,7 +206,7 @@ describe('scalar recoding', () => {
   const L = ristretto255.Point.Fn.ORDER;
   const scalarArb = fc.oneof(
     fc.bigInt({ min: 0n, max: L - 1n }),
-    fc.constantFrom(0n, 1n, L - 1n, 2n ** 252n, 2n ** 252n - 1n, 0x0888888888888888888888888888888888888888888888888888888888888888n),
+    fc.constantFrom(0n, 1n, L - 1n, 2n ** 252n, 2n ** 252n - 1n, BigInt('0x08' + '88'.repeat(31))),
   );
 
   it.each([4, 5, 6, 8])('gives signed radix-2^%i digits that add up to the scalar', (w) => {
@@ -287,9 +288,10 @@ describe('RFC 9496 decode and encode', () => {
 describe('base_mul_encode', () => {
   it('wipes the secret scalar buffer (all 48 bytes) after use', () => {
     mem.fill(0, layout.scalarA, layout.scalarA + 48);
-    writeBytes(layout.scalarA, numberToBytesLE(0x0123456789abcdefn * 0x1000000000000n, 32));
+    const a = 0x0123456789abcdefn << 48n;
+    writeBytes(layout.scalarA, numberToBytesLE(a, 32));
     wasm.base_mul_encode!(layout.bytesOut, layout.scalarA);
-    expect(readBytes(layout.bytesOut)).toEqual(ristretto255.Point.BASE.multiply(0x0123456789abcdefn * 0x1000000000000n).toBytes());
+    expect(readBytes(layout.bytesOut)).toEqual(ristretto255.Point.BASE.multiply(a).toBytes());
     expect(readBytes(layout.scalarA, 48)).toEqual(new Uint8Array(48));
   });
 });

@@ -409,7 +409,10 @@ function buildPoints(m: ModuleBuilder, F: FieldFunctions): PointFunctions {
   const addPrecomp = accumulate('ge_acc_precomp', madd, msub);
   const addCached = accumulate('ge_acc_cached', add, sub);
 
-  return { p2dbl, toP2, toP3, madd, msub, add, sub, toCached, identity, copyWords, zeroWords, dblN, addPrecomp, addCached };
+  return {
+    ...{ p2dbl, toP2, toP3, madd, msub, add, sub, toCached },
+    ...{ identity, copyWords, zeroWords, dblN, addPrecomp, addCached },
+  };
 }
 
 interface RistrettoFunctions {

@@ -31,7 +31,10 @@ globalThis.ristretto = {
     const rw = await loadRistrettoWasm();
     let v;
     try { v = rw.prepareVerifier(unhex(q)); } catch (e) { return 'error:' + e.code; }
-    return cases.map(([b, d, ga]) => [v.check(unhex(b), unhex(d), unhex(ga)), rw.checkOnce(unhex(q), unhex(b), unhex(d), unhex(ga))]);
+    return cases.map(([b, d, ga]) => [
+      v.check(unhex(b), unhex(d), unhex(ga)),
+      rw.checkOnce(unhex(q), unhex(b), unhex(d), unhex(ga)),
+    ]);
   },
 };
 `;
@@ -49,7 +52,12 @@ async function bundle(): Promise<string> {
     root: fileURLToPath(new URL('../..', import.meta.url)),
     logLevel: 'warn',
     plugins: [virtualPage],
-    build: { write: false, minify: false, target: 'es2022', lib: { entry: PAGE_ENTRY, formats: ['es'], fileName: 'page' } },
+    build: {
+      write: false,
+      minify: false,
+      target: 'es2022',
+      lib: { entry: PAGE_ENTRY, formats: ['es'], fileName: 'page' },
+    },
   });
   for (const out of Array.isArray(result) ? result : [result]) {
     if (!('output' in out)) continue;

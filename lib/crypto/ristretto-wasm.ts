@@ -147,18 +147,31 @@ class Engine {
     return { at, slot };
   }
 
-  /** Runs one check-shaped call with b and d in place and compares its output with ga. */
-  matches(ga: Uint8Array, run: (out: number, b: number, d: number) => boolean): boolean {
+  /** enc(b·B − d·Q) = ga for the table at `table`; the inputs are already validated. */
+  check(table: number, b: Uint8Array, d: Uint8Array, ga: Uint8Array): boolean {
     const { mem, layout } = this;
-    if (!run(layout.bytesOut, layout.scalarA, layout.scalarB)) return false;
+    mem.set(b, layout.scalarA);
+    mem.set(d, layout.scalarB);
+    this.wasm.check(layout.bytesOut, table, layout.scalarA, layout.scalarB);
+    return this.outputEquals(ga);
+  }
+
+  /** The same for an encoded Q without a table; false if q does not decode. */
+  checkOnce(q: Uint8Array, b: Uint8Array, d: Uint8Array, ga: Uint8Array): boolean {
+    const { mem, layout } = this;
+    mem.set(q, layout.bytesIn);
+    mem.set(b, layout.scalarA);
+    mem.set(d, layout.scalarB);
+    const decoded = this.wasm.check_once(layout.bytesOut, layout.bytesIn, layout.scalarA, layout.scalarB);
+    return decoded === 1 && this.outputEquals(ga);
+  }
+
+  /** Comparing encodings also rejects every invalid ga: encode only ever writes canonical ones. */
+  private outputEquals(ga: Uint8Array): boolean {
+    const { mem, layout } = this;
     let diff = 0;
     for (let i = 0; i < 32; i++) diff |= mem[layout.bytesOut + i]! ^ ga[i]!;
     return diff === 0;
-  }
-
-  loadScalars(b: Uint8Array, d: Uint8Array): void {
-    this.mem.set(b, this.layout.scalarA);
-    this.mem.set(d, this.layout.scalarB);
   }
 }
 
@@ -173,14 +186,9 @@ class Verifier implements RistrettoVerifier {
 
   check(b: Uint8Array, d: Uint8Array, ga: Uint8Array): boolean {
     if (!is32(b) || !is32(d) || !is32(ga) || !isCanonicalScalar(b) || !isCanonicalScalar(d)) return false;
-    const { engine } = this;
-    const { at, slot } = engine.tableOf(this.id, this.slot, this.table);
+    const { at, slot } = this.engine.tableOf(this.id, this.slot, this.table);
     this.slot = slot;
-    engine.loadScalars(b, d);
-    return engine.matches(ga, (out, sb, sd) => {
-      engine.wasm.check(out, at, sb, sd);
-      return true;
-    });
+    return this.engine.check(at, b, d, ga);
   }
 }
 
@@ -207,9 +215,7 @@ function bind(engine: Engine): RistrettoWasm {
       if (!is32(q) || !is32(b) || !is32(d) || !is32(ga) || !isCanonicalScalar(b) || !isCanonicalScalar(d)) {
         return false;
       }
-      mem.set(q, layout.bytesIn);
-      engine.loadScalars(b, d);
-      return engine.matches(ga, (out, sb, sd) => wasm.check_once(out, layout.bytesIn, sb, sd) === 1);
+      return engine.checkOnce(q, b, d, ga);
     },
   };
 }

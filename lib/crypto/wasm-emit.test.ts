@@ -95,9 +95,8 @@ describe('calls between functions', () => {
     const orphan = new FunctionBody([]);
     const caller = new FunctionBody([]);
     caller.call(orphan);
-    expect(() => encodeModule({ pages: 1, memoryName: 'm', functions: [{ name: 'f', body: caller }], data: [] })).toThrow(
-      /not part of the module/,
-    );
+    const spec = { pages: 1, memoryName: 'm', functions: [{ name: 'f', body: caller }], data: [] };
+    expect(() => encodeModule(spec)).toThrow(/not part of the module/);
     expect(() => caller.encode()).toThrow(/part of a module/);
   });
 });
