@@ -2,8 +2,8 @@
  * Token buckets for the PKG's rate limiter, and the in-process store that keeps them.
  *
  * A bucket holds up to `burst` tokens and gains `ratePerSecond` tokens per second; a request takes one.
- * We keep each bucket as a single number, its "theoretical arrival time" (GCRA): the instant at which the
- * bucket would be full again. That is the whole state, the same in every store (memory, cluster primary,
+ * We keep each bucket as a single number, its "theoretical arrival time" (GCRA): the instant, in whole
+ * microseconds, at which the bucket would be full again. That is the whole state, the same in every store (memory, cluster primary,
  * Redis), and a bucket whose instant has passed is full, so it can be forgotten without changing anything.
  */
 
@@ -29,38 +29,36 @@ export function atLeastOne(value: number): number {
   return Number.isFinite(value) && value >= 1 ? value : 1;
 }
 
-/** Milliseconds between two tokens. */
-export function tokenInterval(ratePerSecond: number): number {
-  return 1000 / atLeastOne(ratePerSecond);
+/**
+ * Microseconds between two tokens, rounded to a whole microsecond (at least 1).
+ *
+ * All bucket arithmetic is in whole microseconds, so it is exact: in floating-point milliseconds at Redis's
+ * clock (1.7e12 ms) each addition rounds, and a burst taken at one instant lost its last token to the
+ * accumulated error. The price is a rate off by at most half a microsecond per token (3/s refills at
+ * 3.000003/s).
+ */
+export function tokenIntervalUs(ratePerSecond: number): number {
+  return Math.max(1, Math.round(1_000_000 / atLeastOne(ratePerSecond)));
 }
 
-/**
- * Slack for floating-point rounding of instants (ms). Clock readings are fractional and as large as
- * 1.7e12 (Redis time), where one unit in the last place is about 0.0002 ms; without slack a burst taken at
- * one instant could lose its last token to rounding. Ten microseconds early is no gift to anyone.
- */
-export const ROUNDING_SLACK_MS = 0.01;
-
-export type GcraOutcome = { allowed: true; fullAt: number } | { allowed: false; waitMs: number };
+export type GcraOutcome = { allowed: true; fullAtUs: number } | { allowed: false; waitUs: number };
 
 /**
- * One take against a bucket that is full at `fullAt` (ms; 0 or any past instant for a full bucket).
- * Allowed: the bucket's new `fullAt`. Refused: how long until one token is there.
+ * One take against a bucket that is full at `fullAtUs` (whole µs; 0 or any past instant for a full
+ * bucket) at `nowUs` (whole µs). Allowed: the bucket's new full instant. Refused: how long until one token
+ * is there.
  */
-export function gcraTake(fullAt: number, now: number, ratePerSecond: number, burst: number): GcraOutcome {
-  const interval = tokenInterval(ratePerSecond);
-  // Work with the backlog (ms until full) rather than absolute instants: a full bucket then has a backlog
-  // of exactly 0 and always allows, whatever rounding `now + interval - interval` would do.
-  const backlog = Math.max(fullAt - now, 0);
-  // The take needs one token: burst - backlog / interval >= 1.
-  const headroom = (Math.floor(atLeastOne(burst)) - 1) * interval;
-  if (backlog > headroom + ROUNDING_SLACK_MS) return { allowed: false, waitMs: backlog - headroom };
-  return { allowed: true, fullAt: now + backlog + interval };
+export function gcraTake(fullAtUs: number, nowUs: number, ratePerSecond: number, burst: number): GcraOutcome {
+  const interval = tokenIntervalUs(ratePerSecond);
+  const backlog = Math.max(fullAtUs - nowUs, 0); // time until full; the bucket holds burst - backlog / interval
+  const headroom = (Math.floor(atLeastOne(burst)) - 1) * interval; // the most backlog that still leaves a token
+  if (backlog > headroom) return { allowed: false, waitUs: backlog - headroom };
+  return { allowed: true, fullAtUs: nowUs + backlog + interval };
 }
 
 /** Whole seconds for Retry-After: rounded up, never 0 (a client told "retry in 0 s" retries at once). */
-export function retryAfterSeconds(waitMs: number): number {
-  return Math.max(1, Math.ceil(waitMs / 1000));
+export function retryAfterSeconds(waitUs: number): number {
+  return Math.max(1, Math.ceil(waitUs / 1_000_000));
 }
 
 export const ALLOWED: TakeResult = Object.freeze({ allowed: true, retryAfterSeconds: 0 });
@@ -82,9 +80,9 @@ export interface MemoryBucketStore extends BucketStore {
  *
  * Memory stays bounded: full buckets are swept out every `sweepIntervalMs`, and when a flood of new
  * clients reaches `maxBuckets` the store sweeps and then drops the least recently used tenth. Dropping a
- * bucket that was not yet full hands that (long idle) client a fresh burst; that is the price of the bound.
+ * bucket that was not yet full hands that (least recently seen) client a fresh burst; that is the price of the bound.
  *
- * `clock` gives milliseconds; by default the monotonic `performance.now()`.
+ * `clock` gives milliseconds (fractions welcome); by default the monotonic `performance.now()`.
  */
 export function memoryBucketStore(
   clock: () => number = () => performance.now(),
@@ -93,7 +91,8 @@ export function memoryBucketStore(
   const maxBuckets = Math.max(1, Math.floor(options.maxBuckets ?? 100_000));
   const sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   const buckets = new Map<string, number>();
-  let lastSweep = clock();
+  // Instants in whole µs (see tokenIntervalUs).
+  let lastSweep = Math.round(clock() * 1000);
 
   const sweep = (now: number) => {
     lastSweep = now;
@@ -115,8 +114,8 @@ export function memoryBucketStore(
       return buckets.size;
     },
     take(key, tier, ratePerSecond, burst) {
-      const now = clock();
-      if (now - lastSweep >= sweepIntervalMs) sweep(now);
+      const now = Math.round(clock() * 1000);
+      if (now - lastSweep >= sweepIntervalMs * 1000) sweep(now);
       const id = `${tier}|${key}`;
       const fullAt = buckets.get(id);
       if (fullAt === undefined && buckets.size >= maxBuckets) makeRoom(now);
@@ -126,9 +125,9 @@ export function memoryBucketStore(
       buckets.delete(id);
       if (!outcome.allowed) {
         if (fullAt !== undefined) buckets.set(id, fullAt);
-        return Promise.resolve({ allowed: false, retryAfterSeconds: retryAfterSeconds(outcome.waitMs) });
+        return Promise.resolve({ allowed: false, retryAfterSeconds: retryAfterSeconds(outcome.waitUs) });
       }
-      buckets.set(id, outcome.fullAt);
+      buckets.set(id, outcome.fullAtUs);
       return Promise.resolve(ALLOWED);
     },
     close() {

@@ -8,7 +8,7 @@
  */
 import cluster from 'node:cluster';
 import Fastify from 'fastify';
-import { clusterBucketStore, installClusterBucketServer, memoryBucketStore, rateLimitPlugin } from './ratelimit.js';
+import { installClusterBucketServer, memoryBucketStore, processBucketStore, rateLimitPlugin } from './ratelimit.js';
 
 const workers = Number(process.env['WORKERS'] ?? 3);
 const burst = Number(process.env['BURST'] ?? 20);
@@ -43,7 +43,7 @@ if (cluster.isPrimary) {
       disabled: false,
       trustForwardedFor: false,
     },
-    store: clusterBucketStore({ timeoutMs: 200 }),
+    store: processBucketStore({}), // in a worker: the primary's buckets
     isSensitive: () => false,
   });
   app.get('/v2/whoami', async () => ({ worker: cluster.worker?.id }));

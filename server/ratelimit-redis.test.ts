@@ -73,12 +73,14 @@ describe('redisBucketStore', () => {
     expect((await two.take('198.51.100.1', 'sensitive', 1, 1)).allowed).toBe(false);
   });
 
-  it('stores one instant per bucket with a TTL that ends when the bucket is full again', async () => {
+  it('stores one exact instant per bucket, with a TTL that ends when the bucket is full again', async () => {
     const store = open();
     await until(() => store.shared, 'connected');
     await store.take('198.51.100.3', 'general', 10, 3);
     await store.take('198.51.100.3', 'general', 10, 3);
     const key = `${keyPrefix}general:198.51.100.3`;
+    // The full instant in whole µs of Redis time, written out in full (no exponent, no fraction).
+    expect(await raw.get(key)).toMatch(/^\d{16}$/);
     const ttl = await raw.pttl(key);
     expect(ttl).toBeGreaterThan(100);
     expect(ttl).toBeLessThanOrEqual(200);

@@ -5,8 +5,7 @@ import {
   atLeastOne,
   memoryBucketStore,
   retryAfterSeconds,
-  ROUNDING_SLACK_MS,
-  tokenInterval,
+  tokenIntervalUs,
   type BucketStore,
   type TakeResult,
 } from './ratelimit-bucket.js';
@@ -26,21 +25,21 @@ import {
  * connection, Redis is tried again after `retryAfterMs`.
  */
 
-// KEYS[1] the bucket; ARGV[1] ms between tokens; ARGV[2] burst; ARGV[3] rounding slack (ms).
-// Returns {allowed, ms to wait}. The same rule as gcraTake in ratelimit-bucket.ts.
+// KEYS[1] the bucket; ARGV[1] µs between tokens; ARGV[2] burst. Returns {allowed, µs to wait}.
+// The rule of gcraTake (ratelimit-bucket.ts), in whole microseconds of Redis time: exact in Lua's doubles
+// (1.7e15 < 2^53); '%.0f' because tostring would print them in 14 significant digits.
 const TAKE_SCRIPT = `
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local slack = tonumber(ARGV[3])
 local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local backlog = math.max((tonumber(redis.call('GET', KEYS[1]) or '0') or 0) - now, 0)
 local headroom = (burst - 1) * interval
-if backlog > headroom + slack then
-  return {0, math.ceil(backlog - headroom)}
+if backlog > headroom then
+  return {0, backlog - headroom}
 end
-local ttl = backlog + interval
-redis.call('SET', KEYS[1], string.format('%.3f', now + ttl), 'PX', math.ceil(ttl))
+backlog = backlog + interval
+redis.call('SET', KEYS[1], string.format('%.0f', now + backlog), 'PX', math.ceil(backlog / 1000))
 return {1, 0}
 `;
 
@@ -61,7 +60,7 @@ export interface RedisBucketStore extends BucketStore {
   readonly shared: boolean;
 }
 
-type TakeCommand = (key: string, interval: number, burst: number, slack: number) => Promise<[number, number]>;
+type TakeCommand = (key: string, intervalUs: number, burst: number) => Promise<[number, number]>;
 
 export function redisBucketStore(url: string, options: RedisBucketStoreOptions = {}): RedisBucketStore {
   const prefix = options.keyPrefix ?? 'pg-pkg:ratelimit:';
@@ -109,14 +108,13 @@ export function redisBucketStore(url: string, options: RedisBucketStoreOptions =
       }
       if (performance.now() < localUntil) return fallback.take(key, tier, ratePerSecond, burst);
       try {
-        const [allowed, waitMs] = await take(
+        const [allowed, waitUs] = await take(
           `${prefix}${tier}:${key}`,
-          tokenInterval(ratePerSecond),
+          tokenIntervalUs(ratePerSecond),
           Math.floor(atLeastOne(burst)),
-          ROUNDING_SLACK_MS,
         );
         toShared();
-        return allowed === 1 ? ALLOWED : { allowed: false, retryAfterSeconds: retryAfterSeconds(waitMs) };
+        return allowed === 1 ? ALLOWED : { allowed: false, retryAfterSeconds: retryAfterSeconds(waitUs) };
       } catch (error) {
         toLocal(`failed (${error instanceof Error ? error.message : String(error)})`);
         return fallback.take(key, tier, ratePerSecond, burst);

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   isSensitiveRoute,
   memoryBucketStore,
+  processBucketStore,
   rateLimitPlugin,
   type BucketStore,
   type RateLimitSettings,
@@ -83,6 +84,16 @@ describe('isSensitiveRoute', () => {
     ]) {
       expect(isSensitiveRoute(url), url).toBe(false);
     }
+  });
+});
+
+describe('processBucketStore', () => {
+  it('uses Redis when given a URL, and memory in a process that is not a cluster worker', async () => {
+    const redis = processBucketStore({ redisUrl: 'redis://127.0.0.1:6379' });
+    const memory = processBucketStore({});
+    expect('shared' in redis).toBe(true);
+    expect('size' in memory).toBe(true);
+    await Promise.all([redis.close(), memory.close()]);
   });
 });
 
@@ -185,6 +196,20 @@ describe('rateLimitPlugin', () => {
       ...from('10.0.0.9', { headers: { 'x-forwarded-for': 'unknown' } }),
     });
     expect(count(garbage, 429)).toBe(1);
+  });
+
+  it('answers 500 when the request has no usable peer address (and trust has nothing to offer)', async () => {
+    const app = await buildApp();
+    const response = await app.inject({ url: '/v2/parameters', remoteAddress: 'not-an-address' });
+    expect(response.statusCode).toBe(500);
+    expect(response.json()).toEqual({ error: true, code: 'INTERNAL', message: 'could not determine the client address' });
+    const trusting = await buildApp({ trustForwardedFor: true });
+    const forwarded = await trusting.inject({
+      url: '/v2/parameters',
+      remoteAddress: 'not-an-address',
+      headers: { 'x-forwarded-for': '198.51.100.30' },
+    });
+    expect(forwarded.statusCode).toBe(200);
   });
 
   it('lets everything through when disabled, without asking the store', async () => {

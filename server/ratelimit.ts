@@ -1,6 +1,9 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { BucketStore } from './ratelimit-bucket.js';
+import cluster from 'node:cluster';
+import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { memoryBucketStore, type BucketStore } from './ratelimit-bucket.js';
+import { clusterBucketStore } from './ratelimit-cluster.js';
 import { clientKey } from './ratelimit-key.js';
+import { redisBucketStore } from './ratelimit-redis.js';
 
 /**
  * The PKG's rate limiter: token buckets per client address in two tiers.
@@ -12,13 +15,30 @@ import { clientKey } from './ratelimit-key.js';
  *
  * Where the buckets live is the store's business: one process (memoryBucketStore), the workers of one
  * node:cluster (clusterBucketStore in workers + installClusterBucketServer in the primary), or several
- * instances (redisBucketStore).
+ * instances (redisBucketStore). processBucketStore picks the right one for the process it runs in.
  */
 
 export { ALLOWED, memoryBucketStore, type BucketStore, type MemoryBucketStore, type TakeResult, type Tier } from './ratelimit-bucket.js';
 export { addressKey, clientKey } from './ratelimit-key.js';
 export { clusterBucketStore, installClusterBucketServer, type ClusterBucketStoreOptions } from './ratelimit-cluster.js';
 export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions } from './ratelimit-redis.js';
+
+/**
+ * The store for the process this runs in:
+ * - with a Redis URL, Redis (in every process, workers included; the cluster primary then needs nothing);
+ * - in a node:cluster worker, the primary's buckets (the primary must call installClusterBucketServer
+ *   with a memoryBucketStore() before forking);
+ * - otherwise this process's memory.
+ */
+export function processBucketStore(options: {
+  redisUrl?: string | undefined;
+  logger?: Pick<FastifyBaseLogger, 'warn' | 'info'>;
+}): BucketStore {
+  const logger = options.logger === undefined ? {} : { logger: options.logger };
+  if (options.redisUrl !== undefined) return redisBucketStore(options.redisUrl, logger);
+  if (cluster.isWorker) return clusterBucketStore(logger);
+  return memoryBucketStore();
+}
 
 export interface RateLimitSettings {
   perSecond: number;
@@ -80,7 +100,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { setting
       // Only a socket that is already gone has no peer address; there is no one to answer.
       return reply
         .code(500)
-        .send({ error: true, code: 'NO_CLIENT_ADDRESS', message: 'Could not determine the client address' });
+        .send({ error: true, code: 'INTERNAL', message: 'could not determine the client address' });
     }
 
     try {
