@@ -1,7 +1,7 @@
 import { ristretto255 } from '@noble/curves/ed25519.js';
 import { bytesToNumberLE, numberToBytesLE } from '@noble/curves/utils.js';
 import fc from 'fast-check';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PostGuardError } from '../errors.js';
 import { ristrettoLayout } from './ristretto-wasm-module.js';
 import { instantiateRistrettoWasm, loadRistrettoWasm, type RistrettoWasm } from './ristretto-wasm.js';
@@ -313,6 +313,34 @@ function suite(name: string, load: () => Promise<RistrettoWasm>) {
     });
   });
 }
+
+describe('loadRistrettoWasm', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+    vi.resetModules();
+  });
+
+  it('compiles once per realm and hands out the same instance', async () => {
+    const first = loadRistrettoWasm();
+    expect(loadRistrettoWasm()).toBe(first);
+    expect(await first).toBeDefined();
+  });
+
+  it('resolves to undefined (never rejects) where WebAssembly is missing or refuses the module', async () => {
+    vi.resetModules();
+    vi.stubGlobal('WebAssembly', undefined);
+    const missing = await import('./ristretto-wasm.js');
+    await expect(missing.loadRistrettoWasm()).resolves.toBeUndefined();
+    await expect(missing.instantiateRistrettoWasm()).rejects.toThrow(/not available/);
+
+    vi.resetModules();
+    // A content security policy without 'wasm-unsafe-eval' makes compilation throw.
+    const { CompileError } = WebAssembly;
+    vi.stubGlobal('WebAssembly', { instantiate: () => Promise.reject(new CompileError('blocked by CSP')) });
+    const refused = await import('./ristretto-wasm.js');
+    await expect(refused.loadRistrettoWasm()).resolves.toBeUndefined();
+  });
+});
 
 describe('generator options', () => {
   it('refuses window and slot settings the combs cannot use', () => {
