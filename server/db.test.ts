@@ -14,19 +14,9 @@ import {
   type ApiKeyStore,
   type NewApiKey,
 } from './db.js';
-import { createTestSchema, startTcpProxy, withPort, type TestSchema } from './db/testing.js';
+import { closedPort, createTestSchema, startTcpProxy, withPort, type TestSchema } from './db/testing.js';
 
 const EMAIL_ATTRIBUTE = 'irma-demo.sidn-pbdf.email.email';
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
-}
 
 describe('apiKeyHash', () => {
   it('is the lowercase hex SHA-256 of the whole key, prefix included (reference vector)', () => {

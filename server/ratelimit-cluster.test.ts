@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events';
 import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { recordingLogger } from './db/testing.js';
 import { memoryBucketStore, type BucketStore, type TakeResult } from './ratelimit-bucket.js';
 import {
   clusterBucketStore,
@@ -35,17 +36,6 @@ function fakeChannel() {
   };
   const reply = (id: number, result: TakeResult) => deliver({ protocol: PROTOCOL, id, ...result });
   return { channel, sent, state, deliver, reply, listeners };
-}
-
-function recordingLog() {
-  const lines: Array<[string, string]> = [];
-  return {
-    lines,
-    logger: {
-      warn: (message: string) => lines.push(['warn', message]),
-      info: (message: string) => lines.push(['info', message]),
-    } as never,
-  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -87,7 +77,7 @@ describe('clusterBucketStore (worker side)', () => {
 
   it('answers from its own buckets when the primary misses the deadline, then asks again later', async () => {
     const { channel, sent, reply } = fakeChannel();
-    const { lines, logger } = recordingLog();
+    const { lines, logger } = recordingLogger();
     const store = clusterBucketStore({ channel, timeoutMs: 30, retryAfterMs: 150, logger });
     // The local fallback is a real bucket: burst 2, then refused.
     expect(await store.take('a', 'general', 1, 2)).toEqual({ allowed: true, retryAfterSeconds: 0 });

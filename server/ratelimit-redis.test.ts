@@ -1,31 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTcpProxy } from './db/testing.js';
+import { closedPort, recordingLogger, startTcpProxy } from './db/testing.js';
 import { redisBucketStore, type RedisBucketStore } from './ratelimit-redis.js';
 
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
-
-function recordingLog() {
-  const lines: Array<[string, string]> = [];
-  return {
-    lines,
-    logger: {
-      warn: (message: string) => lines.push(['warn', message]),
-      info: (message: string) => lines.push(['info', message]),
-    } as never,
-  };
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
-}
 
 const until = async (condition: () => boolean, what: string) => {
   const deadline = Date.now() + 10_000;
@@ -98,7 +77,7 @@ describe('redisBucketStore', () => {
   });
 
   it('answers from local buckets when Redis cannot be reached, and says so once', async () => {
-    const { lines, logger } = recordingLog();
+    const { lines, logger } = recordingLogger();
     const store = open(`redis://127.0.0.1:${await closedPort()}`, { logger });
     await until(() => lines.length > 0, 'the failure is logged');
     expect(store.shared).toBe(false);
@@ -110,7 +89,7 @@ describe('redisBucketStore', () => {
 
   it('moves to local buckets when Redis goes away and back to the shared ones when it returns', async () => {
     const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
-    const { lines, logger } = recordingLog();
+    const { lines, logger } = recordingLogger();
     const viaProxy = open(`redis://127.0.0.1:${proxy.port}`, { logger });
     const direct = open();
     try {
@@ -144,7 +123,7 @@ describe('redisBucketStore', () => {
 
   it('answers locally when Redis stops replying, without making every request wait', async () => {
     const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
-    const { lines, logger } = recordingLog();
+    const { lines, logger } = recordingLogger();
     const store = open(`redis://127.0.0.1:${proxy.port}`, { logger, commandTimeoutMs: 100, retryAfterMs: 60_000 });
     try {
       await until(() => store.shared, 'connected');

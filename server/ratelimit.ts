@@ -97,7 +97,8 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { setting
       settings.trustForwardedFor,
     );
     if (key === undefined) {
-      // Only a socket that is already gone has no peer address; there is no one to answer.
+      // No peer address: the socket is already gone, or the PKG listens on a Unix socket without a trusted
+      // proxy's X-Forwarded-For. Refusing beats pooling every such client into one bucket unannounced.
       return reply
         .code(500)
         .send({ error: true, code: 'INTERNAL', message: 'could not determine the client address' });

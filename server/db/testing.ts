@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import { applySchema } from '../db.js';
 
 /**
- * Helpers for tests against the real PostgreSQL and Redis on loopback: a private schema per run, and a
- * TCP proxy a test can take down and bring back to simulate an outage of the service behind it.
+ * Helpers for tests against the real PostgreSQL and Redis on loopback: a private schema per run, a TCP
+ * proxy a test can take down and bring back to simulate an outage of the service behind it, a port where
+ * nothing listens, and a logger that records what the stores report.
  */
 
 export const TEST_DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -118,4 +120,24 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     up: listen,
     close: down,
   };
+}
+
+/** A loopback port with nothing listening on it (bound once, then released). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+/** A logger for the stores' `logger` option that keeps [level, message] pairs. */
+export function recordingLogger() {
+  const lines: Array<['warn' | 'info', string]> = [];
+  const logger = {
+    warn: (message: string) => lines.push(['warn', message]),
+    info: (message: string) => lines.push(['info', message]),
+  } as unknown as Pick<FastifyBaseLogger, 'warn' | 'info'>;
+  return { lines, logger };
 }
