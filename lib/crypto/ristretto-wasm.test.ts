@@ -315,6 +315,7 @@ function suite(name: string, load: () => Promise<RistrettoWasm>) {
 }
 
 describe('loadRistrettoWasm', () => {
+  const RealCompileError = WebAssembly.CompileError;
   afterEach(() => {
     vi.unstubAllGlobals();
     vi.resetModules();
@@ -335,8 +336,7 @@ describe('loadRistrettoWasm', () => {
 
     vi.resetModules();
     // A content security policy without 'wasm-unsafe-eval' makes compilation throw.
-    const { CompileError } = WebAssembly;
-    vi.stubGlobal('WebAssembly', { instantiate: () => Promise.reject(new CompileError('blocked by CSP')) });
+    vi.stubGlobal('WebAssembly', { instantiate: () => Promise.reject(new RealCompileError('blocked by CSP')) });
     const refused = await import('./ristretto-wasm.js');
     await expect(refused.loadRistrettoWasm()).resolves.toBeUndefined();
   });
