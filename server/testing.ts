@@ -75,8 +75,15 @@ export async function startPkg(options: StartPkgOptions = {}): Promise<RunningPk
     clock,
     yivi,
     close: async () => {
-      await app.close();
-      if (ownStandin) await yivi.close();
+      // Tests do not wait for lingering keep-alive sockets (an aborted fetch leaves one behind).
+      const closing = app.close();
+      app.server.closeAllConnections();
+      await closing;
+      if (ownStandin) {
+        const closingStandin = yivi.close();
+        yivi.app.server.closeAllConnections();
+        await closingStandin;
+      }
     },
   };
 }

@@ -40,6 +40,12 @@ const sessionPackageSchema = {
 } as const;
 
 export async function sessionRoutes(app: FastifyInstance, { idp }: SessionRoutesOptions): Promise<void> {
+  // Open relays, so that closing the server ends them instead of waiting for their sessions to end.
+  const relays = new Set<AbortController>();
+  app.addHook('preClose', async () => {
+    for (const relay of relays) relay.abort();
+  });
+
   app.post<{ Body: StartBody }>(
     '/start',
     { schema: { body: startBodySchema, response: { 200: sessionPackageSchema } } },
@@ -66,7 +72,11 @@ export async function sessionRoutes(app: FastifyInstance, { idp }: SessionRoutes
       const token = checkSessionToken(request.params.token);
       // The client going away (or the response ending) ends the upstream request too.
       const upstream = new AbortController();
-      reply.raw.once('close', () => upstream.abort());
+      relays.add(upstream);
+      reply.raw.once('close', () => {
+        upstream.abort();
+        relays.delete(upstream);
+      });
       const body = await idp.statusEvents(token, upstream.signal);
       const events = Readable.fromWeb(body as unknown as NodeWebReadableStream<Uint8Array>);
       // An upstream that breaks off mid-stream just ends the relay; nothing to report to anyone.

@@ -1,0 +1,265 @@
+import { createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { CompactSign } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PkgError } from './errors.js';
+import { keyTimestamp } from './routes/keys.js';
+import { disclose } from './standin/wallet.js';
+import { testKeyPem } from './standin/testing.js';
+import { startPkg, type RunningPkg } from './testing.js';
+
+/**
+ * Every rule of the key routes, broken one at a time over HTTP: credentials, JWT algorithm, claims,
+ * expiry, session outcome, timestamps. Forged tokens are signed with the stand-in's own key, so only
+ * the rule under test is wrong.
+ */
+
+const EMAIL = 'irma-demo.sidn-pbdf.email.email';
+
+let pkg: RunningPkg;
+let standinKey: KeyObject;
+let standinPublicPem: string;
+
+beforeAll(async () => {
+  pkg = await startPkg();
+  standinKey = createPrivateKey(testKeyPem());
+  standinPublicPem = createPublicKey(standinKey).export({ type: 'spki', format: 'pem' }).toString();
+});
+
+afterAll(async () => {
+  await pkg?.close();
+});
+
+function claims(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const now = pkg.clock.now();
+  return {
+    exp: now + 300,
+    iat: now,
+    iss: 'irmaserver',
+    sub: 'disclosing_result',
+    token: 'AAAAAAAAAAAAAAAAAAAA',
+    status: 'DONE',
+    type: 'disclosing',
+    proofStatus: 'VALID',
+    disclosed: [[{ rawvalue: 'a@example.org', value: { '': 'a@example.org', en: 'a@example.org', nl: 'a@example.org' }, id: EMAIL, status: 'PRESENT', issuancetime: 0 }]],
+    ...extra,
+  };
+}
+
+const without = (name: string): Record<string, unknown> => {
+  const c = claims();
+  delete c[name];
+  return c;
+};
+
+const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+const rs256 = (payload: Record<string, unknown>, key: KeyObject = standinKey) =>
+  new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'RS256', typ: 'JWT' }).sign(key);
+
+/** The classic confusion attack: HS256 with the server's public key PEM as the HMAC secret. */
+function hs256WithPublicKey(payload: Record<string, unknown>): string {
+  const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(payload)}`;
+  return `${input}.${createHmac('sha256', standinPublicPem).update(input).digest('base64url')}`;
+}
+
+const key = (jwt: string, path = `/v2/irma/key/${pkg.clock.now()}`) =>
+  fetch(`${pkg.url}${path}`, { headers: { authorization: `Bearer ${jwt}` } });
+
+const signKey = (authorization: string | undefined, body: unknown = { pubSignId: [{ t: EMAIL }] }) =>
+  fetch(`${pkg.url}/v2/irma/sign/key`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }) },
+    body: JSON.stringify(body),
+  });
+
+async function expectError(response: Response, status: number, code: string): Promise<void> {
+  expect(response.status).toBe(status);
+  const body = await response.json();
+  expect(body).toEqual({ error: true, code, message: expect.any(String) });
+}
+
+async function realJwt(start: unknown, attributes: Record<string, string> | null): Promise<string> {
+  const started = await fetch(`${pkg.url}/v2/irma/start`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(start),
+  });
+  const session = await started.json();
+  if (attributes !== null) await disclose(session, attributes);
+  return (await fetch(`${pkg.url}/v2/irma/jwt/${session.token}`)).text();
+}
+
+describe('credentials', () => {
+  it('a forged-but-correct token is accepted (the baseline every negative test departs from)', async () => {
+    const response = await key(await rs256(claims()));
+    expect(response.status).toBe(200);
+    expect((await response.json()).key).toHaveLength(768);
+  });
+
+  it('no Authorization, another scheme or an empty bearer: 401 UNAUTHENTICATED with a Bearer challenge', async () => {
+    for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer ' }, { authorization: 'Bearer a b' }]) {
+      const response = await fetch(`${pkg.url}/v2/irma/key/1`, { headers });
+      expect(response.headers.get('www-authenticate')).toBe('Bearer');
+      await expectError(response, 401, 'UNAUTHENTICATED');
+    }
+    await expectError(await signKey(undefined), 401, 'UNAUTHENTICATED');
+  });
+
+  it('authentication comes before the body: no credential and a bad body is still 401', async () => {
+    await expectError(await signKey(undefined, { nonsense: true }), 401, 'UNAUTHENTICATED');
+  });
+
+  it('an API key cannot fetch decryption keys, and is refused without a database', async () => {
+    await expectError(await key('PG-abcdef'), 401, 'JWT_INVALID');
+    await expectError(await signKey('Bearer PG-abcdef'), 401, 'API_KEYS_DISABLED');
+    // And /v2/api-key/validate does not exist without a database.
+    await expectError(await fetch(`${pkg.url}/v2/api-key/validate`, { headers: { authorization: 'Bearer PG-abcdef' } }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('JWT algorithm and signature', () => {
+  it('alg none is refused', async () => {
+    await expectError(await key(`${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims())}.`), 401, 'JWT_INVALID');
+  });
+
+  it('HS256 keyed with the public key PEM is refused', async () => {
+    const forged = hs256WithPublicKey(claims());
+    await expectError(await key(forged), 401, 'JWT_INVALID');
+    await expectError(await signKey(`Bearer ${forged}`), 401, 'JWT_INVALID');
+  });
+
+  it('other RSA algorithms with the right key are refused (RS384, RS512, PS256)', async () => {
+    for (const alg of ['RS384', 'RS512', 'PS256']) {
+      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims()))).setProtectedHeader({ alg }).sign(standinKey);
+      await expectError(await key(jwt), 401, 'JWT_INVALID');
+    }
+  });
+
+  it('a token signed by another key is refused', async () => {
+    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    await expectError(await key(await rs256(claims(), other)), 401, 'JWT_INVALID');
+  });
+
+  it('a tampered payload is refused', async () => {
+    const [header, , signature] = (await rs256(claims())).split('.');
+    const tampered = `${header}.${b64(claims({ disclosed: [[{ id: EMAIL, status: 'PRESENT', rawvalue: 'mallory@example.org' }]] }))}.${signature}`;
+    await expectError(await key(tampered), 401, 'JWT_INVALID');
+    const truncated = (await rs256(claims())).slice(0, -4);
+    await expectError(await key(truncated), 401, 'JWT_INVALID');
+  });
+});
+
+describe('JWT claims', () => {
+  it('expired: 400 CHRONOLOGY, as pg-pkg (also exactly at exp)', async () => {
+    await expectError(await key(await rs256(claims({ exp: pkg.clock.now() - 1 }))), 400, 'CHRONOLOGY');
+    await expectError(await key(await rs256(claims({ exp: pkg.clock.now() }))), 400, 'CHRONOLOGY');
+    await expectError(await signKey(`Bearer ${await rs256(claims({ exp: pkg.clock.now() }))}`), 400, 'CHRONOLOGY');
+  });
+
+  it('a real session JWT expires with the session validity', async () => {
+    const jwt = await realJwt({ con: [{ t: EMAIL, v: 'a@example.org' }], validity: 60 }, { [EMAIL]: 'a@example.org' });
+    expect((await key(jwt)).status).toBe(200);
+    pkg.clock.advance(60);
+    await expectError(await key(jwt, '/v2/irma/key'), 400, 'CHRONOLOGY');
+  });
+
+  for (const claim of ['exp', 'iat', 'iss', 'sub', 'token', 'status', 'type']) {
+    it(`missing ${claim}: 401 JWT_INVALID`, async () => {
+      await expectError(await key(await rs256(without(claim))), 401, 'JWT_INVALID');
+    });
+  }
+
+  it('wrong kinds of claims: 401 JWT_INVALID', async () => {
+    for (const extra of [
+      { iss: '' },
+      { exp: String(pkg.clock.now() + 300) },
+      { exp: pkg.clock.now() + 300.5 },
+      { iat: -1 },
+      { status: 'FINISHED' },
+      { type: 'disclosure' },
+      { proofStatus: 'GOOD' },
+      { aud: 'someone-else' },
+    ]) {
+      await expectError(await key(await rs256(claims(extra))), 401, 'JWT_INVALID');
+    }
+    for (const payload of [[], 'x', null]) {
+      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'RS256' }).sign(standinKey);
+      await expectError(await key(jwt), 401, 'JWT_INVALID');
+    }
+  });
+});
+
+describe('session outcome', () => {
+  it('a session that is not DONE gives its status and no key, and no signing keys', async () => {
+    const jwt = await realJwt({ con: [{ t: EMAIL, v: 'a@example.org' }] }, null);
+    const response = await key(jwt);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'INITIALIZED' });
+    expect(await (await signKey(`Bearer ${jwt}`)).json()).toEqual({ status: 'INITIALIZED' });
+  });
+
+  it('DONE with an INVALID proof: no key, and no signing keys (pg-pkg would sign an empty identity)', async () => {
+    const knob = await fetch(`${pkg.yivi.url}/standin/next-outcome`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ outcome: 'INVALID' }),
+    });
+    expect(knob.ok).toBe(true);
+    const jwt = await realJwt({ con: [{ t: EMAIL, v: 'a@example.org' }] }, { [EMAIL]: 'a@example.org' });
+    expect(await (await key(jwt)).json()).toEqual({ status: 'DONE', proofStatus: 'INVALID' });
+    expect(await (await signKey(`Bearer ${jwt}`)).json()).toEqual({ status: 'DONE', proofStatus: 'INVALID' });
+  });
+
+  it('MISSING_ATTRIBUTES (null inside disclosed) is accepted as a JWT and proves nothing', async () => {
+    const jwt = await realJwt({ con: [{ t: EMAIL, v: 'a@example.org' }] }, { 'irma-demo.other.cred.attr': 'x' });
+    const body = await (await key(jwt)).json();
+    expect(body).toEqual({ status: 'DONE', proofStatus: 'MISSING_ATTRIBUTES' });
+  });
+
+  it('a cancelled session gives no key', async () => {
+    const started = await (
+      await fetch(`${pkg.url}/v2/irma/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ con: [{ t: EMAIL }] }) })
+    ).json();
+    await fetch(started.sessionPtr.u, { method: 'DELETE' });
+    const jwt = await (await fetch(`${pkg.url}/v2/irma/jwt/${started.token}`)).text();
+    expect(await (await key(jwt)).json()).toEqual({ status: 'CANCELLED' });
+  });
+
+  it('a signing-type or VALID-but-null-group token proves nothing / is refused', async () => {
+    expect(await (await key(await rs256(claims({ type: 'signing' })))).json()).toEqual({ status: 'DONE', proofStatus: 'VALID' });
+    await expectError(await key(await rs256(claims({ disclosed: [null] }))), 401, 'JWT_INVALID');
+  });
+});
+
+describe('key timestamps', () => {
+  it('a timestamp in the future: 400 CHRONOLOGY', async () => {
+    await expectError(await key(await rs256(claims()), `/v2/irma/key/${pkg.clock.now() + 1}`), 400, 'CHRONOLOGY');
+    await expectError(await key(await rs256(claims()), '/v2/irma/key/18446744073709551615'), 400, 'CHRONOLOGY');
+  });
+
+  it('any past timestamp is fine (a year-old ciphertext), and the present one too', async () => {
+    expect((await key(await rs256(claims()), `/v2/irma/key/${pkg.clock.now() - 365 * 86_400}`)).status).toBe(200);
+    expect((await key(await rs256(claims()), '/v2/irma/key/0')).status).toBe(200);
+  });
+
+  it('not an unsigned 64-bit integer: 400 TIMESTAMP', async () => {
+    for (const ts of ['abc', '-1', '1.5', '1e9', '18446744073709551616', '0x10', '%201']) {
+      await expectError(await key(await rs256(claims()), `/v2/irma/key/${ts}`), 400, 'TIMESTAMP');
+    }
+  });
+
+  it('keyTimestamp: after exp is CHRONOLOGY even when not in the future', () => {
+    const check = (raw: string | undefined, now: number, exp: number) => {
+      try {
+        return keyTimestamp(raw, now, exp);
+      } catch (e) {
+        return (e as PkgError).code;
+      }
+    };
+    expect(check('150', 200, 100)).toBe('CHRONOLOGY');
+    expect(check('100', 200, 100)).toBe(100);
+    expect(check('201', 200, 300)).toBe('CHRONOLOGY');
+    expect(check(undefined, 200, 300)).toBe(200);
+    expect(check('', 200, 300)).toBe('TIMESTAMP');
+  });
+});
