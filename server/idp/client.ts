@@ -147,7 +147,7 @@ export class IdentityServerClient {
   }
 
   /** GET /session/{token}/result-jwt: the compact JWS, unchanged. */
-  resultJwt(token: string): Promise<string> {
+  async resultJwt(token: string): Promise<string> {
     checkSessionToken(token);
     return this.withDeadline(async (signal) => {
       const response = await this.call(`/session/${token}/result-jwt`, { method: 'GET' }, signal);
