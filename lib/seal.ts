@@ -1,4 +1,5 @@
 import { loadShake128 } from '#shake';
+import { loadGgAcceleration } from './crypto/gg.js';
 import { multiEncaps } from './crypto/cgwkv.js';
 import { aesGcmSeal, importAesKey, AES_KEY_BYTES } from './crypto/aes.js';
 import type { Xof } from './crypto/xof.js';
@@ -96,8 +97,9 @@ export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): P
   const { recipients, publicSigner, payloadSigner } = readOptions(options);
   const masterKey = masterPublicKeyFromBase64(mpk);
   const hidden = recipients.map(([, policy]) => hidePolicy(policy));
-  const [createShake, { ss, cts }] = await Promise.all([
+  const [createShake, , { ss, cts }] = await Promise.all([
     loadShake128(),
+    loadGgAcceleration(),
     multiEncaps(
       masterKey,
       recipients.map(([, policy]) => kemIdentity(policy)),

@@ -1,4 +1,5 @@
 import { loadShake128 } from '#shake';
+import { loadGgAcceleration } from './crypto/gg.js';
 import { multiDecaps, parseMkemCiphertext } from './crypto/cgwkv.js';
 import { AES_KEY_BYTES, GCM_TAG_BYTES, aesGcmOpen, importAesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
@@ -39,7 +40,8 @@ interface VerifiedHeader {
 async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array, vk: unknown): Promise<VerifiedHeader> {
   const verifyingKey = verifyingKeyFromBase64(vk);
   const { signature, policy } = decodeSignatureExt(signatureBytes);
-  const transcript = (await loadShake128())().update(headerBytes);
+  const [createShake] = await Promise.all([loadShake128(), loadGgAcceleration()]);
+  const transcript = createShake().update(headerBytes);
   new SignatureVerifier(verifyingKey, policy).verify(signature, transcript, 'header signature');
   return { header: decodeHeader(headerBytes), publicPolicy: policy, vk: verifyingKey, transcript };
 }
