@@ -1,3 +1,4 @@
+import { crc32, inflateRawSync } from 'node:zlib';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sealStream } from '../lib/index.js';
 import { extractSigningKey, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
@@ -133,4 +134,92 @@ export async function sealAs(
     offset += p.length;
   }
   return out;
+}
+
+/**
+ * A small ZIP reader for tests (central directory, stored and deflated entries, ZIP64 fields,
+ * CRC-32 checked): entry name → bytes. Written for checking what the SDK produced; it trusts its
+ * input no further than its bounds checks.
+ */
+export function readZip(zip: Uint8Array): Map<string, Uint8Array> {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const u16 = (o: number) => view.getUint16(o, true);
+  const u32 = (o: number) => view.getUint32(o, true);
+  const u64 = (o: number) => Number(view.getBigUint64(o, true));
+  let eocd = -1;
+  for (let o = zip.length - 22; o >= Math.max(0, zip.length - 22 - 0xffff); o--) {
+    if (u32(o) === 0x06054b50) {
+      eocd = o;
+      break;
+    }
+  }
+  if (eocd < 0) throw new Error('zip: no end of central directory');
+  let count = u16(eocd + 10);
+  let cdOffset = u32(eocd + 16);
+  if (count === 0xffff || cdOffset === 0xffffffff) {
+    const locator = eocd - 20;
+    if (u32(locator) !== 0x07064b50) throw new Error('zip: no ZIP64 locator');
+    const z64 = u64(locator + 8);
+    if (u32(z64) !== 0x06064b50) throw new Error('zip: no ZIP64 end record');
+    count = u64(z64 + 32);
+    cdOffset = u64(z64 + 48);
+  }
+  const entries = new Map<string, Uint8Array>();
+  let p = cdOffset;
+  for (let i = 0; i < count; i++) {
+    if (u32(p) !== 0x02014b50) throw new Error(`zip: bad central directory entry ${i}`);
+    const method = u16(p + 10);
+    const crc = u32(p + 16);
+    let compressed = u32(p + 20);
+    let size = u32(p + 24);
+    const nameLength = u16(p + 28);
+    const extraLength = u16(p + 30);
+    const commentLength = u16(p + 32);
+    let local = u32(p + 42);
+    const name = new TextDecoder('utf-8', { fatal: true }).decode(zip.subarray(p + 46, p + 46 + nameLength));
+    for (let e = p + 46 + nameLength; e < p + 46 + nameLength + extraLength; ) {
+      const id = u16(e);
+      const length = u16(e + 2);
+      if (id === 0x0001) {
+        let f = e + 4;
+        if (size === 0xffffffff) (size = u64(f)), (f += 8);
+        if (compressed === 0xffffffff) (compressed = u64(f)), (f += 8);
+        if (local === 0xffffffff) local = u64(f);
+      }
+      e += 4 + length;
+    }
+    if (u32(local) !== 0x04034b50) throw new Error(`zip: bad local header for ${name}`);
+    const start = local + 30 + u16(local + 26) + u16(local + 28);
+    if (start + compressed > zip.length) throw new Error(`zip: ${name} runs past the end`);
+    const raw = zip.subarray(start, start + compressed);
+    const data = method === 0 ? raw.slice() : method === 8 ? new Uint8Array(inflateRawSync(raw)) : undefined;
+    if (data === undefined) throw new Error(`zip: ${name} uses method ${method}`);
+    if (data.length !== size) throw new Error(`zip: ${name} is ${data.length} bytes, the directory says ${size}`);
+    if (crc32(data) >>> 0 !== crc) throw new Error(`zip: CRC mismatch in ${name}`);
+    entries.set(name, data);
+    p += 46 + nameLength + extraLength + commentLength;
+  }
+  return entries;
+}
+
+/** `size` pseudo-random bytes (xorshift32), generated as they are pulled, 64 KiB at a time. */
+export function pseudoRandomStream(size: number, seed = 0x9e3779b9): ReadableStream<Uint8Array> {
+  let produced = 0;
+  let x = seed | 0 || 1;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (produced >= size) return controller.close();
+      const n = Math.min(65_536, size - produced);
+      const block = new Uint8Array(n);
+      const words = new Uint32Array(block.buffer, 0, n >>> 2);
+      for (let i = 0; i < words.length; i++) {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        words[i] = x >>> 0;
+      }
+      produced += n;
+      controller.enqueue(block);
+    },
+  });
 }

@@ -132,10 +132,9 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     }
 
     const apiKey = apiKeyFromHeader(request.headers.authorization);
+    // Without a PKG to ask, a key earns nothing: the default tier, as for a rejected key.
     let check: ApiKeyCheck = { outcome: 'rejected' };
-    if (apiKey !== undefined) {
-      check = settings.pkgUrl === undefined ? { outcome: 'unreachable' } : await validateApiKey(settings.pkgUrl, apiKey);
-    }
+    if (apiKey !== undefined && settings.pkgUrl !== undefined) check = await validateApiKey(settings.pkgUrl, apiKey);
 
     const uuid = crypto.randomUUID();
     try {

@@ -1,0 +1,72 @@
+import { resolveConfig, type PostGuardConfig, type ResolvedConfig } from './config.js';
+import { invalidInput } from './errors.js';
+import { PkgClient } from './pkg.js';
+import { emailDomainRecipient, emailRecipient, isRecipient, type RecipientBuilder } from './recipients.js';
+import { Sealed } from './sealed.js';
+import { apiKeySign, isSignMethod, type ApiKeySign, type SignMethod } from './sign.js';
+import { zipEntries, type PgFile } from './zip.js';
+
+/**
+ * The sending-side client: encrypt files for recipients identified by e-mail address or domain,
+ * signed with an organisation's API key, and upload them to a Cryptify-style storage service.
+ *
+ *   const pg = new PostGuard({ pkgUrl, storageUrl });
+ *   const { uuid } = await pg
+ *     .encrypt({ files: [{ name: 'report.pdf', content: bytes }], recipients: [pg.recipient.email('a@b.nl')], sign: pg.sign.apiKey(key) })
+ *     .upload();
+ */
+
+export interface EncryptInput {
+  files: readonly PgFile[];
+  recipients: readonly RecipientBuilder[];
+  sign: SignMethod;
+}
+
+export class PostGuard {
+  /** @internal */
+  readonly config: ResolvedConfig;
+  private readonly pkg: PkgClient;
+
+  readonly sign = {
+    /** Sign with an organisation API key (`PG-…`). The key is checked for its form here and by the PKG when used. */
+    apiKey: (apiKey: string): ApiKeySign => apiKeySign(apiKey),
+  };
+
+  readonly recipient = {
+    /** Only the holder of this e-mail address can decrypt. */
+    email: (address: string): RecipientBuilder => emailRecipient(address),
+    /**
+     * Anyone who proves an e-mail address at this domain can decrypt. Given an address
+     * (`alice@example.com`) the recipient is keyed by it and bound to `example.com`; a bare domain
+     * is also accepted (but cannot be used with upload(), which needs an address to notify).
+     */
+    emailDomain: (addressOrDomain: string): RecipientBuilder => emailDomainRecipient(addressOrDomain),
+  };
+
+  /** Throws a TypeError naming the field if the configuration is unusable. */
+  constructor(config: PostGuardConfig) {
+    this.config = resolveConfig(config);
+    this.pkg = new PkgClient(this.config);
+  }
+
+  /** Checks the input now and returns a lazy sealed message: nothing is fetched or read until toBytes() or upload(). */
+  encrypt(input: EncryptInput): Sealed {
+    if (typeof input !== 'object' || input === null) throw invalidInput('encrypt: expected {files, recipients, sign}');
+    const entries = zipEntries(input.files);
+    if (!Array.isArray(input.recipients) || input.recipients.length === 0) throw invalidInput('recipients: give at least one recipient');
+    const seen = new Set<string>();
+    input.recipients.forEach((r: unknown, i) => {
+      if (!isRecipient(r)) throw invalidInput(`recipients[${i}]: use pg.recipient.email() or pg.recipient.emailDomain()`);
+      if (seen.has(r.email)) throw invalidInput(`recipients[${i}]: duplicate recipient ${JSON.stringify(r.email)}`);
+      seen.add(r.email);
+    });
+    if (!isSignMethod(input.sign)) throw invalidInput('sign: use pg.sign.apiKey()');
+    return new Sealed({
+      config: this.config,
+      pkg: this.pkg,
+      entries,
+      recipients: [...input.recipients],
+      sign: input.sign,
+    });
+  }
+}

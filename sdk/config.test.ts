@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { PostGuard } from './index.js';
+import type { PostGuardConfig } from './index.js';
+import { resolveConfig } from './config.js';
+import { SDK_VERSION } from './version.js';
+
+/** Constructor validation: every rule, each failure a TypeError whose message starts with the field. */
+
+const ok: PostGuardConfig = { pkgUrl: 'https://pkg.example.org', storageUrl: 'https://files.example.org' };
+
+function typeError(config: unknown): TypeError {
+  try {
+    new PostGuard(config as PostGuardConfig);
+  } catch (e) {
+    expect(e).toBeInstanceOf(TypeError);
+    return e as TypeError;
+  }
+  throw new Error(`accepted ${JSON.stringify(config)}`);
+}
+
+describe('new PostGuard(config)', () => {
+  it('accepts https URLs, keeps a path prefix and drops a trailing slash', () => {
+    const c = resolveConfig({ pkgUrl: 'https://pkg.example.org/', storageUrl: 'https://example.org/files/' });
+    expect(c.pkgUrl).toBe('https://pkg.example.org');
+    expect(c.storageUrl).toBe('https://example.org/files');
+    expect(c.uploadChunkSize).toBe(5_000_000);
+    expect(c.timeouts).toEqual({ pkgMs: 30_000, storageMs: 60_000, finalizeMs: 120_000 });
+    expect(c.retry).toEqual({ maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 30_000 });
+    expect(c.attributes).toEqual({ email: 'pbdf.sidn-pbdf.email.email', domain: 'pbdf.sidn-pbdf.email.domain' });
+  });
+
+  it('needs a config object', () => {
+    for (const bad of [undefined, null, 'https://pkg.example.org', 42]) expect(typeError(bad).message).toMatch(/^config:/);
+  });
+
+  it('refuses any pkgUrl or storageUrl that is not an absolute https URL, naming the field', () => {
+    const bad = [
+      undefined,
+      '',
+      'http://pkg.example.org',
+      'http://localhost:8080',
+      'ftp://pkg.example.org',
+      'ws://pkg.example.org',
+      'pkg.example.org',
+      '/v2',
+      'https://',
+      'https://user:pass@pkg.example.org',
+      'https://pkg.example.org/?x=1',
+      'https://pkg.example.org/#frag',
+      42,
+    ];
+    for (const value of bad) {
+      expect(typeError({ ...ok, pkgUrl: value }).message, String(value)).toMatch(/^pkgUrl: /);
+      expect(typeError({ ...ok, storageUrl: value }).message, String(value)).toMatch(/^storageUrl: /);
+    }
+    expect(typeError({ ...ok, pkgUrl: 'http://localhost:8080' }).message).toMatch(/allowInsecureUrls/);
+  });
+
+  it('with allowInsecureUrls accepts http on loopback names only', () => {
+    for (const url of ['http://localhost:8080', 'http://127.0.0.1:9', 'http://[::1]:8000/base', 'https://pkg.example.org']) {
+      expect(resolveConfig({ pkgUrl: url, storageUrl: url, allowInsecureUrls: true }).pkgUrl).toBe(url.replace(/\/$/, ''));
+    }
+    for (const url of ['http://pkg.example.org', 'http://localhost.evil.example', 'http://127.0.0.2', 'http://10.0.0.1', 'ftp://localhost']) {
+      expect(typeError({ ...ok, storageUrl: url, allowInsecureUrls: true }).message, url).toMatch(/^storageUrl: /);
+    }
+    expect(typeError({ ...ok, allowInsecureUrls: 'yes' }).message).toMatch(/^allowInsecureUrls: /);
+  });
+
+  it('checks fetch, headers, timeouts, retry, chunk size and attribute types', () => {
+    const cases: Array<[Partial<Record<keyof PostGuardConfig, unknown>>, RegExp]> = [
+      [{ fetch: 'fetch' }, /^fetch: /],
+      [{ headers: 'x' }, /^headers: /],
+      [{ headers: ['a'] }, /^headers: /],
+      [{ headers: { 'bad name': 'x' } }, /^headers: /],
+      [{ headers: { 'x-a': 'line\r\nbreak' } }, /^headers: /],
+      [{ headers: { 'x-a': 7 } }, /^headers: /],
+      [{ timeouts: 5 }, /^timeouts: /],
+      [{ timeouts: { pkgMs: 0 } }, /^timeouts\.pkgMs: /],
+      [{ timeouts: { storageMs: Infinity } }, /^timeouts\.storageMs: /],
+      [{ timeouts: { finalizeMs: 2 ** 31 } }, /^timeouts\.finalizeMs: /],
+      [{ timeouts: { pkgMs: '100' } }, /^timeouts\.pkgMs: /],
+      [{ retry: { maxAttempts: 0 } }, /^retry\.maxAttempts: /],
+      [{ retry: { maxAttempts: 1.5 } }, /^retry\.maxAttempts: /],
+      [{ retry: { maxAttempts: 21 } }, /^retry\.maxAttempts: /],
+      [{ retry: { initialDelayMs: -1 } }, /^retry\.initialDelayMs: /],
+      [{ retry: { maxDelayMs: NaN } }, /^retry\.maxDelayMs: /],
+      [{ uploadChunkSize: 0 }, /^uploadChunkSize: /],
+      [{ uploadChunkSize: 1.5 }, /^uploadChunkSize: /],
+      [{ uploadChunkSize: 2 ** 30 + 1 }, /^uploadChunkSize: /],
+      [{ attributes: { email: 'email' } }, /^attributes\.email: /],
+      [{ attributes: { domain: 'a b.c' } }, /^attributes\.domain: /],
+      [{ attributes: 'x' }, /^attributes: /],
+    ];
+    for (const [patch, message] of cases) expect(typeError({ ...ok, ...patch }).message, JSON.stringify(patch)).toMatch(message);
+    expect(resolveConfig({ ...ok, retry: { maxAttempts: 1, initialDelayMs: 0 }, uploadChunkSize: 1 }).retry.maxAttempts).toBe(1);
+  });
+
+  it('adds a client-version header unless the caller set one (any case)', () => {
+    expect(resolveConfig(ok).headers).toEqual({ 'X-POSTGUARD-CLIENT-VERSION': `node,${process.versions.node},postguard-ts,${SDK_VERSION}` });
+    expect(resolveConfig({ ...ok, headers: { 'x-postguard-client-version': 'mine' } }).headers).toEqual({ 'x-postguard-client-version': 'mine' });
+  });
+
+  it('reports the package version', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(SDK_VERSION).toBe(pkg.version);
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * Every failure the SDK reports on purpose is an SdkError with a stable `code` (configuration
+ * mistakes excepted: the constructor throws a TypeError naming the field). Messages are for
+ * people; codes are for programs and never change meaning.
+ */
+
+export const SdkErrorCode = {
+  /** An argument to encrypt(), a recipient helper or upload() breaks a rule (the message says which). */
+  INVALID_INPUT: 'INVALID_INPUT',
+  /** An API key that is not `PG-` followed by printable characters. Checked before anything is sent. */
+  INVALID_API_KEY: 'INVALID_API_KEY',
+  /** The PKG refused the API key (401/403): unknown, expired or revoked. */
+  API_KEY_REJECTED: 'API_KEY_REJECTED',
+  /** The PKG could not be reached, timed out, or answered 5xx / 408 / 429. Worth retrying later. */
+  PKG_UNAVAILABLE: 'PKG_UNAVAILABLE',
+  /** The PKG answered something the SDK cannot use (another 4xx, bad JSON, missing or unusable keys). */
+  PKG_BAD_RESPONSE: 'PKG_BAD_RESPONSE',
+  /** A file's content stream failed while it was being read. */
+  INPUT_FAILED: 'INPUT_FAILED',
+  /** Sealing failed for another reason (see `cause`). */
+  SEAL_FAILED: 'SEAL_FAILED',
+  /** The storage service could not be reached, timed out, or kept answering 5xx / 408 / 429 after the retries. */
+  STORAGE_UNAVAILABLE: 'STORAGE_UNAVAILABLE',
+  /** The storage service refused a request (4xx other than 404 and 413). */
+  STORAGE_REJECTED: 'STORAGE_REJECTED',
+  /** The storage service answered something the SDK cannot use (no upload token, no UUID). */
+  STORAGE_BAD_RESPONSE: 'STORAGE_BAD_RESPONSE',
+  /** The upload is over the storage service's per-upload or rolling limit (413). */
+  UPLOAD_TOO_LARGE: 'UPLOAD_TOO_LARGE',
+  /** The storage service no longer knows the upload session (404; e.g. it sat idle too long). */
+  UPLOAD_EXPIRED: 'UPLOAD_EXPIRED',
+  /**
+   * The finalize request got no answer (network error or timeout): the upload may or may not be
+   * complete. It is not retried automatically, because a repeated finalize makes the storage
+   * service send its notification e-mails again.
+   */
+  FINALIZE_UNCONFIRMED: 'FINALIZE_UNCONFIRMED',
+  /** The caller's AbortSignal fired. */
+  ABORTED: 'ABORTED',
+  /** The sealed object cannot run again: one of its inputs is a stream and was already read. */
+  INVALID_STATE: 'INVALID_STATE',
+} as const;
+
+export type SdkErrorCode = (typeof SdkErrorCode)[keyof typeof SdkErrorCode];
+
+export interface SdkErrorDetails {
+  cause?: unknown;
+  /** HTTP status of the answer that caused the failure, when there was one. */
+  status?: number;
+  /** The URL that was called (never carries credentials: API keys travel in headers). */
+  url?: string;
+  /** The upload this failure belongs to, once the storage service assigned one. */
+  uuid?: string;
+  /** Ciphertext bytes the storage service confirmed before the failure. */
+  uploadedBytes?: number;
+}
+
+export class SdkError extends Error {
+  readonly code: SdkErrorCode;
+  readonly status: number | undefined;
+  readonly url: string | undefined;
+  readonly uuid: string | undefined;
+  readonly uploadedBytes: number | undefined;
+
+  constructor(code: SdkErrorCode, message: string, details: SdkErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'SdkError';
+    this.code = code;
+    this.status = details.status;
+    this.url = details.url;
+    this.uuid = details.uuid;
+    this.uploadedBytes = details.uploadedBytes;
+  }
+}
+
+export const isSdkError = (e: unknown): e is SdkError => e instanceof SdkError;
+
+export const invalidInput = (message: string): SdkError => new SdkError(SdkErrorCode.INVALID_INPUT, message);

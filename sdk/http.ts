@@ -1,0 +1,80 @@
+import type { FetchLike } from './config.js';
+import { SdkError, SdkErrorCode } from './errors.js';
+
+/**
+ * One HTTP exchange with a deadline. Failures before an answer arrives are sorted into the
+ * caller's abort (an SdkError ABORTED, thrown) and transport failures (returned, so the
+ * caller decides whether to retry and which code to report).
+ */
+
+export type Exchange =
+  | { ok: true; response: Response }
+  | { ok: false; reason: 'network' | 'timeout'; cause: unknown };
+
+export const aborted = (cause?: unknown): SdkError =>
+  new SdkError(SdkErrorCode.ABORTED, 'the operation was aborted', { cause });
+
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw aborted(signal.reason);
+}
+
+export async function exchange(
+  fetchFn: FetchLike,
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Exchange> {
+  throwIfAborted(signal);
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
+  try {
+    return { ok: true, response: await fetchFn(url, { ...init, signal: combined }) };
+  } catch (cause) {
+    if (signal?.aborted) throw aborted(signal.reason);
+    return { ok: false, reason: deadline.aborted ? 'timeout' : 'network', cause };
+  }
+}
+
+/** Reads a body with the same deadline semantics; undefined when it cannot be read. */
+export async function readJson(response: Response): Promise<unknown> {
+  try {
+    return JSON.parse(await response.text());
+  } catch {
+    return undefined;
+  }
+}
+
+/** Discards a body we do not need, so the connection can be reused. */
+export async function discard(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => undefined);
+}
+
+/** A short, single-line excerpt of an error body, for messages (never more than 200 characters). */
+export async function excerpt(response: Response): Promise<string> {
+  const text = await response.text().catch(() => '');
+  const line = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}
+
+/** Statuses after which the same request may succeed later. */
+export const isTransientStatus = (status: number): boolean => status >= 500 || status === 408 || status === 429;
+
+const sleepAborted = Symbol('aborted');
+
+/** Waits `ms`, or throws ABORTED as soon as `signal` fires. */
+export async function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  throwIfAborted(signal);
+  const outcome = await new Promise<typeof sleepAborted | undefined>((resolve) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(undefined);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(sleepAborted);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  if (outcome === sleepAborted) throw aborted(signal?.reason);
+}

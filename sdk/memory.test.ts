@@ -1,0 +1,105 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { makeZip } from 'client-zip';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { StreamUnsealer } from '../lib/index.js';
+import { extractUsk } from '../lib/keys.js';
+import { startStorage, type RunningStorage } from '../server/storage/testing.js';
+import { pseudoRandomStream as generated, startFakePkg, type FakePkg } from './testing.js';
+
+/**
+ * Bounded memory: 64 MiB through upload() (default 5 MB chunks, Cryptify's size) while the
+ * uploading process's RSS is sampled; the growth must stay far below the file size. The download
+ * is checked by streaming it through the unsealer into a hash, so the test holds no copy either.
+ */
+
+const SIZE = 64 * 1024 * 1024;
+const EMAIL = 'pbdf.sidn-pbdf.email.email';
+const MODIFIED = new Date('2026-01-02T03:04:05Z');
+
+let pkg: FakePkg;
+let storage: RunningStorage;
+beforeAll(async () => {
+  pkg = await startFakePkg();
+  storage = await startStorage({ verifyingKey: pkg.keys.vk });
+});
+afterAll(async () => {
+  await storage.close();
+  await pkg.close();
+});
+
+async function sha256Of(readable: ReadableStream<Uint8Array>): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of readable as unknown as AsyncIterable<Uint8Array>) hash.update(chunk);
+  return hash.digest('hex');
+}
+
+const hashingSink = () => {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  return {
+    writable: new WritableStream<Uint8Array>({
+      write(chunk) {
+        hash.update(chunk);
+        bytes += chunk.length;
+      },
+    }),
+    result: () => ({ sha256: hash.digest('hex'), bytes }),
+  };
+};
+
+/**
+ * The upload runs in a child process (so the storage stand-in's own buffers are not counted), with
+ * --expose-gc: the sampler collects garbage before each reading, so what is measured is memory the
+ * SDK holds, not garbage V8 has not got round to (without that, the reading mostly says when V8
+ * last collected).
+ */
+const CHILD = `
+const { PostGuard } = await import(${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)});
+const { pseudoRandomStream: generated } = await import(${JSON.stringify(new URL('./testing.ts', import.meta.url).pathname)});
+const [pkgUrl, storageUrl, apiKey, size, modified] = process.argv.slice(1);
+const pg = new PostGuard({ pkgUrl, storageUrl, allowInsecureUrls: true });
+const send = (n) => pg.encrypt({
+  files: [{ name: 'big.bin', content: generated(n), lastModified: new Date(modified) }],
+  recipients: [pg.recipient.email('bob@example.com')],
+  sign: pg.sign.apiKey(apiKey),
+}).upload();
+await send(6_000_000);
+globalThis.gc();
+const baseline = process.memoryUsage().rss;
+let peak = baseline;
+const sampler = setInterval(() => { globalThis.gc(); peak = Math.max(peak, process.memoryUsage().rss); }, 20);
+const { uuid } = await send(Number(size));
+clearInterval(sampler);
+process.stdout.write(JSON.stringify({ uuid, baseline, growth: peak - baseline }));
+`;
+
+function runChild(): Promise<{ uuid: string; baseline: number; growth: number }> {
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', CHILD, pkg.url, storage.url, pkg.apiKey, String(SIZE), MODIFIED.toISOString()], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve, reject) =>
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}: ${err}`)))),
+  );
+}
+
+it('uploads 64 MiB holding far less than the file size', async () => {
+  const { uuid, baseline, growth } = await runChild();
+  console.info(`64 MiB upload: RSS baseline ${(baseline / 2 ** 20).toFixed(1)} MiB, peak growth ${(growth / 2 ** 20).toFixed(1)} MiB`);
+  expect(growth).toBeLessThan(SIZE / 4);
+
+  // The stored ciphertext opens to exactly the ZIP the inputs make.
+  const expected = await sha256Of(makeZip([{ name: 'big.bin', input: generated(SIZE), lastModified: MODIFIED }]));
+  const download = await fetch(`${storage.url}/filedownload/${uuid}`);
+  const unsealer = await StreamUnsealer.new(download.body!, pkg.keys.vk);
+  const entry = unsealer.inspect_header().get('bob@example.com')!;
+  const sink = hashingSink();
+  await unsealer.unseal('bob@example.com', extractUsk(pkg.keys.msk, { ts: entry.ts, con: [{ t: EMAIL, v: 'bob@example.com' }] }), sink.writable);
+  const { sha256, bytes } = sink.result();
+  expect(bytes).toBeGreaterThan(SIZE);
+  expect(sha256).toBe(expected);
+});
