@@ -8,7 +8,7 @@ import type { ApiKeyStore } from './db.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { IdentityServerClient } from './idp/client.js';
 import { ResultJwtVerifier } from './idp/jwt.js';
-import { CLIENT_HEADER, createMetrics } from './metrics.js';
+import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
 import { isSensitiveRoute, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit.js';
 import { apiKeyRoutes } from './routes/apikey.js';
 import { keyRoutes } from './routes/keys.js';
@@ -58,6 +58,8 @@ export interface AppDeps {
   bodyLimit?: number;
   /** Include Node's process metrics in /metrics. Default true. */
   processMetrics?: boolean;
+  /** Where requests and keys are counted (a cluster worker passes one that reports the aggregate). */
+  metrics?: PkgMetrics;
 }
 
 /** Session tokens in URLs (jwt/{token}, statusevents/{token}) are credentials of a sort: never logged. */
@@ -97,7 +99,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   const idp = new IdentityServerClient(deps.identityServer);
   const verifier = new ResultJwtVerifier({ fetchPublicKey: () => idp.publicKeyPem(), clock });
-  const metrics = createMetrics({ processMetrics: deps.processMetrics ?? true });
+  const metrics = deps.metrics ?? createMetrics({ processMetrics: deps.processMetrics ?? true });
   const builtAt = new Date(clock.now() * 1000);
 
   app.setErrorHandler(errorHandler);

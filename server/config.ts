@@ -369,7 +369,7 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
   const [command, ...rest] = argv;
   switch (command) {
     case undefined:
-      throw new ConfigError('pg-pkg', 'a command is required (gen, server or api-key; see --help)');
+      throw new ConfigError('command', 'required (gen, server or api-key)');
     case '-h':
     case '--help':
     case 'help':
@@ -381,6 +381,6 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
     case 'api-key':
       return apiKeyCommand(rest, env);
     default:
-      throw new ConfigError('pg-pkg', `unknown command ${JSON.stringify(command)} (expected gen, server or api-key)`);
+      throw new ConfigError('command', `unknown command ${JSON.stringify(command)} (expected gen, server or api-key)`);
   }
 }

@@ -141,9 +141,13 @@ export function toPkgError(error: FastifyError | Error): PkgError {
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const mapped = toPkgError(error);
-  if (mapped.statusCode >= 500) {
-    // The log gets the cause; the client only the code and the generic message.
+  // The log gets the cause; the client only the code and the generic message.
+  if (mapped.code === 'INTERNAL') {
     request.log.error({ err: mapped.cause ?? error, code: mapped.code }, 'request failed');
+  } else if (mapped.statusCode >= 500) {
+    // A dependency failed (identity server, database): expected in operation, no stack needed.
+    const cause = mapped.cause instanceof Error ? mapped.cause.message : undefined;
+    request.log.warn({ code: mapped.code, cause }, mapped.message);
   } else {
     request.log.debug({ code: mapped.code }, mapped.message);
   }

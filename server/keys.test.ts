@@ -97,7 +97,7 @@ describe('credentials', () => {
   });
 
   it('no Authorization, another scheme or an empty bearer: 401 UNAUTHENTICATED with a Bearer challenge', async () => {
-    for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer ' }, { authorization: 'Bearer a b' }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer ' }, { authorization: 'Bearer a b' }]) {
       const response = await fetch(`${pkg.url}/v2/irma/key/1`, { headers });
       expect(response.headers.get('www-authenticate')).toBe('Bearer');
       await expectError(response, 401, 'UNAUTHENTICATED');
