@@ -12,7 +12,7 @@ export type { SdkErrorDetails } from './errors.js';
 export { RecipientBuilder } from './recipients.js';
 export type { RecipientKind } from './recipients.js';
 export { Sealed } from './sealed.js';
-export type { NotifyOptions, SealOptions, UploadOptions, UploadResult } from './sealed.js';
+export type { NotifyOptions, ToBytesOptions, UploadOptions, UploadResult } from './sealed.js';
 export { ApiKeySign } from './sign.js';
 export type { SignMethod } from './sign.js';
 export type { FileContent, PgFile } from './zip.js';

@@ -92,9 +92,14 @@ describe('with the real PKG', () => {
 
     const ciphertext = new Uint8Array(await (await fetch(`${storage.url}/filedownload/${uuid}`)).arrayBuffer());
     expect(ciphertext.length).toBeGreaterThan(100_000);
-    const open = async (StreamUnsealerImpl: { new: (r: ReadableStream, vk: string) => Promise<any> }) => {
+    interface Opener {
+      public_identity(): unknown;
+      inspect_header(): Map<string, unknown>;
+      unseal(id: string, usk: string, writable: WritableStream<Uint8Array>): Promise<unknown>;
+    }
+    const open = async (StreamUnsealerImpl: { new: (r: ReadableStream<Uint8Array>, vk: string) => Promise<Opener> }) => {
       const unsealer = await StreamUnsealerImpl.new(chunkedSource(ciphertext, 40_000), pkgServer.keys.vk);
-      expect(unsealer.public_identity().con).toEqual([
+      expect((unsealer.public_identity() as { con: unknown }).con).toEqual([
         { t: EMAIL, v: 'info@acme.example' },
         { t: ORG_NAME, v: 'ACME BV' },
       ]);

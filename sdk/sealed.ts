@@ -34,7 +34,7 @@ export interface UploadOptions {
   onProgress?: (uploadedBytes: number) => void;
 }
 
-export interface SealOptions {
+export interface ToBytesOptions {
   signal?: AbortSignal;
 }
 
@@ -132,7 +132,7 @@ export class Sealed {
   }
 
   /** Seals into memory: the whole ciphertext (streaming format) as one Uint8Array. Nothing is uploaded. */
-  async toBytes(options: SealOptions = {}): Promise<Uint8Array> {
+  async toBytes(options: ToBytesOptions = {}): Promise<Uint8Array> {
     const signal = options.signal;
     const chunks: Uint8Array[] = [];
     let length = 0;

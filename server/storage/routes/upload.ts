@@ -93,15 +93,14 @@ function readInitBody(value: unknown): InitBody | string {
   };
 }
 
-async function readSmallBody(request: FastifyRequest, limit: number): Promise<Buffer | undefined> {
+/** The whole body if it is at most `limit` bytes; undefined (reading stopped, socket kept for the answer) if larger. */
+function readSmallBody(request: FastifyRequest, limit: number): Promise<Buffer | undefined> {
   const pieces: Buffer[] = [];
   let size = 0;
-  for await (const piece of request.raw as AsyncIterable<Buffer>) {
-    size += piece.length;
-    if (size > limit) return undefined;
-    pieces.push(piece);
-  }
-  return Buffer.concat(pieces);
+  return readExactBody(request.raw, limit, 0, (bytes) => {
+    pieces.push(Buffer.from(bytes));
+    size += bytes.length;
+  }).then((result) => (result.abandoned ? undefined : Buffer.concat(pieces, size)));
 }
 
 export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): Promise<void> {
