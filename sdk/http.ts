@@ -36,7 +36,7 @@ export async function exchange(
   }
 }
 
-/** Reads a body with the same deadline semantics; undefined when it cannot be read. */
+/** The body as JSON; undefined when it cannot be read or parsed (the request's deadline still applies). */
 export async function readJson(response: Response): Promise<unknown> {
   try {
     return JSON.parse(await response.text());

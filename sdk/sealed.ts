@@ -161,6 +161,7 @@ export class Sealed {
     const notify = notifySettings(options.notify);
     const { signal, onProgress } = options;
     if (onProgress !== undefined && typeof onProgress !== 'function') throw invalidInput('onProgress: expected a function');
+    this.checkInputsUnread();
     const nonAddress = this.parts.recipients.find((r) => !r.email.includes('@'));
     if (nonAddress !== undefined) {
       throw invalidInput(`upload: the storage service needs an e-mail address per recipient; got ${JSON.stringify(nonAddress.email)}`);
@@ -210,21 +211,24 @@ export class Sealed {
     return { mpk, signing: keys };
   }
 
+  /** Stream inputs can be read once; Uint8Array and Blob inputs any number of times. */
+  private checkInputsUnread(): void {
+    if (this.started && this.parts.entries.some((e) => e.content instanceof ReadableStream)) {
+      throw new SdkError(SdkErrorCode.INVALID_STATE, 'this message has stream inputs, which were already read: encrypt again with new streams');
+    }
+  }
+
   private async seal(
     sink: WritableStream<Uint8Array>,
     signal: AbortSignal | undefined,
     resolved?: { mpk: string; signing: SigningKeys },
   ): Promise<void> {
     throwIfAborted(signal);
-    const streamInputs = this.parts.entries.some((e) => e.content instanceof ReadableStream);
-    if (streamInputs && this.started) {
-      throw new SdkError(SdkErrorCode.INVALID_STATE, 'this message has stream inputs, which were already read: encrypt again with new streams');
-    }
+    this.checkInputsUnread();
     const { mpk, signing } = resolved ?? (await this.keys(signal));
     throwIfAborted(signal);
-    if (streamInputs && this.started) {
-      throw new SdkError(SdkErrorCode.INVALID_STATE, 'this message has stream inputs, which were already read: encrypt again with new streams');
-    }
+    // Again: another run may have started while the keys were fetched.
+    this.checkInputsUnread();
     this.started = true;
     const ts = Math.floor(Date.now() / 1000);
     const policy = buildPolicy(this.parts.recipients, ts, this.parts.config.attributes);

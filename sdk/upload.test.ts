@@ -225,12 +225,18 @@ describe('toBytes()', () => {
     }
   });
 
-  it('reads stream inputs once: a second run is INVALID_STATE', async () => {
-    const { pg } = client();
+  it('reads stream inputs once: a second run is INVALID_STATE, found before anything is sent', async () => {
+    const { pg, calls } = client();
     const sealed = pg.encrypt({ files: [{ name: 's', content: chunkedSource(TEXT) }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) });
     await sealed.toBytes();
+    const sent = calls.length;
     expect((await rejection(sealed.toBytes())).code).toBe(SdkErrorCode.INVALID_STATE);
     expect((await rejection(sealed.upload())).code).toBe(SdkErrorCode.INVALID_STATE);
+    expect(calls.length).toBe(sent);
+    // Byte inputs can be sealed again.
+    const again = pg.encrypt({ files: [{ name: 'b', content: TEXT }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) });
+    await again.toBytes();
+    await again.upload();
   });
 });
 
