@@ -92,6 +92,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Schemas are contracts: no coercion ("300" is not a validity), no silent stripping of unknown fields.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
     routerOptions: { maxParamLength: 200 },
+    // HEAD only where it is cheap and useful (parameters, health): a HEAD on a key route would
+    // derive a key just to throw it away.
+    exposeHeadRoutes: false,
     return503OnClosing: true,
   });
   // JSON only: a text/plain body is not a request we understand (415, not a schema error).

@@ -210,6 +210,12 @@ describe('request bodies and the error envelope', () => {
 
   it('unknown routes and methods: 404 NOT_FOUND in the envelope', async () => {
     await expectError(await get('/v2/nothing'), 404, 'NOT_FOUND');
+    // HEAD exists where it is cheap; a HEAD on a key route would derive a key for nothing.
+    const head = await fetch(`${pkg.url}/v2/parameters`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('etag')).toMatch(/^"/);
+    expect((await fetch(`${pkg.url}/health`, { method: 'HEAD' })).status).toBe(200);
+    expect((await fetch(`${pkg.url}/v2/irma/key/1`, { method: 'HEAD' })).status).toBe(404);
     await expectError(await get('/v2/irma/start'), 404, 'NOT_FOUND');
     await expectError(await fetch(`${pkg.url}/v2/parameters`, { method: 'DELETE' }), 404, 'NOT_FOUND');
   });

@@ -72,6 +72,7 @@ function serve(key: PublishedKey) {
 }
 
 export async function parametersRoutes(app: FastifyInstance, options: ParametersOptions): Promise<void> {
-  app.get('/v2/parameters', { schema: parametersSchema }, serve(publishKey(options.mpk, options.mpkModified)));
-  app.get('/v2/sign/parameters', { schema: parametersSchema }, serve(publishKey(options.vk, options.vkModified)));
+  const route = { schema: parametersSchema, exposeHeadRoute: true };
+  app.get('/v2/parameters', route, serve(publishKey(options.mpk, options.mpkModified)));
+  app.get('/v2/sign/parameters', route, serve(publishKey(options.vk, options.vkModified)));
 }
