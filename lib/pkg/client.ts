@@ -1,0 +1,471 @@
+import type { Policy } from '../policy.js';
+import { PkgCache, type CachedParameters, type ParameterKind } from './cache.js';
+import { PkgClientError, PkgClientErrorCode, aborted, badResponse, invalidArgument, throwIfAborted } from './errors.js';
+import { expectOk, readJson, withDeadline, type HttpContext } from './http.js';
+import { readSessionClaims } from './jwt.js';
+import { keyRequestCon, keyTimestamp, validityUntil4am, MAX_VALIDITY, type ConItem, type KeyRequestOptions } from './keyrequest.js';
+import { isSessionPointer } from './links.js';
+import { IdentitySession, type EventSourceConstructor, type SessionOptions } from './session.js';
+import { defaultStore, type KeyValueStore } from './store.js';
+
+/**
+ * The PKG as a web application needs it (pkg-api.md §3):
+ *
+ *   masterPublicKey(), verificationKey()   GET /v2/parameters, /v2/sign/parameters; cached in the store
+ *                                          and revalidated with the ETag (If-None-Match → 304)
+ *   startSession({con, validity?})         POST /v2/irma/start → an IdentitySession (QR, status, JWT)
+ *   userSecretKey(jwt, ts)                 GET /v2/irma/key/{ts} with the session JWT
+ *   signingKeys({jwt} | {apiKey}, ids)     POST /v2/irma/sign/key
+ *   decryptionKey({recipientId, policy})   the whole decryption flow, with the opt-in JWT/USK cache
+ *   signingKeysWithSession({...})          the whole sender flow
+ *   forgetKeys()                           drops cached JWTs and USKs
+ *
+ * Nothing here needs the DOM: it runs in pages and in workers.
+ */
+
+export interface PkgClientOptions {
+  /** The PKG's base URL, e.g. https://pkg.example (a trailing slash is ignored). */
+  url: string;
+  fetch?: typeof fetch;
+  /** Extra headers on every PKG request, e.g. X-POSTGUARD-CLIENT-VERSION. Non-safelisted headers cost a CORS preflight. */
+  headers?: Record<string, string>;
+  /** Where to cache; default IndexedDB (database "postguard", store "pkg-cache"), or memory where there is none. */
+  store?: KeyValueStore | Promise<KeyValueStore>;
+  /** Cache session JWTs and user secret keys until they expire (opt-in; per call too). Default false. */
+  cacheKeys?: boolean;
+  /** Deadline per PKG request. 15 s. */
+  timeoutMs?: number;
+  /** Path segment of the identity routes: 'irma' (pg-pkg's name, default), 'request' or 'idp'. */
+  prefix?: 'irma' | 'request' | 'idp';
+  /** EventSource for status events; default globalThis.EventSource, else a fetch-based reader; null polls only. */
+  EventSource?: EventSourceConstructor | null;
+  /** Interval between status polls when events are unavailable. 1000 ms. */
+  pollIntervalMs?: number;
+  /** How long the status event stream may take to open before polling takes over. 3000 ms. */
+  eventsConnectTimeoutMs?: number;
+  /** Consecutive failed polls before a session gives up with PKG_UNAVAILABLE. 5. */
+  maxPollFailures?: number;
+  /** How long a public key is used without asking the PKG again. 5 minutes. */
+  parametersMaxAgeMs?: number;
+  /** Clock in ms (tests). */
+  now?: () => number;
+}
+
+export interface StartRequest {
+  con: ConItem[];
+  /** Seconds the session-result JWT stays valid (PKG default 300, at most 86400). */
+  validity?: number;
+}
+
+export interface IssuedSigningKey {
+  key: string;
+  policy: Policy;
+}
+
+export interface SigningKeys {
+  pubSignKey: IssuedSigningKey;
+  privSignKey?: IssuedSigningKey;
+}
+
+export interface SigningIdentityRequest {
+  /** Disclosed attribute types that go into the public signing identity (visible to anyone). */
+  pubSignId: Array<{ t: string }>;
+  /** Disclosed attribute types that go into the private one (visible to recipients only). */
+  privSignId?: Array<{ t: string }>;
+}
+
+export interface DecryptionKeyOptions extends KeyRequestOptions {
+  /** The recipient id as the header lists it (an e-mail address by convention). */
+  recipientId: string;
+  /** The recipient's hidden policy: `unsealer.inspect_header().get(recipientId)`. */
+  policy: Policy;
+  /** Called when a QR scan is needed: show `session.qrText` as a QR, offer `session.sameDeviceLink`. */
+  onSession?: (session: IdentitySession) => void;
+  signal?: AbortSignal;
+  /** Use and fill the JWT / key cache; default the client's `cacheKeys`. */
+  cache?: boolean;
+  /** Skip cached entries (e.g. after the cached key did not open the file). */
+  fresh?: boolean;
+  /** JWT validity in seconds; default until the next 04:00 local time. */
+  validity?: number;
+}
+
+export interface DecryptionKey {
+  /** The user secret key (base64), for Unsealer.unseal / StreamUnsealer.unseal. */
+  usk: string;
+  /** Where it came from: the cache, a cached JWT (no scan), or a new session (a scan). */
+  source: 'cache' | 'cached-jwt' | 'session';
+}
+
+export interface SigningSessionOptions extends SigningIdentityRequest {
+  /** What the sender discloses, e.g. [{t: 'pbdf.sidn-pbdf.email.email', v: 'alice@example.org'}]. */
+  con: ConItem[];
+  validity?: number;
+  onSession?: (session: IdentitySession) => void;
+  signal?: AbortSignal;
+}
+
+interface ParametersAnswer {
+  status: number;
+  headers: Headers;
+  body?: unknown;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const MPK_CHARS = 896;
+const VK_CHARS = 44;
+const USK_CHARS = 768;
+const SIGNING_KEY_CHARS = 128;
+
+const isBase64Of = (value: unknown, chars: number): value is string =>
+  typeof value === 'string' && value.length === chars && BASE64.test(value);
+
+function isPolicy(value: unknown): value is Policy {
+  if (typeof value !== 'object' || value === null) return false;
+  const { ts, con } = value as { ts?: unknown; con?: unknown };
+  return (
+    typeof ts === 'number' &&
+    Number.isSafeInteger(ts) &&
+    ts >= 0 &&
+    Array.isArray(con) &&
+    con.every((a: unknown) => {
+      if (typeof a !== 'object' || a === null) return false;
+      const { t, v } = a as { t?: unknown; v?: unknown };
+      return typeof t === 'string' && (v === undefined || v === null || typeof v === 'string');
+    })
+  );
+}
+
+/** A policy as the sealer wants it: `v` absent rather than null. */
+const cleanPolicy = (policy: Policy): Policy => ({
+  ts: policy.ts,
+  con: policy.con.map(({ t, v }) => (v === undefined || v === null ? { t } : { t, v })),
+});
+
+/** Resolves with `promise` unless `signal` fires first (the shared work goes on for others). */
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(aborted(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(aborted(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function checkStartRequest(request: StartRequest): void {
+  if (typeof request !== 'object' || request === null || !Array.isArray(request.con) || request.con.length === 0) {
+    throw invalidArgument('a session request needs a non-empty con');
+  }
+  const { validity } = request;
+  if (validity !== undefined && (!Number.isSafeInteger(validity) || validity < 0 || validity > MAX_VALIDITY)) {
+    throw invalidArgument(`validity must be an integer from 0 to ${MAX_VALIDITY} seconds`);
+  }
+}
+
+export class PkgClient {
+  readonly url: string;
+  private readonly http: HttpContext;
+  private readonly base: string;
+  private readonly cache: PkgCache;
+  private readonly cacheKeys: boolean;
+  private readonly now: () => number;
+  private readonly parametersMaxAgeMs: number;
+  private readonly sessionDefaults: Pick<
+    PkgClientOptions,
+    'EventSource' | 'pollIntervalMs' | 'eventsConnectTimeoutMs' | 'maxPollFailures'
+  >;
+  private readonly parameters: Partial<Record<ParameterKind, CachedParameters>> = {};
+  private readonly revalidating: Partial<Record<ParameterKind, Promise<string>>> = {};
+
+  constructor(options: PkgClientOptions) {
+    if (typeof options?.url !== 'string') throw invalidArgument('PkgClient needs the PKG url');
+    let parsed: URL;
+    try {
+      parsed = new URL(options.url);
+    } catch {
+      throw invalidArgument(`not a URL: ${options.url}`);
+    }
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw invalidArgument('the PKG url must be http(s)');
+    this.url = options.url.replace(/\/+$/, '');
+    const f = options.fetch ?? globalThis.fetch;
+    this.http = {
+      // Called unbound, fetch throws "Illegal invocation" in browsers.
+      fetch: (input, init) => f.call(globalThis, input, init),
+      timeoutMs: options.timeoutMs ?? 15_000,
+      headers: { ...options.headers },
+    };
+    this.base = `${this.url}/v2/${options.prefix ?? 'irma'}`;
+    this.now = options.now ?? Date.now;
+    this.cache = new PkgCache(Promise.resolve(options.store ?? defaultStore()), this.url, this.now);
+    this.cacheKeys = options.cacheKeys ?? false;
+    this.parametersMaxAgeMs = options.parametersMaxAgeMs ?? 5 * 60_000;
+    this.sessionDefaults = {
+      EventSource: options.EventSource,
+      pollIntervalMs: options.pollIntervalMs,
+      eventsConnectTimeoutMs: options.eventsConnectTimeoutMs,
+      maxPollFailures: options.maxPollFailures,
+    };
+  }
+
+  /** The master public key (base64), for seal / sealStream. */
+  masterPublicKey(options: { signal?: AbortSignal } = {}): Promise<string> {
+    return this.publicKey('mpk', options.signal);
+  }
+
+  /** The verification key (base64), for Unsealer.new / StreamUnsealer.new. */
+  verificationKey(options: { signal?: AbortSignal } = {}): Promise<string> {
+    return this.publicKey('vk', options.signal);
+  }
+
+  private publicKey(kind: ParameterKind, signal: AbortSignal | undefined): Promise<string> {
+    const known = this.parameters[kind];
+    if (known !== undefined && this.now() - known.checkedAt < this.parametersMaxAgeMs) return Promise.resolve(known.publicKey);
+    // One request per key at a time; a caller's abort leaves it running for the others.
+    const pending = (this.revalidating[kind] ??= this.revalidate(kind).finally(() => {
+      delete this.revalidating[kind];
+    }));
+    return raceSignal(pending, signal);
+  }
+
+  private async revalidate(kind: ParameterKind): Promise<string> {
+    const cached = this.parameters[kind] ?? (await this.cache.parameters(kind));
+    const url = `${this.url}/v2/${kind === 'mpk' ? 'parameters' : 'sign/parameters'}`;
+    const conditional: Record<string, string> = {};
+    if (cached?.etag !== undefined) conditional['if-none-match'] = cached.etag;
+    else if (cached?.lastModified !== undefined) conditional['if-modified-since'] = cached.lastModified;
+
+    let response: ParametersAnswer;
+    try {
+      response = await this.getParameters(url, conditional);
+    } catch (error) {
+      if (!(error instanceof PkgClientError) || error.code !== PkgClientErrorCode.PKG_UNAVAILABLE) throw error;
+      let retried: ParametersAnswer | undefined;
+      if (Object.keys(conditional).length > 0 && error.status === undefined) {
+        // A PKG whose CORS policy does not allow If-None-Match fails the preflight, which looks
+        // like a network error: ask once more without validators.
+        retried = await this.getParameters(url, {}).catch(() => undefined);
+      }
+      if (retried === undefined) {
+        // The PKG is down: a key it published before is still the key.
+        if (cached !== undefined) return cached.publicKey;
+        throw error;
+      }
+      response = retried;
+    }
+
+    let entry: CachedParameters;
+    if (response.status === 304) {
+      if (cached === undefined) throw badResponse(url, 'the PKG answered 304 to an unconditional request', 304);
+      entry = { ...cached, checkedAt: this.now() };
+    } else {
+      const { body } = response;
+      const { publicKey, formatVersion } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+      if (!isBase64Of(publicKey, kind === 'mpk' ? MPK_CHARS : VK_CHARS) || (formatVersion !== undefined && formatVersion !== 0)) {
+        throw badResponse(url, `the PKG's ${kind === 'mpk' ? 'master public key' : 'verification key'} is not in the expected format`);
+      }
+      entry = { publicKey, checkedAt: this.now() };
+      // Cross-origin, ETag and Last-Modified are only readable if the PKG exposes them; without
+      // them the browser's HTTP cache does the revalidating (the PKG sends Cache-Control: no-cache).
+      const etag = response.headers.get('etag');
+      const lastModified = response.headers.get('last-modified');
+      if (etag !== null) entry.etag = etag;
+      if (lastModified !== null) entry.lastModified = lastModified;
+    }
+    this.parameters[kind] = entry;
+    await this.cache.putParameters(kind, entry);
+    return entry.publicKey;
+  }
+
+  /** One GET of a parameters route, body read (bounded) inside the deadline. */
+  private getParameters(url: string, conditional: Record<string, string>): Promise<ParametersAnswer> {
+    return withDeadline(this.http, url, undefined, async (signal) => {
+      const response = await this.http.fetch(url, {
+        headers: { ...this.http.headers, accept: 'application/json', ...conditional },
+        signal,
+      });
+      await expectOk(response, url, [304]);
+      if (response.status === 304) {
+        await response.body?.cancel();
+        return { status: 304, headers: response.headers };
+      }
+      return { status: response.status, headers: response.headers, body: await readJson(response, url) };
+    });
+  }
+
+  /** POST start: begins an identity session; follow it with the returned object. */
+  async startSession(request: StartRequest, options: SessionOptions = {}): Promise<IdentitySession> {
+    checkStartRequest(request);
+    throwIfAborted(options.signal);
+    const url = `${this.base}/start`;
+    const body = JSON.stringify(request.validity === undefined ? { con: request.con } : { con: request.con, validity: request.validity });
+    const answer = await withDeadline(this.http, url, options.signal, async (signal) => {
+      const response = await this.http.fetch(url, {
+        method: 'POST',
+        headers: { ...this.http.headers, 'content-type': 'application/json', accept: 'application/json' },
+        body,
+        signal,
+      });
+      return readJson(await expectOk(response, url), url);
+    });
+    const { sessionPtr, token } = (typeof answer === 'object' && answer !== null ? answer : {}) as Record<string, unknown>;
+    if (!isSessionPointer(sessionPtr) || typeof token !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(token)) {
+      throw badResponse(url, 'the session package lacks a valid sessionPtr or token');
+    }
+    return new IdentitySession(
+      {
+        http: this.http,
+        base: this.base,
+        EventSource:
+          this.sessionDefaults.EventSource === null
+            ? null
+            : (this.sessionDefaults.EventSource ?? (globalThis as { EventSource?: EventSourceConstructor }).EventSource),
+        pollIntervalMs: this.sessionDefaults.pollIntervalMs ?? 1000,
+        eventsConnectTimeoutMs: this.sessionDefaults.eventsConnectTimeoutMs ?? 3000,
+        maxPollFailures: this.sessionDefaults.maxPollFailures ?? 5,
+      },
+      { u: sessionPtr.u, irmaqr: sessionPtr.irmaqr },
+      token,
+      options,
+    );
+  }
+
+  /** GET key/{ts}: the user secret key for what the session JWT proved, at the policy's timestamp. */
+  async userSecretKey(jwt: string, timestamp: number, options: { signal?: AbortSignal } = {}): Promise<string> {
+    if (typeof jwt !== 'string' || jwt.length === 0) throw invalidArgument('a session JWT is needed');
+    if (!Number.isSafeInteger(timestamp) || timestamp < 0) throw invalidArgument('the timestamp must be a non-negative integer');
+    const url = `${this.base}/key/${timestamp}`;
+    const body = await withDeadline(this.http, url, options.signal, async (signal) => {
+      const response = await this.http.fetch(url, {
+        headers: { ...this.http.headers, accept: 'application/json', authorization: `Bearer ${jwt}` },
+        signal,
+      });
+      return readJson(await expectOk(response, url), url);
+    });
+    const { status, proofStatus, key } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    if (status !== 'DONE' || proofStatus !== 'VALID') {
+      throw new PkgClientError(
+        PkgClientErrorCode.NOT_VALID,
+        `the PKG issues no key for this session (status ${String(status)}, proof ${String(proofStatus)})`,
+        { url },
+      );
+    }
+    if (!isBase64Of(key, USK_CHARS)) throw badResponse(url, 'the user secret key is not in the expected format');
+    return key;
+  }
+
+  /** POST sign/key: signing keys for a session JWT or an API key (`PG-…`). */
+  async signingKeys(
+    credential: { jwt: string } | { apiKey: string },
+    request: SigningIdentityRequest = { pubSignId: [] },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SigningKeys> {
+    const bearer = 'jwt' in credential ? credential.jwt : credential.apiKey;
+    if (typeof bearer !== 'string' || bearer.length === 0 || /[\r\n]/.test(bearer)) throw invalidArgument('a JWT or API key is needed');
+    if (!Array.isArray(request?.pubSignId)) throw invalidArgument('pubSignId must be an array of {t}');
+    const url = `${this.base}/sign/key`;
+    const payload = JSON.stringify(
+      request.privSignId === undefined ? { pubSignId: request.pubSignId } : { pubSignId: request.pubSignId, privSignId: request.privSignId },
+    );
+    const body = await withDeadline(this.http, url, options.signal, async (signal) => {
+      const response = await this.http.fetch(url, {
+        method: 'POST',
+        headers: {
+          ...this.http.headers,
+          'content-type': 'application/json',
+          accept: 'application/json',
+          authorization: `Bearer ${bearer}`,
+        },
+        body: payload,
+        signal,
+      });
+      return readJson(await expectOk(response, url), url);
+    });
+    const { status, proofStatus, pubSignKey, privSignKey } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    if (status !== 'DONE' || proofStatus !== 'VALID') {
+      throw new PkgClientError(
+        PkgClientErrorCode.NOT_VALID,
+        `the PKG issues no signing key for this session (status ${String(status)}, proof ${String(proofStatus)})`,
+        { url },
+      );
+    }
+    const issued = (value: unknown): IssuedSigningKey => {
+      const { key, policy } = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+      if (!isBase64Of(key, SIGNING_KEY_CHARS) || !isPolicy(policy)) throw badResponse(url, 'a signing key is not in the expected format');
+      return { key, policy: cleanPolicy(policy) };
+    };
+    const keys: SigningKeys = { pubSignKey: issued(pubSignKey) };
+    if (privSignKey !== undefined && privSignKey !== null) keys.privSignKey = issued(privSignKey);
+    return keys;
+  }
+
+  /**
+   * The user secret key to open a ciphertext for `recipientId`. With caching on, a key fetched
+   * before is reused, then a JWT from an earlier scan (no new scan while it is valid: by default
+   * until 04:00); otherwise a session runs and `onSession` gets it to show the QR.
+   */
+  async decryptionKey(options: DecryptionKeyOptions): Promise<DecryptionKey> {
+    const { recipientId, policy, signal } = options;
+    const con = keyRequestCon(recipientId, policy, options);
+    const ts = keyTimestamp(policy);
+    const useCache = options.cache ?? this.cacheKeys;
+    const jwtId = `${recipientId}\n${JSON.stringify(con)}`;
+    const uskId = `${recipientId}\n${ts}\n${JSON.stringify(con)}`;
+    throwIfAborted(signal);
+
+    if (useCache && options.fresh !== true) {
+      const usk = await this.cache.secret('usk', uskId);
+      if (usk !== undefined) return { usk, source: 'cache' };
+      const jwt = await this.cache.secret('jwt', jwtId);
+      if (jwt !== undefined) {
+        try {
+          const key = await this.userSecretKey(jwt, ts, { signal });
+          await this.cache.putSecret('usk', uskId, key, readSessionClaims(jwt)?.exp);
+          return { usk: key, source: 'cached-jwt' };
+        } catch (error) {
+          // Aborts and an unreachable PKG are not the JWT's fault; anything else means it is no
+          // good for this key (expired, refused, ts after its exp): forget it and scan again.
+          if (error instanceof PkgClientError && (error.code === PkgClientErrorCode.ABORTED || error.code === PkgClientErrorCode.PKG_UNAVAILABLE || error.code === PkgClientErrorCode.RATE_LIMITED)) {
+            throw error;
+          }
+          await this.cache.forgetSecret('jwt', jwtId);
+        }
+      }
+    }
+
+    const session = await this.startSession({ con, validity: options.validity ?? validityUntil4am(new Date(this.now())) }, { signal });
+    options.onSession?.(session);
+    const jwt = await session.result();
+    const usk = await this.userSecretKey(jwt, ts, { signal });
+    if (useCache) {
+      const exp = readSessionClaims(jwt)?.exp;
+      await this.cache.putSecret('jwt', jwtId, jwt, exp);
+      await this.cache.putSecret('usk', uskId, usk, exp);
+    }
+    return { usk, source: 'session' };
+  }
+
+  /** The sender's flow: disclose `con` in a session, then get signing keys for the disclosed types. */
+  async signingKeysWithSession(options: SigningSessionOptions): Promise<SigningKeys> {
+    const request: StartRequest = options.validity === undefined ? { con: options.con } : { con: options.con, validity: options.validity };
+    const session = await this.startSession(request, { signal: options.signal });
+    options.onSession?.(session);
+    const jwt = await session.result();
+    const ids: SigningIdentityRequest = options.privSignId === undefined ? { pubSignId: options.pubSignId } : { pubSignId: options.pubSignId, privSignId: options.privSignId };
+    return this.signingKeys({ jwt }, ids, { signal: options.signal });
+  }
+
+  /** Forgets every cached session JWT and user secret key of this PKG (the public keys stay). */
+  forgetKeys(): Promise<void> {
+    return this.cache.forgetSecrets();
+  }
+}
