@@ -1,0 +1,163 @@
+import { StreamUnsealer } from '../lib/unseal.js';
+import type { Policy } from '../lib/policy.js';
+import type { DisclosureAttribute } from '../lib/pkg/keyrequest.js';
+import { COMMON_HELP, COMMON_OPTIONS, bool, commonSettings, onePositional, parseCommand, str, type CliIo } from './args.js';
+import { Exit, usage, type ExitCode } from './exit.js';
+import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput } from './files.js';
+import { defaultValue, describePolicy, hiddenValue, matchesHint, parseAttrs } from './identity.js';
+import { identitySession, pkgClient } from './pkg.js';
+import { Prompter } from './prompt.js';
+import { Progress } from './terminal.js';
+
+export const DEC_HELP = `Usage: pg-cli dec [options] <file>.enc
+
+Shows who the file is for and who signed it, asks which recipient you are and the values of
+that recipient's attributes, runs an identity session (a QR code to scan with the Yivi app)
+for exactly those attributes, and decrypts. Writes <file> (the name without .enc) unless -o
+says otherwise. The output appears only once the whole file has been authenticated.
+
+Options:
+  -r, --recipient <id>        which recipient you are (asked on a terminal when there are several)
+      --attr <type>=<value>   a value for one of the recipient's attributes (repeatable); asked on a
+                              terminal when missing; e-mail attributes default to the recipient id
+${COMMON_HELP}`;
+
+const DEC_OPTIONS = {
+  ...COMMON_OPTIONS,
+  recipient: { type: 'string', short: 'r' },
+  attr: { type: 'string', multiple: true },
+} as const;
+
+const when = (ts: number): string => new Date(ts * 1000).toISOString().replace('.000Z', 'Z');
+
+export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  const { values, positionals } = parseCommand('dec', argv, DEC_OPTIONS);
+  if (bool(values, 'help')) {
+    io.stdout.write(DEC_HELP);
+    return Exit.OK;
+  }
+  const settings = commonSettings(values, io);
+  const file = onePositional('dec', positionals);
+  const attrs = parseAttrs((values['attr'] as string[] | undefined) ?? []);
+  let output = settings.output;
+  if (output === undefined) {
+    if (!file.endsWith('.enc') || file.length === 4 || file.endsWith('/.enc')) {
+      throw usage(`dec: ${file} does not end in .enc; name the output with -o`);
+    }
+    output = file.slice(0, -4);
+  }
+
+  const { signal } = io;
+  const interactive = io.stdin.isTTY === true;
+  let prompter: Prompter | undefined;
+  const input = await openInput(file);
+  let out: AtomicOutput | undefined;
+  try {
+    await refuseExisting(output, settings.force);
+    const client = pkgClient(settings.pkgUrl, io.version);
+    const vk = await client.verificationKey({ signal });
+    const progress = settings.progress ? new Progress(io.stderr, 'Decrypting', input.size) : undefined;
+    const unsealer = await StreamUnsealer.new(input.readable((n) => progress?.add(n), signal), vk);
+
+    const recipients = unsealer.inspect_header();
+    const sender = unsealer.public_identity();
+    io.stderr.write(`Signed by (verified): ${describePolicy(sender)}\n`);
+    io.stderr.write('Encrypted for:\n');
+    for (const [id, policy] of recipients) io.stderr.write(`  ${id}: ${describePolicy(policy)} (sealed ${when(policy.ts)})\n`);
+
+    const ask = (): Prompter => (prompter ??= new Prompter(io.stdin, io.stderr, signal));
+    const recipientId = await chooseRecipient(recipients, str(values, 'recipient'), interactive ? ask : undefined);
+    const hidden = recipients.get(recipientId)!;
+    const con = await disclosureFor(recipientId, hidden, attrs, interactive ? ask : undefined);
+    prompter?.close();
+
+    const jwt = await identitySession(client, { con }, 'decrypt', {
+      out: io.stderr,
+      qr: settings.qr,
+      pointerSink: settings.pointerSink,
+      timeoutMs: settings.sessionTimeoutMs,
+      signal,
+    });
+    const usk = await client.userSecretKey(jwt, hidden.ts, { signal });
+
+    out = await createAtomicOutput(output, { force: settings.force, mode: 0o600 });
+    const verified = await unsealer.unseal(recipientId, usk, out.writable);
+    progress?.finish();
+    await out.commit();
+
+    if (settings.json) {
+      io.stdout.write(`${JSON.stringify({ output, recipient: recipientId, signedBy: verified })}\n`);
+    } else {
+      io.stdout.write(`Decrypted ${file} to ${output}\n`);
+      io.stdout.write(`Signed by (verified): ${describePolicy(verified.public)}\n`);
+      if (verified.private !== undefined) io.stdout.write(`Also signed by (verified, private): ${describePolicy(verified.private)}\n`);
+    }
+    return Exit.OK;
+  } finally {
+    prompter?.close();
+    await out?.discard();
+    await input.close().catch(() => undefined);
+  }
+}
+
+/** --recipient, the only recipient, or a choice on the terminal. */
+async function chooseRecipient(
+  recipients: ReadonlyMap<string, Policy>,
+  given: string | undefined,
+  ask: (() => Prompter) | undefined,
+): Promise<string> {
+  const ids = [...recipients.keys()];
+  if (given !== undefined) {
+    if (!recipients.has(given)) throw usage(`--recipient: ${given} is not a recipient of this file (it lists ${ids.join(', ')})`);
+    return given;
+  }
+  if (ids.length === 1) return ids[0]!;
+  if (ask === undefined) throw usage(`dec: the file has ${ids.length} recipients (${ids.join(', ')}); say which you are with --recipient`);
+  return ask().choose("What's your recipient identifier?", ids);
+}
+
+/**
+ * The attributes to disclose: exactly the recipient's policy, in its order, with the values that
+ * were sealed (the header hides them, so they come from --attr, the terminal, or the recipient id).
+ */
+export async function disclosureFor(
+  recipientId: string,
+  hidden: Policy,
+  attrs: ReadonlyMap<string, string>,
+  ask: (() => Prompter) | undefined,
+): Promise<DisclosureAttribute[]> {
+  const types = new Set(hidden.con.map(({ t }) => t));
+  for (const t of attrs.keys()) {
+    if (!types.has(t)) throw usage(`--attr: ${t} is not in ${recipientId}'s policy (${[...types].join(', ') || 'no attributes'})`);
+  }
+  if (hidden.con.length === 0) throw usage(`dec: ${recipientId}'s policy has no attributes; there is nothing to disclose`);
+  const con: DisclosureAttribute[] = [];
+  for (const attr of hidden.con) {
+    const shown = hiddenValue(attr);
+    if (shown.kind === 'any') {
+      con.push({ t: attr.t });
+      continue;
+    }
+    const check = (value: string): string | undefined =>
+      shown.kind === 'hint' && !matchesHint(value, shown)
+        ? `${attr.t}: ${JSON.stringify(value)} does not fit the hint ${JSON.stringify(attr.v)}`
+        : undefined;
+    const given = attrs.get(attr.t);
+    const fallback = defaultValue(recipientId, attr.t);
+    let value: string;
+    if (given !== undefined) {
+      const complaint = check(given);
+      if (complaint !== undefined) throw usage(`--attr ${complaint}`);
+      value = given;
+    } else if (ask !== undefined) {
+      const question = shown.kind === 'hint' ? `Enter value for ${attr.t} (hint: ${attr.v})` : `Enter value for ${attr.t}`;
+      value = await ask().text(question, fallback, check);
+    } else if (fallback !== undefined) {
+      value = fallback;
+    } else {
+      throw usage(`dec: give the value of ${attr.t} with --attr ${attr.t}=<value>`);
+    }
+    con.push({ t: attr.t, v: value });
+  }
+  return con;
+}
