@@ -1,7 +1,7 @@
 /**
  * Load test of the PKG on loopback (not part of the test run; bounded in time).
  *
- *   node --import tsx bench/pkg-load.ts [--duration=10] [--connections=50] [--workers=1]
+ *   node --import tsx bench/pkg-load.ts [--duration=10] [--connections=50] [--workers=1] [--redis-url=redis://…]
  *
  * The PKG runs as its own process (`pg-pkg server`, as deployed) in front of the stand-in identity
  * server; autocannon drives it from this process.
@@ -46,6 +46,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
     workers: { type: 'string', default: '1' },
+    'redis-url': { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
@@ -64,7 +65,11 @@ async function startPkg(dir: string, yiviUrl: string, env: Record<string, string
   const child = spawn(
     process.execPath,
     ['--import', TSX, MAIN, 'server', '-H', '127.0.0.1', '-p', '0', '-i', yiviUrl, '--allowed-origins', '*', '--workers', String(WORKERS)],
-    { cwd: dir, env: { ...process.env, LOG_LEVEL: 'error', ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+    {
+      cwd: dir,
+      env: { ...process.env, LOG_LEVEL: 'error', ...(args['redis-url'] === undefined ? {} : { PKG_REDIS_URL: args['redis-url'] }), ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
   );
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -185,7 +190,8 @@ const failures: string[] = [];
 try {
   const at = (name: string) => join(dir, name);
   await writePkgKeys({ ibePublic: at('pkg_ibe.pub'), ibeSecret: at('pkg_ibe.sec'), ibsPublic: at('pkg_ibs.pub'), ibsSecret: at('pkg_ibs.sec') }, generatePkgKeys());
-  console.log(`node ${process.version}; pg-pkg with ${WORKERS} worker(s); ${CONNECTIONS} connections, ${DURATION} s per load; loopback`);
+  const buckets = args['redis-url'] === undefined ? (WORKERS > 1 ? 'buckets in the cluster primary' : 'buckets in the process') : 'buckets in Redis';
+  console.log(`node ${process.version}; pg-pkg with ${WORKERS} worker(s), ${buckets}; ${CONNECTIONS} connections, ${DURATION} s per load; loopback`);
 
   const loads = (url: string, jwt: string): Load[] => [
     { name: 'GET /v2/parameters', url: `${url}/v2/parameters`, sensitive: false },
