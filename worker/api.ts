@@ -1,0 +1,36 @@
+import type { Policy } from '../lib/policy.js';
+import type { SealOptions } from '../lib/seal.js';
+import type { VerificationResult } from '../lib/signatures.js';
+
+/**
+ * What the crypto worker exposes over comlink (crypto.worker.ts) and the client wraps (client.ts).
+ * Streams in arguments are transferred by the transfer handlers in transfer.ts.
+ */
+
+export interface RemoteUnsealer {
+  inspect_header(): Map<string, Policy>;
+  public_identity(): Policy;
+  unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]>;
+}
+
+export interface RemoteStreamUnsealer {
+  inspect_header(): Map<string, Policy>;
+  public_identity(): Policy;
+  unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult>;
+}
+
+export interface CryptoWorkerApi {
+  seal(mpk: string, options: SealOptions, plain: Uint8Array): Promise<Uint8Array>;
+  sealStream(
+    mpk: string,
+    options: SealOptions,
+    readable: ReadableStream<Uint8Array>,
+    writable: WritableStream<Uint8Array>,
+  ): Promise<void>;
+  unsealer(input: Uint8Array, vk: string): Promise<RemoteUnsealer>;
+  streamUnsealer(readable: ReadableStream<Uint8Array>, vk: string): Promise<RemoteStreamUnsealer>;
+  /** How streams leave the worker (its return values); arguments follow the sender's choice. */
+  setStreamTransport(transport: 'transfer' | 'port' | undefined): void;
+  /** Which SHAKE128 backend the worker runs ('wasm' normally). */
+  shakeBackend(): Promise<string>;
+}

@@ -1,0 +1,146 @@
+import { expose } from 'comlink';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuthenticationError, FormatError, InputError, PostGuardError } from '../lib/errors.js';
+import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import type { SealOptions } from '../lib/seal.js';
+import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
+import { chunkedSource, collector, failingSource } from '../test/streams.js';
+import { PostGuardWorker, setStreamTransport } from './client.js';
+import { cryptoWorkerApi } from './worker-api.js';
+
+/**
+ * The client and the worker API over comlink, in Node: one end of a MessageChannel serves
+ * worker-api.ts, the client wraps the other, with streams transferred (Node's MessagePort can
+ * transfer them, as browsers can) or relayed over a port (the WebKit fallback). The real module
+ * worker in Chromium is tested in worker/test/crypto-worker.spec.ts.
+ */
+
+const TS = 1_700_000_000;
+const EMAIL = 'pbdf.sidn-pbdf.email.email';
+const ALICE = 'alice@example.org';
+
+let pgwasm: PgWasm;
+let mpk: string;
+let vk: string;
+let usk: string;
+let options: SealOptions;
+const message = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 13 + 5) & 255);
+
+beforeAll(async () => {
+  pgwasm = await loadPgWasm();
+  const kem = generateKemKeys();
+  const ibs = generateSigningKeys();
+  mpk = kem.mpk;
+  vk = ibs.vk;
+  const alice = { ts: TS, con: [{ t: EMAIL, v: ALICE }] };
+  usk = extractUsk(kem.msk, alice);
+  const sender = { ts: TS, con: [{ t: EMAIL, v: 'bob@example.org' }] };
+  options = { policy: { [ALICE]: alice }, pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender } };
+});
+
+afterAll(() => setStreamTransport(undefined));
+
+function connect(streams: 'transfer' | 'port') {
+  const { port1, port2 } = new MessageChannel();
+  expose(cryptoWorkerApi(), port1);
+  const pg = new PostGuardWorker({ endpoint: port2 as never, streams });
+  return { pg, close: () => (port1.close(), port2.close()) };
+}
+
+describe.each(['transfer', 'port'] as const)('through comlink, streams by %s', (streams) => {
+  let pg: PostGuardWorker;
+  let close: () => void;
+  beforeAll(() => ({ pg, close } = connect(streams)));
+  afterAll(() => close());
+
+  it('seal → Unsealer: inspect, identity, unseal', async () => {
+    const plain = message(100_000);
+    const ct = await pg.seal(mpk, options, plain);
+    expect(plain).toEqual(message(100_000)); // the caller's buffer is untouched
+    const u = await pg.Unsealer.new(ct, vk);
+    expect([...(await u.inspect_header()).keys()]).toEqual([ALICE]);
+    expect((await u.inspectHeader()).get(ALICE)).toEqual({ ts: TS, con: [{ t: EMAIL, v: '' }] });
+    expect(await u.public_identity()).toEqual(options.pubSignKey.policy);
+    const [out, sender] = await u.unseal(ALICE, usk);
+    expect(out).toEqual(plain);
+    expect(sender).toEqual({ public: options.pubSignKey.policy });
+    u.free();
+  });
+
+  it('sealStream → StreamUnsealer with streams in and out', async () => {
+    const plain = message(700_000);
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(plain, 50_000), sealed.writable);
+    expect(sealed.state()).toBe('closed');
+    const opened = collector();
+    const su = await pg.StreamUnsealer.new(chunkedSource(sealed.bytes(), 33_333), vk);
+    expect([...(await su.inspect_header()).keys()]).toEqual([ALICE]);
+    expect(await su.unseal(ALICE, usk, opened.writable)).toEqual({ public: options.pubSignKey.policy });
+    expect(opened.state()).toBe('closed');
+    expect(opened.bytes()).toEqual(plain);
+    su.free();
+  });
+
+  it('opens what @e4a/pg-wasm sealed, and pg-wasm opens what the worker sealed', async () => {
+    const plain = message(300_000);
+    const theirs = collector();
+    await pgwasm.sealStream(mpk, options, chunkedSource(plain), theirs.writable);
+    const ours = collector();
+    await (await pg.StreamUnsealer.new(chunkedSource(theirs.bytes()), vk)).unseal(ALICE, usk, ours.writable);
+    expect(ours.bytes()).toEqual(plain);
+
+    const sealed = await pg.seal(mpk, options, plain);
+    const [back] = await (await pgwasm.Unsealer.new(sealed, vk)).unseal(ALICE, usk);
+    expect(back).toEqual(plain);
+  });
+
+  it('errors keep their class and code', async () => {
+    await expect(pg.Unsealer.new(new Uint8Array(64), vk)).rejects.toSatisfy(
+      (e) => e instanceof FormatError && e.code === 'NOT_POSTGUARD',
+    );
+    const ct = await pg.seal(mpk, options, message(10));
+    const u = await pg.Unsealer.new(ct, vk);
+    await expect(u.unseal('mallory@example.org', usk)).rejects.toSatisfy((e) => e instanceof InputError && e.code === 'UNKNOWN_RECIPIENT');
+    await expect(u.unseal(ALICE, 'AAAA')).rejects.toSatisfy((e) => e instanceof InputError && e.code === 'INVALID_KEY');
+    await expect(pg.seal(mpk, { ...options, policy: undefined } as never, message(1))).rejects.toMatchObject({ code: 'INVALID_POLICY' });
+  });
+
+  it('a tampered stream: the promise rejects and the writable is aborted, both with TAMPERED', async () => {
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(message(600_000)), sealed.writable);
+    const ct = sealed.bytes();
+    ct[ct.length - 5000]! ^= 1;
+    const opened = collector();
+    const su = await pg.StreamUnsealer.new(chunkedSource(ct), vk);
+    const error = await su.unseal(ALICE, usk, opened.writable).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error).toMatchObject({ code: 'TAMPERED' });
+    await expect.poll(() => opened.state()).toBe('aborted');
+    expect(opened.abortReason()).toBeInstanceOf(AuthenticationError);
+    expect(opened.abortReason()).toMatchObject({ code: 'TAMPERED' });
+    // Segments before the bad one were delivered (authenticated); the rest never arrives.
+    expect(opened.bytes().length).toBeLessThan(600_000);
+  });
+
+  it("a failing source is SOURCE_FAILED on both ends, and the sink never looks complete", async () => {
+    const sealed = collector();
+    const error = await pg
+      .sealStream(mpk, options, failingSource(message(1000), new Error('disk on fire')), sealed.writable)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PostGuardError);
+    expect(error).toMatchObject({ code: 'SOURCE_FAILED' });
+    await expect.poll(() => sealed.state()).toBe('aborted');
+    expect(sealed.abortReason()).toMatchObject({ code: 'SOURCE_FAILED' });
+  });
+
+  it('a sink that fails stops the seal with SINK_FAILED', async () => {
+    let writes = 0;
+    const sink = new WritableStream<Uint8Array>({
+      write() {
+        if (++writes === 2) throw new Error('quota exceeded');
+      },
+    });
+    const error = await pg.sealStream(mpk, options, chunkedSource(message(2_000_000)), sink).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'SINK_FAILED' });
+  });
+});

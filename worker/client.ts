@@ -1,0 +1,200 @@
+import { releaseProxy, wrap, type Endpoint, type Remote } from 'comlink';
+import type { Policy } from '../lib/policy.js';
+import type { SealOptions } from '../lib/seal.js';
+import type { VerificationResult } from '../lib/signatures.js';
+import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
+import { canTransferStreams, sentWritableSettled, setStreamTransport, streamTransport, type StreamTransport } from './transfer.js';
+
+/**
+ * postguard-ts/worker: the library's API on the main thread, with the work done in a module
+ * worker. Same names and shapes as the library (and @e4a/pg-wasm), every call async:
+ *
+ *   const pg = new PostGuardWorker();
+ *   const ct = await pg.seal(mpk, options, bytes);
+ *   await pg.sealStream(mpk, options, readable, writable);     // streams are transferred
+ *   const u = await pg.Unsealer.new(ct, vk);
+ *   (await u.inspect_header()).get(id); const [plain, sender] = await u.unseal(id, usk); u.free();
+ *   const su = await pg.StreamUnsealer.new(readable, vk);
+ *   const sender = await su.unseal(id, usk, writable);
+ *
+ * Errors are the library's (PostGuardError with `code`), rebuilt on this side. Also exported here:
+ * the PKG client (lib/pkg) and the service-worker download helpers (download.ts).
+ */
+
+export interface PostGuardWorkerOptions {
+  /** A worker you started yourself (e.g. from your own bundle of crypto.worker.js). */
+  worker?: Worker;
+  /** Any comlink endpoint serving worker-api.ts instead of a worker (tests: one end of a MessageChannel). */
+  endpoint?: Endpoint;
+  /** 'transfer' (transferable streams) or 'port' (MessagePort relay); default: detect. */
+  streams?: StreamTransport;
+}
+
+/** How long a failed call waits for the abort of its writable to arrive, so the sink has seen it first. */
+const ABORT_ARRIVAL_MS = 2000;
+
+/**
+ * Runs a call that was handed `writable`, and settles only after `writable` itself did here: closed
+ * when the call succeeds, aborted (or given up on after a moment) when it fails.
+ */
+async function afterWritable<T>(writable: WritableStream<Uint8Array>, call: () => Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await call();
+  } catch (error) {
+    const settled = sentWritableSettled(writable);
+    if (settled !== undefined) {
+      await Promise.race([settled.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ABORT_ARRIVAL_MS))]);
+    }
+    throw error;
+  }
+  await sentWritableSettled(writable);
+  return result;
+}
+
+/** An Unsealer that lives in the worker. Call free() when done with it. */
+export class WorkerUnsealer {
+  private constructor(private readonly remote: Remote<RemoteUnsealer>) {}
+
+  /** @internal */
+  static wrap(remote: Remote<RemoteUnsealer>): WorkerUnsealer {
+    return new WorkerUnsealer(remote);
+  }
+
+  inspect_header(): Promise<Map<string, Policy>> {
+    return this.remote.inspect_header();
+  }
+
+  inspectHeader(): Promise<Map<string, Policy>> {
+    return this.inspect_header();
+  }
+
+  public_identity(): Promise<Policy> {
+    return this.remote.public_identity();
+  }
+
+  publicIdentity(): Promise<Policy> {
+    return this.public_identity();
+  }
+
+  unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
+    return this.remote.unseal(recipientId, usk);
+  }
+
+  /** Releases the worker-side object (pg-wasm objects have free() too). */
+  free(): void {
+    this.remote[releaseProxy]();
+  }
+}
+
+/** A StreamUnsealer that lives in the worker; it reads the ciphertext stream there. */
+export class WorkerStreamUnsealer {
+  private constructor(private readonly remote: Remote<RemoteStreamUnsealer>) {}
+
+  /** @internal */
+  static wrap(remote: Remote<RemoteStreamUnsealer>): WorkerStreamUnsealer {
+    return new WorkerStreamUnsealer(remote);
+  }
+
+  inspect_header(): Promise<Map<string, Policy>> {
+    return this.remote.inspect_header();
+  }
+
+  inspectHeader(): Promise<Map<string, Policy>> {
+    return this.inspect_header();
+  }
+
+  public_identity(): Promise<Policy> {
+    return this.remote.public_identity();
+  }
+
+  publicIdentity(): Promise<Policy> {
+    return this.public_identity();
+  }
+
+  /**
+   * Decrypts the rest of the stream into `writable` (transferred to the worker). Plaintext is
+   * written segment by segment after each authenticates; `writable` is closed after the final
+   * segment authenticated, or aborted with the error (code intact) if anything fails.
+   */
+  unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
+    return afterWritable(writable, () => this.remote.unseal(recipientId, usk, writable));
+  }
+
+  free(): void {
+    this.remote[releaseProxy]();
+  }
+}
+
+export class PostGuardWorker {
+  /** The worker, unless an endpoint was given. */
+  readonly worker: Worker | undefined;
+  private readonly remote: Remote<CryptoWorkerApi>;
+
+  readonly Unsealer = {
+    /** Parses and authenticates an in-memory ciphertext's header in the worker. */
+    new: async (input: Uint8Array, vk: string): Promise<WorkerUnsealer> =>
+      WorkerUnsealer.wrap((await this.remote.unsealer(input, vk)) as unknown as Remote<RemoteUnsealer>),
+  };
+
+  readonly StreamUnsealer = {
+    /** Transfers `readable` to the worker, which reads and authenticates the header from it. */
+    new: async (readable: ReadableStream<Uint8Array>, vk: string): Promise<WorkerStreamUnsealer> =>
+      WorkerStreamUnsealer.wrap((await this.remote.streamUnsealer(readable, vk)) as unknown as Remote<RemoteStreamUnsealer>),
+  };
+
+  constructor(options: PostGuardWorkerOptions = {}) {
+    if (options.endpoint !== undefined) {
+      this.worker = options.worker;
+      this.remote = wrap<CryptoWorkerApi>(options.endpoint);
+    } else {
+      this.worker =
+        options.worker ?? new Worker(new URL('./crypto.worker.js', import.meta.url), { type: 'module', name: 'postguard-crypto' });
+      this.remote = wrap<CryptoWorkerApi>(this.worker);
+    }
+    if (options.streams !== undefined) {
+      setStreamTransport(options.streams);
+      void this.remote.setStreamTransport(options.streams);
+    }
+  }
+
+  /** In-memory seal. `plain` is copied to the worker; the ciphertext is transferred back. */
+  seal(mpk: string, options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
+    return this.remote.seal(mpk, options, plain);
+  }
+
+  /**
+   * Streaming seal: both streams are transferred to the worker. Resolves when `writable` was
+   * closed after the last segment; on failure `writable` is aborted and the promise rejects, both
+   * with the same coded error.
+   */
+  sealStream(
+    mpk: string,
+    options: SealOptions,
+    readable: ReadableStream<Uint8Array>,
+    writable: WritableStream<Uint8Array>,
+  ): Promise<void> {
+    return afterWritable(writable, () => this.remote.sealStream(mpk, options, readable, writable));
+  }
+
+  /** The SHAKE128 backend in the worker ('wasm', or '@noble/hashes' where WebAssembly is refused). */
+  shakeBackend(): Promise<string> {
+    return this.remote.shakeBackend();
+  }
+
+  /** Stops the worker; pending calls never settle. */
+  terminate(): void {
+    this.remote[releaseProxy]();
+    this.worker?.terminate();
+  }
+}
+
+export { canTransferStreams, streamTransport, setStreamTransport };
+export type { StreamTransport };
+export { encodeError, reviveError, isWireError } from './errors.js';
+export * from './download.js';
+export * from '../lib/pkg/index.js';
+export { PostGuardError, FormatError, AuthenticationError, InputError, ErrorCode, isPostGuardError } from '../lib/errors.js';
+export type { Policy, Attribute, EncryptionPolicy } from '../lib/policy.js';
+export type { SealOptions, SigningKeyInput } from '../lib/seal.js';
+export type { VerificationResult } from '../lib/signatures.js';

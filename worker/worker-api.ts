@@ -1,0 +1,72 @@
+import { proxy, transfer } from 'comlink';
+import { loadShake128, shakeBackend } from '#shake';
+import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
+import type { SealOptions } from '../lib/seal.js';
+import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
+import { setStreamTransport } from './transfer.js';
+
+/**
+ * What the crypto worker serves: postguard-ts's seal / sealStream / Unsealer / StreamUnsealer.
+ * Unsealers live in the worker; the page holds comlink proxies to them. Results that are fresh
+ * buffers are transferred back, never copied; inputs are copied in (the caller keeps its buffer).
+ * Realm-independent, so Node tests can serve it on a MessageChannel.
+ */
+
+/** Moves a freshly made array back to the page without a copy (copies if it is a view into a larger buffer). */
+function handOver(bytes: Uint8Array): Uint8Array {
+  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+  return own;
+}
+
+class UnsealerHandle implements RemoteUnsealer {
+  constructor(private readonly inner: Unsealer) {}
+
+  inspect_header() {
+    return this.inner.inspect_header();
+  }
+
+  public_identity() {
+    return this.inner.public_identity();
+  }
+
+  async unseal(recipientId: string, usk: string) {
+    const [plain, verified] = await this.inner.unseal(recipientId, usk);
+    const out = handOver(plain);
+    return transfer([out, verified] as [Uint8Array, typeof verified], [out.buffer as ArrayBuffer]);
+  }
+}
+
+class StreamUnsealerHandle implements RemoteStreamUnsealer {
+  constructor(private readonly inner: StreamUnsealer) {}
+
+  inspect_header() {
+    return this.inner.inspect_header();
+  }
+
+  public_identity() {
+    return this.inner.public_identity();
+  }
+
+  unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>) {
+    return this.inner.unseal(recipientId, usk, writable);
+  }
+}
+
+export const cryptoWorkerApi = (): CryptoWorkerApi => ({
+  async seal(mpk: string, options: SealOptions, plain: Uint8Array) {
+    const out = handOver(await seal(mpk, options, plain));
+    return transfer(out, [out.buffer as ArrayBuffer]);
+  },
+  sealStream: (mpk, options, readable, writable) => sealStream(mpk, options, readable, writable),
+  async unsealer(input, vk) {
+    return proxy(new UnsealerHandle(await Unsealer.new(input, vk)));
+  },
+  async streamUnsealer(readable, vk) {
+    return proxy(new StreamUnsealerHandle(await StreamUnsealer.new(readable, vk)));
+  },
+  setStreamTransport,
+  async shakeBackend() {
+    await loadShake128();
+    return shakeBackend;
+  },
+});
