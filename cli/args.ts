@@ -47,8 +47,11 @@ Common options:
   -h, --help                  show this help
 `;
 
+/** Parsed option values, read through these two so every command reads them the same way. */
+export type Values = Readonly<Record<string, unknown>>;
+
 /** parseArgs with its errors turned into one-line usage errors. */
-export function parseCommand<O extends Options>(command: string, argv: readonly string[], options: O) {
+export function parseCommand(command: string, argv: readonly string[], options: Options): { values: Values; positionals: string[] } {
   try {
     return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
   } catch (error) {
@@ -86,8 +89,6 @@ export interface CommonSettings {
   reportMaxRss: boolean;
 }
 
-/** Parsed option values, read through these two so every command reads them the same way. */
-export type Values = Readonly<Record<string, unknown>>;
 export const str = (values: Values, key: string): string | undefined => {
   const value = values[key];
   return typeof value === 'string' ? value : undefined;

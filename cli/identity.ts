@@ -15,7 +15,7 @@ import { usage } from './exit.js';
 type Json = unknown;
 
 const describe = (value: Json): string =>
-  value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+  value === null ? 'null' : value === undefined ? 'nothing' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 
 export function parseJsonArgument(flag: string, text: string): Json {
   try {
@@ -83,6 +83,7 @@ export function parseRecipients(text: string, flag = '--identity'): Recipients {
       if (t !== undefined && !(typeof t === 'number' && Number.isSafeInteger(t) && t >= 0)) {
         throw usage(`${flag}: ${where}: "t" must be a Unix timestamp in seconds`);
       }
+      if (raw === undefined) throw usage(`${flag}: ${where} needs "con", an array of attributes`);
       con = conjunction(flag, `${where}.con`, raw);
     } else {
       throw usage(`${flag}: ${where} must be an array of attributes, not ${describe(entry)}`);
