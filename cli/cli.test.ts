@@ -141,8 +141,12 @@ describe('enc → dec round trip', () => {
     expect(summary).toMatchObject({ output: `${file}.enc`, recipients: [BOB], signedBy: { public: { con: [{ t: EMAIL, v: ALICE }] } } });
     expect(summary.signedBy.private.con).toEqual([{ t: FULLNAME, v: 'Alice Archer' }]);
 
-    const opened = await decrypt(`${file}.enc`, { [EMAIL]: BOB }, ['--json', '-o', `${file}.out`]);
+    const opened = await decrypt(`${file}.enc`, { [EMAIL]: BOB }, ['--json', '--progress', '-o', `${file}.out`]);
     expect(opened.code).toBe(0);
+    // --progress without a terminal: whole lines, once the decryption (after the session) runs.
+    const progressAt = opened.stderr.indexOf('Decrypting: ');
+    expect(progressAt).toBeGreaterThan(opened.stderr.indexOf('open this link'));
+    expect(opened.stderr).toMatch(/\nDecrypting: 100% \d+ B of \d+ B \([^)]*\/s\)\n/);
     const result = JSON.parse(opened.stdout);
     expect(result.recipient).toBe(BOB);
     expect(result.signedBy.public.con).toEqual([{ t: EMAIL, v: ALICE }]);
@@ -322,14 +326,17 @@ describe('failures: exit codes, one line, and no output left behind', () => {
     expect(pending.sessions.filter((s: { sessionPtr: { u: string } }) => s.sessionPtr.u === sealed.sessions[0]!.sessionPtr.u)).toEqual([]);
   });
 
-  it('SIGTERM while waiting for the session: exit 143 and the session is cancelled at the identity server', async () => {
+  it.each([
+    ['SIGTERM', Exit.SIGTERM],
+    ['SIGINT', Exit.SIGINT],
+  ] as const)('%s while waiting for the session: exit %i and the session is cancelled at the identity server', async (signal, exitCode) => {
     const file = await plainFile();
     const cli = startCli(['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), file], {
-      wallet: async () => cli.child.kill('SIGTERM'),
+      wallet: async () => cli.child.kill(signal),
     });
     const result = await cli.result;
-    expect(result.code).toBe(Exit.SIGTERM);
-    expect(result.stderr).toContain('pg-cli: error: interrupted (SIGTERM); no output was written\n');
+    expect(result.code).toBe(exitCode);
+    expect(result.stderr).toContain(`pg-cli: error: interrupted (${signal}); no output was written\n`);
     const status = await fetch(`${result.sessions[0]!.sessionPtr.u}/status`);
     expect(await status.json()).toBe('CANCELLED');
     expect(await exists(`${file}.enc`)).toBe(false);

@@ -56,8 +56,11 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     await refuseExisting(output, settings.force);
     const client = pkgClient(settings.pkgUrl, io.version);
     const vk = await client.verificationKey({ signal });
-    const progress = settings.progress ? new Progress(io.stderr, 'Decrypting', input.size) : undefined;
-    const unsealer = await StreamUnsealer.new(input.readable((n) => progress?.add(n), signal), vk);
+    // Progress starts with the decryption; the header read before it is counted then.
+    let progress: Progress | undefined;
+    let readBeforeProgress = 0;
+    const onRead = (bytes: number) => (progress === undefined ? (readBeforeProgress += bytes) : progress.add(bytes));
+    const unsealer = await StreamUnsealer.new(input.readable(onRead, signal), vk);
 
     const recipients = unsealer.inspect_header();
     const sender = unsealer.public_identity();
@@ -81,6 +84,10 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     const usk = await client.userSecretKey(jwt, hidden.ts, { signal });
 
     out = await createAtomicOutput(output, { force: settings.force, mode: 0o600 });
+    if (settings.progress) {
+      progress = new Progress(io.stderr, 'Decrypting', input.size);
+      progress.add(readBeforeProgress);
+    }
     const verified = await unsealer.unseal(recipientId, usk, out.writable);
     progress?.finish();
     await out.commit();

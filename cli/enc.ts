@@ -94,9 +94,8 @@ export async function enc(argv: readonly string[], io: CliIo): Promise<ExitCode>
     await out.commit();
 
     if (settings.json) {
-      const summary: Record<string, unknown> = { output, recipients: [...recipients.policies.keys()], timestamp: ts, signedBy: { public: keys.pubSignKey.policy } };
-      if (keys.privSignKey !== undefined) (summary['signedBy'] as Record<string, unknown>)['private'] = keys.privSignKey.policy;
-      io.stdout.write(`${JSON.stringify(summary)}\n`);
+      const signedBy = { public: keys.pubSignKey.policy, ...(keys.privSignKey === undefined ? {} : { private: keys.privSignKey.policy }) };
+      io.stdout.write(`${JSON.stringify({ output, recipients: [...recipients.policies.keys()], timestamp: ts, signedBy })}\n`);
     } else {
       io.stdout.write(`Encrypted ${file} to ${output} for ${[...recipients.policies.keys()].join(', ')}\n`);
       io.stdout.write(`Signed as: ${describePolicy(keys.pubSignKey.policy)}\n`);

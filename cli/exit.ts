@@ -85,6 +85,10 @@ const PKG_EXITS: Record<PkgClientErrorCode, ExitCode> = {
 export function describeFailure(error: unknown): { exitCode: ExitCode; message: string } {
   if (error instanceof CliError) return { exitCode: error.exitCode, message: error.message };
   if (isPostGuardError(error)) {
+    // A file we read or write failed under the library: our own error says which file and why.
+    if ((error.code === ErrorCode.SOURCE_FAILED || error.code === ErrorCode.SINK_FAILED) && error.cause instanceof CliError) {
+      return { exitCode: error.cause.exitCode, message: error.cause.message };
+    }
     const exitCode = LIBRARY_EXITS[error.code] ?? Exit.INTERNAL;
     return { exitCode, message: libraryMessage(error.code, error.message) };
   }
@@ -107,6 +111,8 @@ function libraryMessage(code: ErrorCode, detail: string): string {
       return `the encrypted file is damaged or was changed (${code}): ${detail}`;
     case ErrorCode.NOT_POSTGUARD:
       return 'the input is not a PostGuard encrypted file';
+    case ErrorCode.WRONG_MODE:
+      return "the file was sealed in PostGuard's in-memory mode; pg-cli reads streaming-mode files, as PostGuard's pg-cli does";
     default:
       return `${detail} (${code})`;
   }

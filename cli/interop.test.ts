@@ -112,4 +112,24 @@ describe('pg-cli ↔ @e4a/pg-wasm 0.5.10', () => {
     expect(Buffer.compare(opened.bytes(), Buffer.from(plain))).toBe(0);
     expect(verified.public.con).toEqual([{ t: EMAIL, v: ALICE }]);
   });
+
+  it("a file in pg-wasm's in-memory mode is refused with exit 3 and a clear reason, before any session", async () => {
+    const mpk = (await (await fetch(`${pkg.url}/v2/parameters`)).json()).publicKey;
+    const jwt = await sessionJwt([{ t: EMAIL }], { [EMAIL]: ALICE });
+    const keys = await (
+      await fetch(`${pkg.url}/v2/irma/sign/key`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${jwt}` },
+        body: JSON.stringify({ pubSignId: [{ t: EMAIL }] }),
+      })
+    ).json();
+    const ts = Math.floor(Date.now() / 1000) - 5;
+    const sealed = await pg.seal(mpk, { policy: { [BOB]: { ts, con: [{ t: EMAIL, v: BOB }] } }, pubSignKey: keys.pubSignKey }, new TextEncoder().encode('in memory'));
+    const file = join(dir, 'in-memory.txt.enc');
+    await writeFile(file, sealed);
+    const opened = await runCliProcess(['dec', '--pkg', pkg.url, file], { wallet: (s) => disclose(s, { [EMAIL]: BOB }) });
+    expect(opened.code).toBe(3);
+    expect(opened.stderr).toBe("pg-cli: error: the file was sealed in PostGuard's in-memory mode; pg-cli reads streaming-mode files, as PostGuard's pg-cli does\n");
+    expect(opened.sessions).toEqual([]);
+  });
 });
