@@ -1,0 +1,187 @@
+import type { VerificationResult } from '../lib/signatures.js';
+import { reviveError } from './errors.js';
+import { readableToPort } from './port-stream.js';
+import {
+  MESSAGE_KEEPALIVE,
+  MESSAGE_REGISTER,
+  MESSAGE_REVOKE,
+  type DownloadEvent,
+  type RegisterRequest,
+  type WireSource,
+} from './sw-protocol.js';
+import { streamTransport } from './transfer.js';
+
+/**
+ * The page's side of the decrypting service worker (sw.ts): register the worker once, then hand
+ * it a ciphertext and keys and get a URL whose response is the plaintext, decrypted as it streams.
+ *
+ *   await registerDecryptingServiceWorker('/postguard-sw.js');
+ *   const dl = await prepareDownload({ source: blobOrUrlOrStream, recipientId, usk, vk, filename: 'report.pdf' });
+ *   triggerDownload(dl.url);                    // or <iframe src>, or fetch(dl.url)
+ *   const sender = await dl.done;               // rejects with the coded error if it failed
+ */
+
+export { DOWNLOAD_PATH } from './sw-protocol.js';
+export type { RegisterRequest } from './sw-protocol.js';
+
+export interface DownloadOptions {
+  /** The ciphertext: a URL (fetched by the worker), a Blob/File, or a stream (transferred). */
+  source: string | URL | Blob | ReadableStream<Uint8Array>;
+  /** For a URL source: request headers (e.g. Authorization) and credentials mode. */
+  headers?: Record<string, string>;
+  credentials?: RequestCredentials;
+  recipientId: string;
+  usk: string;
+  vk: string;
+  filename: string;
+  contentType?: string;
+  disposition?: 'attachment' | 'inline';
+  /** Ciphertext bytes, for a stream source (Blob and URL sources know theirs): enables Content-Length. */
+  size?: number;
+  /** How long the URL waits to be fetched (default 5 minutes). */
+  ttlMs?: number;
+  /** Plaintext bytes delivered so far (a few times a second). */
+  onProgress?: (bytes: number) => void;
+}
+
+export interface PreparedDownload {
+  id: string;
+  /** Same-origin URL under the worker's scope; works once. */
+  url: string;
+  /** The sender's verified identity once the last byte authenticated; rejects with a coded error. */
+  done: Promise<VerificationResult>;
+  /** Forgets the registration (if it was not fetched yet). */
+  revoke(): void;
+}
+
+function container(): ServiceWorkerContainer {
+  if (typeof navigator === 'undefined' || !('serviceWorker' in navigator)) {
+    throw new Error('service workers are not available here (they need a secure context: https or localhost)');
+  }
+  return navigator.serviceWorker;
+}
+
+/**
+ * Registers the decrypting service worker and waits until it controls this page (it claims open
+ * pages when it activates). `scriptUrl` is the built postguard-sw.js; its location sets the
+ * default scope.
+ */
+export async function registerDecryptingServiceWorker(
+  scriptUrl: string | URL,
+  options: RegistrationOptions = {},
+): Promise<ServiceWorkerRegistration> {
+  const sw = container();
+  const registration = await sw.register(scriptUrl, options);
+  if (sw.controller === null) {
+    await new Promise<void>((resolve) => sw.addEventListener('controllerchange', () => resolve(), { once: true }));
+  }
+  return registration;
+}
+
+async function activeWorker(): Promise<ServiceWorker> {
+  const sw = container();
+  const registration = await sw.ready;
+  const worker = sw.controller ?? registration.active;
+  if (worker === null) throw new Error('no active decrypting service worker');
+  return worker;
+}
+
+let pendingDownloads = 0;
+let keepAlive: ReturnType<typeof setInterval> | undefined;
+
+/** Browsers stop idle service workers; a message now and then keeps a long download's worker up. */
+function trackDownload(worker: ServiceWorker, done: Promise<unknown>): void {
+  pendingDownloads++;
+  keepAlive ??= setInterval(() => worker.postMessage({ type: MESSAGE_KEEPALIVE }), 20_000);
+  void done
+    .catch(() => undefined)
+    .finally(() => {
+      if (--pendingDownloads === 0 && keepAlive !== undefined) {
+        clearInterval(keepAlive);
+        keepAlive = undefined;
+      }
+    });
+}
+
+function wireSource(options: DownloadOptions): { source: WireSource; transfer: Transferable[] } {
+  const { source } = options;
+  if (typeof source === 'string' || source instanceof URL) {
+    const url = new URL(String(source), globalThis.location?.href).href;
+    const wire: WireSource = { kind: 'url', url };
+    if (options.headers !== undefined) wire.headers = options.headers;
+    if (options.credentials !== undefined) wire.credentials = options.credentials;
+    return { source: wire, transfer: [] };
+  }
+  if (source instanceof Blob) return { source: { kind: 'blob', blob: source }, transfer: [] };
+  if (source instanceof ReadableStream) {
+    if (streamTransport() === 'transfer') return { source: { kind: 'stream', stream: source }, transfer: [source as unknown as Transferable] };
+    const port = readableToPort(source);
+    return { source: { kind: 'port', port }, transfer: [port] };
+  }
+  throw new TypeError('source must be a URL, a Blob or a ReadableStream');
+}
+
+/** Registers a ciphertext with the service worker; fetch the returned URL to get the plaintext. */
+export async function prepareDownload(options: DownloadOptions): Promise<PreparedDownload> {
+  const worker = await activeWorker();
+  const { source, transfer } = wireSource(options);
+  const request: RegisterRequest = {
+    source,
+    recipientId: options.recipientId,
+    usk: options.usk,
+    vk: options.vk,
+    filename: options.filename,
+  };
+  if (options.contentType !== undefined) request.contentType = options.contentType;
+  if (options.disposition !== undefined) request.disposition = options.disposition;
+  if (options.size !== undefined) request.size = options.size;
+  if (options.ttlMs !== undefined) request.ttlMs = options.ttlMs;
+
+  const channel = new MessageChannel();
+  let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };
+  const done = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
+  done.catch(() => undefined);
+  const registered = new Promise<{ id: string; url: string }>((resolve, reject) => {
+    channel.port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
+      switch (data.type) {
+        case 'registered':
+          if (data.ok) resolve({ id: data.id, url: data.url });
+          else {
+            const error = reviveError(data.error);
+            reject(error);
+            settle.reject(error);
+            channel.port1.close();
+          }
+          break;
+        case 'progress':
+          options.onProgress?.(data.bytes);
+          break;
+        case 'done':
+          options.onProgress?.(data.bytes);
+          settle.resolve(data.result);
+          channel.port1.close();
+          break;
+        case 'error':
+          settle.reject(reviveError(data.error));
+          channel.port1.close();
+          break;
+      }
+    };
+  });
+  worker.postMessage({ type: MESSAGE_REGISTER, request }, [channel.port2, ...transfer]);
+  const { id, url } = await registered;
+  trackDownload(worker, done);
+  return { id, url, done, revoke: () => worker.postMessage({ type: MESSAGE_REVOKE, id }) };
+}
+
+/** Starts a browser download of `url` (an <a download> click); the file name comes from the response. */
+export function triggerDownload(url: string, filename = ''): void {
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.rel = 'noopener';
+  a.style.display = 'none';
+  document.body.append(a);
+  a.click();
+  a.remove();
+}

@@ -1,0 +1,326 @@
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_SEGMENT_SIZE, sealStream, type SealOptions } from '../lib/index.js';
+import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import { SEGMENT_OVERHEAD } from '../lib/segments.js';
+import { chunkedSource, collector } from '../test/streams.js';
+import { reviveError } from './errors.js';
+import { FramingSniffer } from './plaintext-size.js';
+import { contentDisposition, installDecrypter, safeFilename, type DecrypterOptions } from './sw-core.js';
+import { MESSAGE_REGISTER, MESSAGE_REVOKE, type DownloadEvent, type RegisterRequest } from './sw-protocol.js';
+
+/**
+ * The service worker's logic in Node, behind a minimal stand-in for ServiceWorkerGlobalScope
+ * (an EventTarget with `registration.scope` and fetch/message events). Real HTTP for URL sources.
+ * The real service worker in Chromium is tested in worker/test/service-worker.spec.ts.
+ */
+
+const TS = 1_700_000_000;
+const ALICE = 'alice@example.org';
+const EMAIL = 'pbdf.sidn-pbdf.email.email';
+const SCOPE = 'https://app.example/sub/';
+
+let vk: string;
+let usk: string;
+let otherUsk: string;
+let ciphertext: Uint8Array;
+let plain: Uint8Array;
+let framingBytes: number;
+let sealLarge: () => Promise<Uint8Array>;
+let server: Server;
+let serverUrl: string;
+const sender = { ts: TS, con: [{ t: EMAIL, v: 'bob@example.org' }] };
+
+beforeAll(async () => {
+  const kem = generateKemKeys();
+  const ibs = generateSigningKeys();
+  vk = ibs.vk;
+  const alice = { ts: TS, con: [{ t: EMAIL, v: ALICE }] };
+  usk = extractUsk(kem.msk, alice);
+  otherUsk = extractUsk(kem.msk, { ts: TS, con: [{ t: EMAIL, v: 'eve@example.org' }] });
+  const options: SealOptions = { policy: { [ALICE]: alice }, pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender } };
+  plain = Uint8Array.from({ length: 3 * DEFAULT_SEGMENT_SIZE + 1234 }, (_, i) => (i * 5 + 1) & 255);
+  const out = collector();
+  await sealStream(kem.mpk, options, chunkedSource(plain), out.writable);
+  ciphertext = out.bytes();
+  const sniffer = new FramingSniffer();
+  sniffer.push(ciphertext);
+  framingBytes = sniffer.framing!.framingBytes;
+  sealLarge = async () => {
+    const big = collector();
+    await sealStream(kem.mpk, options, chunkedSource(new Uint8Array(16 * DEFAULT_SEGMENT_SIZE)), big.writable);
+    return big.bytes();
+  };
+  server = createServer((req, res) => {
+    if (req.url === '/ct') res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': ciphertext.length }).end(ciphertext);
+    else res.writeHead(404).end('no');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+
+afterAll(() => new Promise((resolve) => server?.close(resolve)));
+
+type Scope = EventTarget & { registration: { scope: string } };
+
+function worker(options: DecrypterOptions = {}) {
+  const scope: Scope = Object.assign(new EventTarget(), { registration: { scope: SCOPE }, fetch: globalThis.fetch });
+  installDecrypter(scope as unknown as ServiceWorkerGlobalScope, { progressIntervalMs: 0, ...options });
+
+  /** Posts a registration; resolves with the reply, and collects later events. */
+  async function register(request: Partial<RegisterRequest>, transfer: Transferable[] = []) {
+    const { port1, port2 } = new MessageChannel();
+    const events: DownloadEvent[] = [];
+    let ended!: (e: DownloadEvent) => void;
+    const end = new Promise<DownloadEvent>((resolve) => (ended = resolve));
+    const reply = new Promise<DownloadEvent>((resolve) => {
+      port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
+        events.push(data);
+        if (data.type === 'registered') resolve(data);
+        if (data.type === 'done' || data.type === 'error' || (data.type === 'registered' && !data.ok)) {
+          ended(data);
+          port1.close();
+        }
+      };
+    });
+    const base = { recipientId: ALICE, usk, vk, filename: 'report.bin', source: { kind: 'blob', blob: new Blob([ciphertext]) } };
+    // Node's MessagePort cannot carry the message itself here; the worker only reads event.data and event.ports.
+    void transfer;
+    scope.dispatchEvent(Object.assign(new Event('message'), { data: { type: MESSAGE_REGISTER, request: { ...base, ...request } }, ports: [port2], waitUntil() {} }));
+    return { reply: await reply, events, end };
+  }
+
+  function get(url: string, method = 'GET'): { response: Promise<Response>; lifetime: Promise<unknown> } {
+    let response: Promise<Response> | undefined;
+    const lifetimes: Promise<unknown>[] = [];
+    scope.dispatchEvent(
+      Object.assign(new Event('fetch'), {
+        request: new Request(url, { method }),
+        respondWith: (r: Response | Promise<Response>) => (response = Promise.resolve(r)),
+        waitUntil: (p: Promise<unknown>) => lifetimes.push(p),
+      }),
+    );
+    if (response === undefined) throw new Error(`not handled: ${url}`);
+    return { response, lifetime: Promise.all(lifetimes) };
+  }
+
+  const revoke = (id: string) => scope.dispatchEvent(Object.assign(new Event('message'), { data: { type: MESSAGE_REVOKE, id }, ports: [], waitUntil() {} }));
+  return { scope, register, get, revoke };
+}
+
+const registeredUrl = (reply: DownloadEvent) => {
+  if (reply.type !== 'registered' || !reply.ok) throw new Error(`not registered: ${JSON.stringify(reply)}`);
+  return reply.url;
+};
+
+async function bytesOf(response: Response): Promise<Uint8Array> {
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+describe('a registered download', () => {
+  it('is served once, as a stream of plaintext with the right headers, then reported done', async () => {
+    const w = worker();
+    const { reply, events, end } = await w.register({ filename: 'naïve résumé "v2".pdf', contentType: 'application/pdf' });
+    const url = registeredUrl(reply);
+    expect(url).toMatch(/^https:\/\/app\.example\/sub\/pg-download\/[A-Za-z0-9_-]{22}\/na%C3%AFve/);
+    const { response, lifetime } = w.get(url);
+    const res = await response;
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/pdf');
+    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="na_ve r_sum_ _v2_.pdf"; filename*=UTF-8''na%C3%AFve%20r%C3%A9sum%C3%A9%20%22v2%22.pdf`);
+    expect(res.headers.get('content-length')).toBe(String(plain.length));
+    expect(res.headers.get('content-security-policy')).toBe('sandbox');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await bytesOf(res)).toEqual(plain);
+    await lifetime;
+    expect(await end).toEqual({ type: 'done', bytes: plain.length, result: { public: sender } });
+    expect(events.some((e) => e.type === 'progress')).toBe(true);
+    const again = await w.get(url).response;
+    expect(again.status).toBe(404);
+    expect(again.headers.get('x-postguard-error')).toBe('UNKNOWN_DOWNLOAD');
+  });
+
+  it('fetches a URL source and takes its size from Content-Length', async () => {
+    const w = worker();
+    const { reply } = await w.register({ source: { kind: 'url', url: `${serverUrl}/ct` } });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.headers.get('content-length')).toBe(String(plain.length));
+    expect(await bytesOf(res)).toEqual(plain);
+  });
+
+  it('a URL source that fails is a 502 with SOURCE_FAILED', async () => {
+    const w = worker();
+    const { reply, end } = await w.register({ source: { kind: 'url', url: `${serverUrl}/missing` } });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.status).toBe(502);
+    expect(res.headers.get('x-postguard-error')).toBe('SOURCE_FAILED');
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'SOURCE_FAILED' });
+  });
+
+  it('a stream source has a Content-Length only when its size is declared', async () => {
+    const w = worker();
+    const without = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) } });
+    const a = await w.get(registeredUrl(without.reply)).response;
+    expect(a.headers.get('content-length')).toBeNull();
+    expect(await bytesOf(a)).toEqual(plain);
+    const withSize = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) }, size: ciphertext.length });
+    const b = await w.get(registeredUrl(withSize.reply)).response;
+    expect(b.headers.get('content-length')).toBe(String(plain.length));
+    expect(await bytesOf(b)).toEqual(plain);
+  });
+
+  it('HEAD is refused without spending the registration', async () => {
+    const w = worker();
+    const { reply } = await w.register({});
+    expect((await w.get(registeredUrl(reply), 'HEAD').response).status).toBe(405);
+    expect((await w.get(registeredUrl(reply)).response).status).toBe(200);
+  });
+});
+
+describe('failures', () => {
+  const tamperedAt = (offset: number) => {
+    const bad = ciphertext.slice();
+    bad[offset]! ^= 0x01;
+    return bad;
+  };
+
+  it('a segment that fails after the response started errors the body (the download fails)', async () => {
+    const w = worker();
+    const bad = tamperedAt(ciphertext.length - DEFAULT_SEGMENT_SIZE - 500); // inside segment 2
+    const { reply, end } = await w.register({ source: { kind: 'blob', blob: new Blob([bad]) } });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.status).toBe(200);
+    const error = await bytesOf(res).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'TAMPERED' });
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+  });
+
+  it('a ciphertext cut at a segment boundary errors the body', async () => {
+    const w = worker();
+    // The framing and the first two segments: whole segments, just no final one.
+    const cut = ciphertext.slice(0, framingBytes + 2 * (DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD));
+    const { reply } = await w.register({ source: { kind: 'stream', stream: chunkedSource(cut) } });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.status).toBe(200);
+    await expect(bytesOf(res)).rejects.toMatchObject({ code: expect.stringMatching(/^(TAMPERED|TRUNCATED)$/) });
+  });
+
+  it('a failure before any plaintext is an HTTP error naming the code', async () => {
+    const w = worker();
+    const cases: Array<[Partial<RegisterRequest>, number, string]> = [
+      [{ usk: otherUsk }, 403, 'WRONG_KEY'],
+      [{ recipientId: 'mallory@example.org' }, 403, 'UNKNOWN_RECIPIENT'],
+      [{ source: { kind: 'blob', blob: new Blob([new Uint8Array(100)]) } }, 422, 'NOT_POSTGUARD'],
+      [{ source: { kind: 'blob', blob: new Blob([tamperedAt(framingBytes + 100)]) } }, 422, 'TAMPERED'],
+      [{ source: { kind: 'blob', blob: new Blob([tamperedAt(framingBytes - 5)]) } }, 422, 'BAD_SIGNATURE'],
+      [{ source: { kind: 'blob', blob: new Blob([ciphertext.slice(0, 20)]) } }, 422, 'TRUNCATED'],
+    ];
+    for (const [request, status, code] of cases) {
+      const { reply } = await w.register(request);
+      const res = await w.get(registeredUrl(reply)).response;
+      expect([res.status, res.headers.get('x-postguard-error')]).toEqual([status, code]);
+      expect(await res.json()).toMatchObject({ error: code });
+    }
+  });
+
+  it('a Content-Length that the plaintext does not match fails the body instead of ending it', async () => {
+    const w = worker();
+    const { reply } = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext) }, size: ciphertext.length + 1 });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.headers.get('content-length')).toBe(String(plain.length + 1));
+    await expect(bytesOf(res)).rejects.toMatchObject({ code: 'MALFORMED' });
+  });
+
+  it('cancelling the body stops the decryption and the source', async () => {
+    const w = worker();
+    const large = await sealLarge();
+    let cancelled = false;
+    let reads = 0;
+    const source = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const offset = reads++ * 65_536;
+        if (offset >= large.length) controller.close();
+        else controller.enqueue(large.slice(offset, offset + 65_536));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const { reply, end } = await w.register({ source: { kind: 'stream', stream: source } });
+    const res = await w.get(registeredUrl(reply)).response;
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel('user cancelled');
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'SINK_FAILED' });
+    await expect.poll(() => cancelled).toBe(true);
+    expect(reads * 65_536).toBeLessThan(large.length / 2);
+  });
+});
+
+describe('registrations', () => {
+  it('refuses what it cannot serve, with INVALID_INPUT', async () => {
+    const w = worker();
+    const bad: Array<Partial<RegisterRequest>> = [
+      { source: { kind: 'url', url: 'javascript:alert(1)' } },
+      { source: { kind: 'url', url: 'not a url' } },
+      { source: { kind: 'blob', blob: 'x' as never } },
+      { source: { kind: 'carrier-pigeon' } as never },
+      { source: undefined as never },
+      { contentType: 'text/html\r\nset-cookie: a=b' },
+      { disposition: 'open' as never },
+      { size: -1 },
+      { usk: 5 as never },
+    ];
+    for (const request of bad) {
+      const { reply } = await w.register(request);
+      expect(reply).toMatchObject({ type: 'registered', ok: false });
+      expect(reviveError((reply as { error: unknown }).error)).toMatchObject({ code: 'INVALID_INPUT' });
+    }
+  });
+
+  it('expire unused, and say so', async () => {
+    const w = worker();
+    const { reply, end } = await w.register({ ttlMs: 30 });
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/expired/) });
+    expect((await w.get(registeredUrl(reply)).response).status).toBe(404);
+  });
+
+  it('can be revoked', async () => {
+    const w = worker();
+    const { reply, end } = await w.register({});
+    w.revoke((reply as { id: string }).id);
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/revoked/) });
+    expect((await w.get(registeredUrl(reply)).response).status).toBe(404);
+  });
+
+  it('are capped', async () => {
+    const w = worker({ maxRegistrations: 2 });
+    await w.register({});
+    await w.register({});
+    const { reply } = await w.register({});
+    expect(reviveError((reply as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE' });
+  });
+
+  it('ignores requests outside its path and lets them through', () => {
+    const w = worker();
+    expect(() => w.get(`${SCOPE}other/thing`)).toThrow(/not handled/);
+    expect(() => w.get('https://elsewhere.example/sub/pg-download/x/y')).toThrow(/not handled/);
+    expect(() => w.get(`${SCOPE}pg-download/x/y`, 'POST')).toThrow(/not handled/);
+  });
+});
+
+describe('file names', () => {
+  it('are reduced to a safe base name', () => {
+    expect(safeFilename('../../etc/passwd')).toBe('passwd');
+    expect(safeFilename('C:\\Users\\x\\evil.exe')).toBe('evil.exe');
+    expect(safeFilename('a\u0000b\nc.txt')).toBe('abc.txt');
+    expect(safeFilename('..')).toBe('download');
+    expect(safeFilename(undefined)).toBe('download');
+    expect(safeFilename('x'.repeat(300))).toHaveLength(255);
+  });
+
+  it('are quoted for Content-Disposition without header injection', () => {
+    expect(contentDisposition('inline', 'a"b\\c\r\n.txt')).toBe(`inline; filename="a_b_c__.txt"; filename*=UTF-8''a%22b%5Cc%0D%0A.txt`);
+    expect(contentDisposition('attachment', "it's (1).txt")).toBe(`attachment; filename="it's (1).txt"; filename*=UTF-8''it%27s%20%281%29.txt`);
+  });
+});

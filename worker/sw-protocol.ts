@@ -1,0 +1,56 @@
+import type { VerificationResult } from '../lib/signatures.js';
+
+/**
+ * The messages between a page (download.ts) and the decrypting service worker (sw-core.ts).
+ *
+ *   page → worker (postMessage to the service worker, a reply port attached):
+ *     {type: 'postguard:register', request: RegisterRequest}
+ *   worker → page, on the reply port:
+ *     {type: 'registered', ok: true, id, url} | {type: 'registered', ok: false, error}
+ *     then {type: 'progress', bytes}*, and {type: 'done', bytes, result} or {type: 'error', error}
+ *   page → worker: {type: 'postguard:revoke', id}, {type: 'postguard:keepalive'}
+ *
+ * Errors are WireErrors (errors.ts). The id is 128 random bits: knowing the URL is the only
+ * credential a fetch needs, and it works once.
+ */
+
+export const DOWNLOAD_PATH = 'pg-download/';
+export const MESSAGE_REGISTER = 'postguard:register';
+export const MESSAGE_REVOKE = 'postguard:revoke';
+export const MESSAGE_KEEPALIVE = 'postguard:keepalive';
+
+export type WireSource =
+  | { kind: 'url'; url: string; headers?: Record<string, string>; credentials?: RequestCredentials }
+  | { kind: 'blob'; blob: Blob }
+  /** A transferred ReadableStream. */
+  | { kind: 'stream'; stream: ReadableStream<Uint8Array> }
+  /** A stream served over a MessagePort (where streams cannot be transferred). */
+  | { kind: 'port'; port: MessagePort };
+
+export interface RegisterRequest {
+  source: WireSource;
+  recipientId: string;
+  /** User secret key (base64). Held in the worker's memory until the download ends or expires. */
+  usk: string;
+  /** The PKG's verification key (base64). */
+  vk: string;
+  filename: string;
+  /** Default application/octet-stream. */
+  contentType?: string;
+  /** attachment (save) by default; inline to preview. */
+  disposition?: 'attachment' | 'inline';
+  /** Ciphertext size in bytes, when the source does not tell (streams); enables Content-Length. */
+  size?: number;
+  /** How long the registration waits for its fetch. */
+  ttlMs?: number;
+}
+
+export type RegisterReply =
+  | { type: 'registered'; ok: true; id: string; url: string }
+  | { type: 'registered'; ok: false; error: unknown };
+
+export type DownloadEvent =
+  | RegisterReply
+  | { type: 'progress'; bytes: number }
+  | { type: 'done'; bytes: number; result: VerificationResult }
+  | { type: 'error'; error: unknown };
