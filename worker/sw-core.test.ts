@@ -68,7 +68,7 @@ function worker(options: DecrypterOptions = {}) {
   installDecrypter(scope as unknown as ServiceWorkerGlobalScope, { progressIntervalMs: 0, ...options });
 
   /** Posts a registration; resolves with the reply, and collects later events. */
-  async function register(request: Partial<RegisterRequest>, transfer: Transferable[] = []) {
+  async function register(request: Partial<RegisterRequest>) {
     const { port1, port2 } = new MessageChannel();
     const events: DownloadEvent[] = [];
     let ended!: (e: DownloadEvent) => void;
@@ -83,9 +83,8 @@ function worker(options: DecrypterOptions = {}) {
         }
       };
     });
-    const base = { recipientId: ALICE, usk, vk, filename: 'report.bin', source: { kind: 'blob', blob: new Blob([ciphertext]) } };
-    // Node's MessagePort cannot carry the message itself here; the worker only reads event.data and event.ports.
-    void transfer;
+    const base = { recipientId: ALICE, usk, vk, filename: 'report.bin', source: { kind: 'blob', blob: new Blob([ciphertext as BlobPart]) } };
+    // The message event as a browser dispatches it: the worker reads only event.data and event.ports.
     scope.dispatchEvent(Object.assign(new Event('message'), { data: { type: MESSAGE_REGISTER, request: { ...base, ...request } }, ports: [port2], waitUntil() {} }));
     return { reply: await reply, events, end };
   }
@@ -187,7 +186,7 @@ describe('failures', () => {
   it('a segment that fails after the response started errors the body (the download fails)', async () => {
     const w = worker();
     const bad = tamperedAt(ciphertext.length - DEFAULT_SEGMENT_SIZE - 500); // inside segment 2
-    const { reply, end } = await w.register({ source: { kind: 'blob', blob: new Blob([bad]) } });
+    const { reply, end } = await w.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) } });
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.status).toBe(200);
     const error = await bytesOf(res).catch((e: unknown) => e);
@@ -211,9 +210,9 @@ describe('failures', () => {
       [{ usk: otherUsk }, 403, 'WRONG_KEY'],
       [{ recipientId: 'mallory@example.org' }, 403, 'UNKNOWN_RECIPIENT'],
       [{ source: { kind: 'blob', blob: new Blob([new Uint8Array(100)]) } }, 422, 'NOT_POSTGUARD'],
-      [{ source: { kind: 'blob', blob: new Blob([tamperedAt(framingBytes + 100)]) } }, 422, 'TAMPERED'],
-      [{ source: { kind: 'blob', blob: new Blob([tamperedAt(framingBytes - 5)]) } }, 422, 'BAD_SIGNATURE'],
-      [{ source: { kind: 'blob', blob: new Blob([ciphertext.slice(0, 20)]) } }, 422, 'TRUNCATED'],
+      [{ source: { kind: 'blob', blob: new Blob([tamperedAt(framingBytes + 100) as BlobPart]) } }, 422, 'TAMPERED'],
+      [{ source: { kind: 'blob', blob: new Blob([tamperedAt(framingBytes - 5) as BlobPart]) } }, 422, 'BAD_SIGNATURE'],
+      [{ source: { kind: 'blob', blob: new Blob([ciphertext.slice(0, 20) as BlobPart]) } }, 422, 'TRUNCATED'],
     ];
     for (const [request, status, code] of cases) {
       const { reply } = await w.register(request);
