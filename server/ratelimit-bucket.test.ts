@@ -116,7 +116,7 @@ describe('memoryBucketStore', () => {
     const store = memoryBucketStore(time.clock);
     const take = () => store.take('192.0.2.1', 'general', 10, 50);
     expect(await takeMany(take, 60)).toBe(50);
-    expect(await take()).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    expect(await take()).toEqual({ allowed: false, retryAfterSeconds: 1, waitMs: 100 });
     // Ten seconds at 10/s: 100 more, one every 100 ms, and not one more.
     let allowed = 0;
     for (let i = 0; i < 1000; i++) {
@@ -148,7 +148,7 @@ describe('memoryBucketStore', () => {
     const time = manualMs();
     const store = memoryBucketStore(time.clock);
     expect(await store.take('k', 'sensitive', 2, 1)).toEqual({ allowed: true, retryAfterSeconds: 0 });
-    expect(await store.take('k', 'sensitive', 2, 1)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    expect(await store.take('k', 'sensitive', 2, 1)).toEqual({ allowed: false, retryAfterSeconds: 1, waitMs: 500 });
     time.advance(499);
     expect((await store.take('k', 'sensitive', 2, 1)).retryAfterSeconds).toBe(1);
     time.advance(1);

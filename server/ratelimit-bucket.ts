@@ -13,6 +13,8 @@ export interface TakeResult {
   allowed: boolean;
   /** Whole seconds until a token is available again: 0 when allowed, at least 1 when not. */
   retryAfterSeconds: number;
+  /** When refused and the store knows it: milliseconds until the next token, unrounded. */
+  waitMs?: number;
 }
 
 export interface BucketStore {
@@ -62,6 +64,12 @@ export function retryAfterSeconds(waitUs: number): number {
 }
 
 export const ALLOWED: TakeResult = Object.freeze({ allowed: true, retryAfterSeconds: 0 });
+
+export const refused = (waitUs: number): TakeResult => ({
+  allowed: false,
+  retryAfterSeconds: retryAfterSeconds(waitUs),
+  waitMs: waitUs / 1000,
+});
 
 export interface MemoryBucketStoreOptions {
   /** Hard bound on the number of buckets kept (default 100 000, roughly 10 MB). */
@@ -125,7 +133,7 @@ export function memoryBucketStore(
       buckets.delete(id);
       if (!outcome.allowed) {
         if (fullAt !== undefined) buckets.set(id, fullAt);
-        return Promise.resolve({ allowed: false, retryAfterSeconds: retryAfterSeconds(outcome.waitUs) });
+        return Promise.resolve(refused(outcome.waitUs));
       }
       buckets.set(id, outcome.fullAtUs);
       return Promise.resolve(ALLOWED);

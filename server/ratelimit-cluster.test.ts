@@ -58,6 +58,27 @@ describe('clusterBucketStore (worker side)', () => {
     await store.close();
   });
 
+  it("remembers the primary's refusal until the next token, so a flood does not reach the primary", async () => {
+    const { channel, sent, reply } = fakeChannel();
+    const store = clusterBucketStore({ channel, timeoutMs: 5000 });
+    const first = store.take('a', 'sensitive', 2, 10);
+    reply(1, { allowed: false, retryAfterSeconds: 1, waitMs: 80 });
+    expect(await first).toMatchObject({ allowed: false });
+    // Refused locally, without a message, while the refusal stands; other clients and tiers still ask.
+    for (let i = 0; i < 100; i++) expect((await store.take('a', 'sensitive', 2, 10)).allowed).toBe(false);
+    expect(sent).toHaveLength(1);
+    void store.take('a', 'general', 10, 50);
+    void store.take('b', 'sensitive', 2, 10);
+    expect(sent).toHaveLength(3);
+    // Once the next token is due, the primary decides again.
+    await sleep(90);
+    const again = store.take('a', 'sensitive', 2, 10);
+    expect(sent).toHaveLength(4);
+    reply(4, { allowed: true, retryAfterSeconds: 0 });
+    expect(await again).toEqual({ allowed: true, retryAfterSeconds: 0 });
+    await store.close();
+  });
+
   it('ignores messages that are not answers to its own questions', async () => {
     const { channel, deliver, reply } = fakeChannel();
     const store = clusterBucketStore({ channel, timeoutMs: 5000 });
@@ -147,7 +168,7 @@ describe('installClusterBucketServer (primary side)', () => {
     await sleep(0);
     expect(one.sent).toEqual([
       { protocol: PROTOCOL, id: 1, allowed: true, retryAfterSeconds: 0 },
-      { protocol: PROTOCOL, id: 2, allowed: false, retryAfterSeconds: 1 },
+      { protocol: PROTOCOL, id: 2, allowed: false, retryAfterSeconds: 1, waitMs: 1000 },
     ]);
     expect(two.sent).toEqual([{ protocol: PROTOCOL, id: 1, allowed: true, retryAfterSeconds: 0 }]);
   });

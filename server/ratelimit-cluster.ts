@@ -6,6 +6,11 @@ import { memoryBucketStore, type BucketStore, type TakeResult, type Tier } from 
  * One set of buckets for all workers of a `node:cluster` PKG: workers ask the primary over the cluster
  * IPC channel, and the primary answers from a single store.
  *
+ * A refusal from the primary is remembered in the worker until the client's next token is due, and
+ * the client's takes are refused locally meanwhile. So a flood from one client costs the primary one
+ * message per refill interval per worker instead of one per request; without this the primary fell
+ * behind under a flood, workers timed out into their own buckets, and the allowance multiplied.
+ *
  * When the primary does not answer (hung, or the channel is gone) a worker neither fails closed (that
  * would turn a stuck primary into a full outage) nor open (that would drop the limit on key-issuing
  * endpoints): it answers from its own memory buckets, so the limit still holds per worker, at most N
@@ -89,6 +94,8 @@ export function clusterBucketStore(options: ClusterBucketStoreOptions = {}): Buc
     timer: NodeJS.Timeout;
   }
   const pending = new Map<number, Waiting>();
+  /** `${tier}|${key}` → performance.now() until which the primary's refusal stands. */
+  const refusedUntil = new Map<string, { until: number; result: TakeResult }>();
   let nextId = 1;
   let localUntil = 0;
   let local = false;
@@ -107,12 +114,21 @@ export function clusterBucketStore(options: ClusterBucketStoreOptions = {}): Buc
     clearTimeout(waiting.timer);
     if (local) log?.info('rate limiter: the cluster primary answers again; using the shared buckets');
     local = false;
-    waiting.resolve({ allowed: message.allowed, retryAfterSeconds: message.retryAfterSeconds });
+    const result: TakeResult = { allowed: message.allowed, retryAfterSeconds: message.retryAfterSeconds };
+    if (typeof message.waitMs === 'number' && Number.isFinite(message.waitMs)) result.waitMs = message.waitMs;
+    waiting.resolve(result);
   });
 
   return {
     take(key, tier, ratePerSecond, burst) {
       const answerLocally = () => fallback.take(key, tier, ratePerSecond, burst);
+      const cacheKey = `${tier}|${key}`;
+      const cached = refusedUntil.get(cacheKey);
+      if (cached !== undefined) {
+        const left = cached.until - performance.now();
+        if (left > 0) return Promise.resolve({ ...cached.result, retryAfterSeconds: Math.max(1, Math.ceil(left / 1000)) });
+        refusedUntil.delete(cacheKey);
+      }
       if (!channel.connected) {
         goLocal('is not connected');
         return answerLocally();
@@ -120,6 +136,15 @@ export function clusterBucketStore(options: ClusterBucketStoreOptions = {}): Buc
       if (local && performance.now() < localUntil) return answerLocally();
       return new Promise<TakeResult>((resolve) => {
         const id = nextId++;
+        const remember = (result: TakeResult) => {
+          if (!result.allowed && result.waitMs !== undefined && result.waitMs > 0) {
+            if (refusedUntil.size >= MAX_REMEMBERED_REFUSALS) forgetExpired(refusedUntil);
+            if (refusedUntil.size < MAX_REMEMBERED_REFUSALS) {
+              refusedUntil.set(cacheKey, { until: performance.now() + result.waitMs, result });
+            }
+          }
+          return result;
+        };
         const giveUp = (why: string) => {
           if (!pending.delete(id)) return;
           clearTimeout(timer);
@@ -128,7 +153,7 @@ export function clusterBucketStore(options: ClusterBucketStoreOptions = {}): Buc
         };
         const timer = setTimeout(() => giveUp(`did not answer within ${timeoutMs} ms`), timeoutMs);
         timer.unref();
-        pending.set(id, { resolve, answerLocally, timer });
+        pending.set(id, { resolve: (r) => resolve(r instanceof Promise ? r : remember(r)), answerLocally, timer });
         channel.send({ protocol: PROTOCOL, id, key, tier, ratePerSecond, burst }, (error) => {
           if (error !== null) giveUp(`could not be reached (${error.message})`);
         });
@@ -168,6 +193,13 @@ export function installClusterBucketServer(cluster: Cluster, store: BucketStore)
 }
 
 const MAX_KEY_LENGTH = 256;
+/** Bounds the worker's memory of refusals under a flood of distinct clients. */
+const MAX_REMEMBERED_REFUSALS = 10_000;
+
+function forgetExpired(refusals: Map<string, { until: number }>): void {
+  const now = performance.now();
+  for (const [k, v] of refusals) if (v.until <= now) refusals.delete(k);
+}
 
 function isTakeRequest(message: unknown): message is TakeRequest {
   if (typeof message !== 'object' || message === null) return false;

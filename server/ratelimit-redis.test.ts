@@ -45,7 +45,7 @@ describe('redisBucketStore', () => {
     const takes = [];
     for (let i = 0; i < 10; i++) takes.push((i % 2 === 0 ? one : two).take('198.51.100.1', 'general', 1, 5));
     expect(await allowedOf(takes)).toBe(5);
-    expect(await two.take('198.51.100.1', 'general', 1, 5)).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    expect(await two.take('198.51.100.1', 'general', 1, 5)).toMatchObject({ allowed: false, retryAfterSeconds: 1 });
     // Another client and the other tier are separate buckets.
     expect((await one.take('198.51.100.2', 'general', 1, 5)).allowed).toBe(true);
     expect((await one.take('198.51.100.1', 'sensitive', 1, 1)).allowed).toBe(true);

@@ -4,7 +4,7 @@ import {
   ALLOWED,
   atLeastOne,
   memoryBucketStore,
-  retryAfterSeconds,
+  refused,
   tokenIntervalUs,
   type BucketStore,
   type TakeResult,
@@ -114,7 +114,7 @@ export function redisBucketStore(url: string, options: RedisBucketStoreOptions =
           Math.floor(atLeastOne(burst)),
         );
         toShared();
-        return allowed === 1 ? ALLOWED : { allowed: false, retryAfterSeconds: retryAfterSeconds(waitUs) };
+        return allowed === 1 ? ALLOWED : refused(waitUs);
       } catch (error) {
         toLocal(`failed (${error instanceof Error ? error.message : String(error)})`);
         return fallback.take(key, tier, ratePerSecond, burst);
