@@ -315,6 +315,17 @@ describe('failures: exit codes, one line, and no output left behind', () => {
     expect(await exists(`${file}.enc`)).toBe(false);
   });
 
+  it('a --qr-json descriptor that is not open → 2, and the session it could not announce is cancelled', async () => {
+    const file = await plainFile();
+    const before = (await (await fetch(`${pkg.yivi.url}/standin/sessions`)).json()).sessions.length;
+    const result = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), '--qr-json', '9', file], {
+      noPointerFd: true,
+    });
+    expect(result.code).toBe(Exit.USAGE);
+    expect(result.stderr).toMatch(/pg-cli: error: --qr-json: cannot write to file descriptor 9: /);
+    expect((await (await fetch(`${pkg.yivi.url}/standin/sessions`)).json()).sessions).toHaveLength(before);
+  });
+
   it('a session nobody completes → 6 after --session-timeout, and the CLI cancels it', async () => {
     const file = await plainFile();
     const started = Date.now();

@@ -38,4 +38,8 @@ if (argv.includes('--report-max-rss')) {
   // maxRSS is in KiB.
   stderr.write(`max-rss-bytes=${process.resourceUsage().maxRSS * 1024}\n`);
 }
-process.exitCode = code;
+// Exit explicitly once stdout and stderr have taken everything: a socket kept alive by the HTTP
+// client, or anything else left running, must not keep a script waiting.
+const flushed = (s: NodeJS.WriteStream) => new Promise<void>((resolve) => s.write('', () => resolve()));
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+process.exit(code);

@@ -1,4 +1,5 @@
 import { PkgClient, type StartRequest } from '../lib/pkg/client.js';
+import type { IdentitySession } from '../lib/pkg/session.js';
 import { universalLink } from '../lib/pkg/links.js';
 import { memoryStore } from '../lib/pkg/store.js';
 import { CliError, Exit, usage } from './exit.js';
@@ -60,13 +61,28 @@ export async function identitySession(
   display: SessionDisplay,
 ): Promise<string> {
   const { out, signal } = display;
-  const session = await client.startSession(request, {
-    signal,
+  signal.throwIfAborted();
+  // The session is not tied to `signal`: on an interrupt we cancel it ourselves and wait for the
+  // identity server to hear it, before the process exits.
+  const starting = client.startSession(request, {
     onStatus: (status) => {
       const line = STATUS_LINES[status];
       if (line !== undefined) out.write(`${line}\n`);
     },
   });
+  const interrupted = new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+  interrupted.catch(() => undefined);
+  let session: IdentitySession;
+  try {
+    session = await Promise.race([starting, interrupted]);
+  } catch (error) {
+    // Interrupted while the PKG was starting it: cancel it if it did start.
+    void starting.then((late) => late.cancel(), () => undefined);
+    throw error;
+  }
   const what = purpose === 'sign' ? 'sign the file as the sender' : 'get the key that opens the file';
   if (display.qr) {
     out.write(`Scan this QR code with the Yivi app to ${what}:\n`);
@@ -75,7 +91,14 @@ export async function identitySession(
   } else {
     out.write(`To ${what}, open this link on the phone that has the Yivi app: ${universalLink(session.pointer)}\n`);
   }
-  if (display.pointerSink !== undefined) emitPointer(display.pointerSink, purpose, session.pointer);
+  if (display.pointerSink !== undefined) {
+    try {
+      emitPointer(display.pointerSink, purpose, session.pointer);
+    } catch (error) {
+      await session.cancel();
+      throw error;
+    }
+  }
 
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
@@ -85,7 +108,10 @@ export async function identitySession(
     }, display.timeoutMs);
   });
   try {
-    return await Promise.race([session.result(), timedOut]);
+    return await Promise.race([session.result(), timedOut, interrupted]);
+  } catch (error) {
+    if (signal.aborted) await session.cancel();
+    throw error;
   } finally {
     clearTimeout(timer);
   }
