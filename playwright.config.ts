@@ -1,0 +1,37 @@
+import { defineConfig } from '@playwright/test';
+
+/**
+ * Browser tests: worker/test/*.spec.ts (the crypto worker, the decrypting service worker and the
+ * PKG client in Chromium) and e2e/*.spec.ts (the demo, end to end). Every server a spec needs is
+ * started by the spec itself on an ephemeral loopback port.
+ *
+ *   npx playwright test                       all of them
+ *   npx playwright test worker/test           the browser runtime only
+ */
+export default defineConfig({
+  testDir: '.',
+  testMatch: ['worker/test/**/*.spec.ts', 'e2e/**/*.spec.ts'],
+  timeout: 180_000,
+  expect: { timeout: 15_000 },
+  // The machine is small and shared; the specs measure memory and responsiveness.
+  workers: 1,
+  fullyParallel: false,
+  forbidOnly: true,
+  reporter: [['list']],
+  outputDir: 'test-results',
+  use: {
+    browserName: 'chromium',
+    launchOptions: {
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    },
+  },
+});

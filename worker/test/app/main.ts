@@ -1,0 +1,381 @@
+import { sha256 } from '@noble/hashes/sha2.js';
+import { createStore, keys as storeKeys } from 'idb-keyval';
+import { seal as sealHere, sealStream as sealStreamHere } from '../../../lib/index.js';
+import {
+  PkgClient,
+  PostGuardWorker,
+  drawQr,
+  indexedDbStore,
+  isPostGuardError,
+  isPkgClientError,
+  prepareDownload,
+  qrSvg,
+  registerDecryptingServiceWorker,
+  setStreamTransport,
+  triggerDownload,
+  canTransferStreams,
+  type IdentitySession,
+  type SealOptions,
+} from '../../client.js';
+
+/**
+ * The page the Playwright specs drive (worker/test/*.spec.ts): the built postguard-ts/worker,
+ * its crypto worker and the decrypting service worker, bundled by Vite as an application would.
+ * Everything is exposed on window.pgt; bytes cross page.evaluate as base64.
+ */
+
+const b64 = (bytes: Uint8Array): string => {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+};
+const unb64 = (text: string): Uint8Array => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+
+/** Deterministic, non-repeating-per-chunk plaintext of `size` bytes, generated as it is read. */
+const PATTERN = Uint8Array.from({ length: 65_536 + 251 }, (_, i) => (i * 2_654_435_761) >>> 24);
+function pattern(size: number, chunk = 65_536): { stream: ReadableStream<Uint8Array>; digest: () => string } {
+  const hash = sha256.create();
+  let offset = 0;
+  let k = 0;
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (offset >= size) {
+          controller.close();
+          return;
+        }
+        const n = Math.min(chunk, size - offset);
+        const start = k++ % 251;
+        const bytes = PATTERN.slice(start, start + n);
+        hash.update(bytes);
+        offset += n;
+        controller.enqueue(bytes);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, digest: () => hex(hash.digest()) };
+}
+
+/** A sink that hashes what it gets and counts it, keeping nothing. */
+function hashingSink() {
+  const hash = sha256.create();
+  let bytes = 0;
+  let state = 'open';
+  let abortReason: unknown;
+  const writable = new WritableStream<Uint8Array>({
+    write(chunk) {
+      hash.update(chunk);
+      bytes += chunk.length;
+    },
+    close() {
+      state = 'closed';
+    },
+    abort(reason) {
+      state = 'aborted';
+      abortReason = reason;
+    },
+  });
+  return { writable, digest: () => hex(hash.digest()), bytes: () => bytes, state: () => state, abortReason: () => abortReason };
+}
+
+/** Collects a stream into one Uint8Array. */
+async function collect(readable: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  const reader = readable.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    n += value.length;
+  }
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+const describeError = (e: unknown) => ({
+  name: (e as Error)?.name,
+  code: (e as { code?: string })?.code,
+  message: (e as Error)?.message,
+  postguard: isPostGuardError(e),
+  pkg: isPkgClientError(e),
+  className: (e as object)?.constructor?.name,
+});
+
+let pg: PostGuardWorker;
+
+const pgt = {
+  canTransferStreams,
+
+  async init(streams?: 'transfer' | 'port'): Promise<string> {
+    pg?.terminate();
+    setStreamTransport(streams);
+    pg = new PostGuardWorker(streams === undefined ? {} : { streams });
+    return pg.shakeBackend();
+  },
+
+  /** In-memory seal and unseal through the worker. */
+  async memoryRoundTrip(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number) {
+    const plain = await collect(pattern(size).stream);
+    const ct = await pg.seal(mpk, options, plain);
+    const u = await pg.Unsealer.new(ct, vk);
+    const header = Object.fromEntries(await u.inspect_header());
+    const [out, sender] = await u.unseal(id, usk);
+    u.free();
+    return { equal: hex(sha256(out)) === hex(sha256(plain)) && out.length === plain.length, header, sender, ctLength: ct.length };
+  },
+
+  /** sealStream and StreamUnsealer through the worker, streams generated and consumed here. */
+  async streamRoundTrip(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number) {
+    const source = pattern(size);
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const sealing = pg.sealStream(mpk, options, source.stream, writable);
+    const su = await pg.StreamUnsealer.new(readable, vk);
+    const sink = hashingSink();
+    const sender = await su.unseal(id, usk, sink.writable);
+    await sealing;
+    return { equal: sink.digest() === source.digest(), bytes: sink.bytes(), state: sink.state(), sender };
+  },
+
+  /** Seals `size` pattern bytes in the worker; the ciphertext as base64 (for pg-wasm in Node). */
+  async seal(mpk: string, options: SealOptions, size: number, mode: 'memory' | 'stream') {
+    const source = pattern(size);
+    let ct: Uint8Array;
+    if (mode === 'memory') {
+      ct = await pg.seal(mpk, options, await collect(source.stream));
+    } else {
+      const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+      const [, bytes] = await Promise.all([pg.sealStream(mpk, options, source.stream, writable), collect(readable)]);
+      ct = bytes;
+    }
+    return { ct: b64(ct), sha: source.digest() };
+  },
+
+  /** Opens a base64 ciphertext through the worker; the plaintext's SHA-256. */
+  async open(ctB64: string, vk: string, id: string, usk: string, mode: 'memory' | 'stream') {
+    const ct = unb64(ctB64);
+    try {
+      if (mode === 'memory') {
+        const u = await pg.Unsealer.new(ct, vk);
+        const [plain, sender] = await u.unseal(id, usk);
+        return { sha: hex(sha256(plain)), sender };
+      }
+      const su = await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk);
+      const sink = hashingSink();
+      const sender = await su.unseal(id, usk, sink.writable);
+      return { sha: sink.digest(), sender, state: sink.state() };
+    } catch (e) {
+      return { error: describeError(e) };
+    }
+  },
+
+  /** A stream whose ciphertext is tampered at `offset`: the promise's error and the sink's abort reason. */
+  async tamperedStream(ctB64: string, offset: number, vk: string, id: string, usk: string) {
+    const ct = unb64(ctB64);
+    ct[offset]! ^= 1;
+    const su = await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk);
+    const sink = hashingSink();
+    const error = await su.unseal(id, usk, sink.writable).then(() => undefined, (e: unknown) => e);
+    return { error: describeError(error), state: sink.state(), abortReason: describeError(sink.abortReason()), delivered: sink.bytes() };
+  },
+
+  /** Errors from calls that fail in the worker. */
+  async errors(mpk: string, options: SealOptions, vk: string, id: string, usk: string) {
+    const out: Record<string, unknown> = {};
+    out.garbage = await pg.Unsealer.new(new Uint8Array(100), vk).then(() => 'no error', describeError);
+    const ct = await pg.seal(mpk, options, new Uint8Array(10));
+    const u = await pg.Unsealer.new(ct, vk);
+    out.unknownRecipient = await u.unseal('mallory@example.org', usk).then(() => 'no error', describeError);
+    out.badKey = await u.unseal(id, 'AAAA').then(() => 'no error', describeError);
+    out.wrongMode = await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk).then(() => 'no error', describeError);
+    out.badOptions = await pg.seal(mpk, { ...options, pubSignKey: undefined } as never, new Uint8Array(1)).then(() => 'no error', describeError);
+    const sink = hashingSink();
+    out.sourceFailed = await pg
+      .sealStream(mpk, options, new ReadableStream({ pull: (c) => c.error(new Error('disk on fire')) }), sink.writable)
+      .then(() => 'no error', describeError);
+    out.sourceFailedSink = { state: sink.state(), reason: describeError(sink.abortReason()) };
+    return out;
+  },
+
+  /**
+   * requestAnimationFrame gaps while `size` bytes are sealed (in-memory) in the worker, or on
+   * this thread for comparison.
+   */
+  async responsiveness(mpk: string, options: SealOptions, size: number, where: 'worker' | 'main', mode: 'memory' | 'stream') {
+    const plain = mode === 'memory' ? await collect(pattern(size).stream) : undefined;
+    let frames = 0;
+    let maxGap = 0;
+    let last = performance.now();
+    let running = true;
+    // Measured when the callback runs: a frame's own timestamp is taken before a blocked thread gets to it.
+    const tick = () => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+      frames++;
+      document.getElementById('ticks')!.textContent = String(frames);
+      if (running) requestAnimationFrame(tick);
+    };
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    last = performance.now();
+    requestAnimationFrame(tick);
+    const started = performance.now();
+    if (mode === 'memory') {
+      if (where === 'worker') await pg.seal(mpk, options, plain!);
+      else await sealHere(mpk, options, plain!);
+    } else {
+      const sink = hashingSink();
+      if (where === 'worker') await pg.sealStream(mpk, options, pattern(size).stream, sink.writable);
+      else await sealStreamHere(mpk, options, pattern(size).stream, sink.writable);
+    }
+    const ms = performance.now() - started;
+    running = false;
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    return { frames, maxGap, ms };
+  },
+
+  // ---- service worker ----
+
+  async registerServiceWorker() {
+    await registerDecryptingServiceWorker('/postguard-sw.js');
+    return navigator.serviceWorker.controller !== null;
+  },
+
+  /**
+   * `size` pattern bytes sealed in the crypto worker, streamed as ciphertext straight into the
+   * service worker (transferred), fetched back as plaintext and hashed as it arrives.
+   */
+  async swStream(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number, transport?: 'transfer' | 'port') {
+    setStreamTransport(transport);
+    const source = pattern(size);
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const sealing = pg.sealStream(mpk, options, source.stream, writable);
+    const download = await prepareDownload({ source: readable, recipientId: id, usk, vk, filename: 'big.bin' });
+    const response = await fetch(download.url);
+    const hash = sha256.create();
+    let bytes = 0;
+    const reader = response.body!.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      hash.update(value);
+      bytes += value.length;
+    }
+    await sealing;
+    const sender = await download.done;
+    return { ok: hex(hash.digest()) === source.digest(), bytes, status: response.status, sender, contentLength: response.headers.get('content-length') };
+  },
+
+  /** Seals pattern bytes into a Blob (kept here under a name), optionally tampered or cut. */
+  blobs: new Map<string, Blob>(),
+  async makeBlob(name: string, mpk: string, options: SealOptions, size: number, edit?: { flip?: number; cutTo?: number }) {
+    const source = pattern(size);
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const [, ct] = await Promise.all([pg.sealStream(mpk, options, source.stream, writable), collect(readable)]);
+    if (edit?.flip !== undefined) ct[edit.flip < 0 ? ct.length + edit.flip : edit.flip]! ^= 1;
+    const bytes = edit?.cutTo === undefined ? ct : ct.subarray(0, edit.cutTo);
+    pgt.blobs.set(name, new Blob([bytes as BlobPart]));
+    return { sha: source.digest(), ctLength: bytes.length };
+  },
+
+  /** Registers a stored blob; the URL and a promise for the outcome (read with swOutcome). */
+  outcomes: new Map<string, Promise<unknown>>(),
+  async swPrepare(name: string, id: string, usk: string, vk: string, filename: string) {
+    const download = await prepareDownload({ source: pgt.blobs.get(name)!, recipientId: id, usk, vk, filename });
+    pgt.outcomes.set(download.id, download.done.then((sender) => ({ sender }), (e: unknown) => ({ error: describeError(e) })));
+    return { id: download.id, url: download.url };
+  },
+  swOutcome: (downloadId: string) => pgt.outcomes.get(downloadId),
+
+  /** fetch() of a prepared URL, read to the end: status, headers, hash, or the read error. */
+  async swFetch(url: string) {
+    const response = await fetch(url);
+    const headers = Object.fromEntries(response.headers);
+    try {
+      const body = new Uint8Array(await response.arrayBuffer());
+      return { status: response.status, headers, sha: hex(sha256(body)), bytes: body.length };
+    } catch (e) {
+      return { status: response.status, headers, readError: describeError(e) };
+    }
+  },
+
+  trigger: (url: string) => triggerDownload(url),
+
+  // ---- PKG client ----
+
+  pkgClient: undefined as PkgClient | undefined,
+  session: undefined as IdentitySession | undefined,
+  statuses: [] as string[],
+  makePkgClient(url: string, cacheKeys: boolean, offline = false) {
+    pgt.pkgClient = new PkgClient({
+      url,
+      cacheKeys,
+      store: indexedDbStore(),
+      ...(offline ? { fetch: () => Promise.reject(new TypeError('offline')) } : {}),
+    });
+  },
+  async publicKeys() {
+    const client = pgt.pkgClient!;
+    try {
+      return { mpk: await client.masterPublicKey(), vk: await client.verificationKey() };
+    } catch (e) {
+      return { error: describeError(e) };
+    }
+  },
+  async storedKeys() {
+    return (await storeKeys(createStore('postguard', 'pkg-cache'))).map(String);
+  },
+
+  /**
+   * The recipient flow in the page: the key for `id` from a session (QR shown here, scanned by the
+   * test's wallet), then the file opened in the worker. Resolves with the source of the key.
+   */
+  pendingOpen: undefined as Promise<unknown> | undefined,
+  startOpen(ctB64: string, id: string, vk: string, options: { abortAfterSession?: boolean } = {}) {
+    pgt.session = undefined;
+    pgt.statuses = [];
+    const controller = new AbortController();
+    pgt.pendingOpen = (async () => {
+      try {
+        const u = await pg.Unsealer.new(unb64(ctB64), vk);
+        const policy = (await u.inspect_header()).get(id)!;
+        const key = await pgt.pkgClient!.decryptionKey({
+          recipientId: id,
+          policy,
+          signal: controller.signal,
+          onSession: (session) => {
+            pgt.session = session;
+            session.onStatus((s) => pgt.statuses.push(s));
+            document.getElementById('qr-svg')?.remove();
+            const holder = document.createElement('div');
+            holder.id = 'qr-svg';
+            holder.innerHTML = qrSvg(session.qrText);
+            document.body.append(holder);
+            drawQr(document.getElementById('qr') as HTMLCanvasElement, session.qrText, { scale: 4 });
+            if (options.abortAfterSession) setTimeout(() => controller.abort(), 50);
+          },
+        });
+        const [plain, sender] = await u.unseal(id, key.usk);
+        return { text: new TextDecoder().decode(plain), source: key.source, sender };
+      } catch (e) {
+        return { error: describeError(e) };
+      }
+    })();
+  },
+  /** The QR text once a session is showing (undefined before). */
+  qrText: () => pgt.session?.qrText,
+  sessionToken: () => pgt.session?.token,
+  sameDeviceLink: () => pgt.session?.universalLink,
+  canvasSize: () => (document.getElementById('qr') as HTMLCanvasElement).width,
+  finishOpen: () => pgt.pendingOpen,
+  forgetKeys: () => pgt.pkgClient!.forgetKeys(),
+};
+
+(window as unknown as { pgt: typeof pgt }).pgt = pgt;
