@@ -17,7 +17,7 @@ import { streamTransport } from './transfer.js';
  *
  *   await registerDecryptingServiceWorker('/postguard-sw.js');
  *   const dl = await prepareDownload({ source: blobOrUrlOrStream, recipientId, usk, vk, filename: 'report.pdf' });
- *   triggerDownload(dl.url);                    // or <iframe src>, or fetch(dl.url)
+ *   triggerDownload(dl.url, dl.done);           // a hidden iframe; or fetch(dl.url), or <iframe src> to preview
  *   const sender = await dl.done;               // rejects with the coded error if it failed
  */
 
@@ -174,14 +174,18 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   return { id, url, done, revoke: () => worker.postMessage({ type: MESSAGE_REVOKE, id }) };
 }
 
-/** Starts a browser download of `url` (an <a download> click); the file name comes from the response. */
-export function triggerDownload(url: string, filename = ''): void {
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = filename;
-  a.rel = 'noopener';
-  a.style.display = 'none';
-  document.body.append(a);
-  a.click();
-  a.remove();
+/**
+ * Starts a browser download of a prepared URL by navigating a hidden iframe to it: navigations are
+ * what a service worker answers (Chromium hands an <a download> click straight to its download
+ * manager, past the service worker). The response's Content-Disposition names the file. The frame
+ * is removed once `until` settles (pass the download's `done`), or after a minute.
+ */
+export function triggerDownload(url: string, until?: Promise<unknown>): void {
+  const frame = document.createElement('iframe');
+  frame.hidden = true;
+  frame.src = url;
+  document.body.append(frame);
+  const remove = () => frame.remove();
+  if (until) void until.then(remove, remove);
+  else setTimeout(remove, 60_000);
 }

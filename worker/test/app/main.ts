@@ -285,6 +285,10 @@ const pgt = {
     return { sha: source.digest(), ctLength: bytes.length };
   },
 
+  storeBlob(name: string, ctB64: string) {
+    pgt.blobs.set(name, new Blob([unb64(ctB64) as BlobPart]));
+  },
+
   /** Registers a stored blob; the URL and a promise for the outcome (read with swOutcome). */
   outcomes: new Map<string, Promise<unknown>>(),
   async swPrepare(name: string, id: string, usk: string, vk: string, filename: string) {

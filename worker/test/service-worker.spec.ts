@@ -1,0 +1,166 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { Browser, CDPSession } from '@playwright/test';
+import { DEFAULT_SEGMENT_SIZE } from '../../lib/index.js';
+import { SEGMENT_OVERHEAD } from '../../lib/segments.js';
+import { FramingSniffer } from '../plaintext-size.js';
+import { test, expect, type Keys } from './fixtures.js';
+
+/**
+ * The decrypting service worker in Chromium: a ciphertext generated on the fly (sealed in the
+ * crypto worker) streams into the service worker and comes back as plaintext from a URL, with
+ * flat memory in every thread; real downloads via <a download>; tampered and truncated
+ * ciphertexts make the body fail and the download be marked failed.
+ */
+
+type Pgt = Record<string, (...args: any[]) => any>;
+declare const pgt: Pgt;
+
+const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+const unb64 = (text: string) => new Uint8Array(Buffer.from(text, 'base64'));
+const MiB = 1024 * 1024;
+
+/**
+ * Live JS heap plus ArrayBuffer backing stores, per target (page, crypto worker, service worker),
+ * each sample taken right after a forced garbage collection, so it counts what is held, not what
+ * is waiting to be collected.
+ */
+async function heapMonitor(browser: Browser) {
+  const cdp: CDPSession = await browser.newBrowserCDPSession();
+  let nextId = 0;
+  const pending = new Map<number, (result: any) => void>();
+  cdp.on('Target.receivedMessageFromTarget', (event: { message: string }) => {
+    const message = JSON.parse(event.message) as { id?: number; result?: unknown };
+    if (message.id !== undefined) pending.get(message.id)?.(message.result);
+  });
+  const call = async (sessionId: string, method: string): Promise<any> => {
+    const id = ++nextId;
+    const answer = new Promise((resolve) => pending.set(id, resolve));
+    await cdp.send('Target.sendMessageToTarget', { sessionId, message: JSON.stringify({ id, method }) });
+    return answer;
+  };
+  const { targetInfos } = await cdp.send('Target.getTargets');
+  const targets: Array<{ type: string; sessionId: string }> = [];
+  for (const t of targetInfos as Array<{ type: string; targetId: string; url: string }>) {
+    if (!['page', 'worker', 'service_worker'].includes(t.type) || t.url.startsWith('chrome')) continue;
+    const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: t.targetId, flatten: false });
+    targets.push({ type: t.type, sessionId });
+  }
+  const sample = async (): Promise<Record<string, number>> => {
+    const out: Record<string, number> = {};
+    for (const { type, sessionId } of targets) {
+      await call(sessionId, 'HeapProfiler.collectGarbage');
+      const usage = (await call(sessionId, 'Runtime.getHeapUsage')) as { usedSize: number; backingStorageSize?: number };
+      out[type] = usage.usedSize + (usage.backingStorageSize ?? 0);
+    }
+    return out;
+  };
+  return { targets: targets.map((t) => t.type), sample, close: () => cdp.detach() };
+}
+
+/** Framing length and the whole-segment size, for cutting a ciphertext at a segment boundary. */
+function framingOf(ct: Uint8Array): number {
+  const sniffer = new FramingSniffer();
+  sniffer.push(ct);
+  if (!sniffer.framing) throw new Error('not a streaming ciphertext');
+  return sniffer.framing.framingBytes;
+}
+
+test.beforeEach(async ({ app, page }) => {
+  void app;
+  await page.evaluate(() => pgt.init());
+  expect(await page.evaluate(() => pgt.registerServiceWorker())).toBe(true);
+});
+
+test('64 MiB generated on the fly stream through the service worker: same bytes, flat memory', async ({ page, browser, keys }) => {
+  const size = Number(process.env.PG_SW_TEST_MIB ?? 64) * MiB;
+  const monitor = await heapMonitor(browser);
+  expect(monitor.targets.sort()).toEqual(['page', 'service_worker', 'worker']);
+  const baseline = await monitor.sample();
+  const peaks = { ...baseline };
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const now = await monitor.sample();
+      for (const [k, v] of Object.entries(now)) peaks[k] = Math.max(peaks[k] ?? 0, v);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+  })();
+  const started = Date.now();
+  const r = await page.evaluate(([k, n]) => pgt.swStream(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
+  const seconds = (Date.now() - started) / 1000;
+  sampling = false;
+  await sampler;
+  await monitor.close();
+  const growth = Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, +((v - baseline[k]!) / MiB).toFixed(1)]));
+  console.log(`${size / MiB} MiB through the service worker in ${seconds.toFixed(1)} s; peak live memory growth (MiB): ${JSON.stringify(growth)}`);
+  expect(r).toMatchObject({ ok: true, bytes: size, status: 200, contentLength: null, sender: { public: keys.sender } });
+  // Holding the file anywhere would add its size; streaming holds a few segments per thread.
+  for (const [target, mib] of Object.entries(growth)) expect(mib, target).toBeLessThan(16);
+});
+
+test('through the MessagePort relay (browsers without transferable streams)', async ({ page, keys }) => {
+  const r = await page.evaluate(([k, n]) => pgt.swStream(k.mpk, k.options, k.id, k.usk, k.vk, n, 'port'), [keys, 3 * MiB + 7] as const);
+  expect(r).toMatchObject({ ok: true, bytes: 3 * MiB + 7, status: 200, sender: { public: keys.sender } });
+});
+
+test('a Blob source: Content-Length, file name, and a real download with the same bytes', async ({ page, keys }) => {
+  const size = 2 * MiB + 333;
+  const made = await page.evaluate(([k, n]) => pgt.makeBlob('plain', k.mpk, k.options, n), [keys, size] as const);
+  const probe = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'naïve report.pdf'), [keys] as const);
+  const fetched = await page.evaluate((url) => pgt.swFetch(url), probe.url);
+  expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
+  expect(fetched.headers['content-length']).toBe(String(size));
+  expect(fetched.headers['content-disposition']).toBe(`attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`);
+  expect(await page.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({ sender: { public: keys.sender } });
+  // Single use.
+  expect(await page.evaluate((url) => pgt.swFetch(url), probe.url)).toMatchObject({ status: 404, headers: { 'x-postguard-error': 'UNKNOWN_DOWNLOAD' } });
+
+  const prepared = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'report.pdf'), [keys] as const);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.evaluate((url) => pgt.trigger(url), prepared.url)]);
+  expect(download.suggestedFilename()).toBe('report.pdf');
+  expect(await download.failure()).toBeNull();
+  expect(sha(await readFile(await download.path()))).toBe(made.sha);
+});
+
+async function sealedInPage(page: import('@playwright/test').Page, keys: Keys, size: number): Promise<Uint8Array> {
+  const sealed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, size] as const);
+  return unb64(sealed.ct);
+}
+
+for (const [name, edit] of [
+  ['a flipped bit in a middle segment', (ct: Uint8Array) => ((ct[framingOf(ct) + DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD + 1000]! ^= 1), ct)],
+  ['a flipped bit in the final segment', (ct: Uint8Array) => ((ct[ct.length - 20]! ^= 1), ct)],
+  ['the final segment cut off (a clean segment boundary)', (ct: Uint8Array) => ct.slice(0, framingOf(ct) + 3 * (DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD))],
+  ['the last byte cut off', (ct: Uint8Array) => ct.slice(0, ct.length - 1)],
+] as const) {
+  test(`${name}: the body fails after the good segments, the download is marked failed`, async ({ page, keys }) => {
+    const ct = edit(await sealedInPage(page, keys, 3 * DEFAULT_SEGMENT_SIZE + 5000));
+    await page.evaluate(([n, c]) => pgt.storeBlob(n, c), ['bad', b64(ct)] as const);
+
+    const probe = await page.evaluate(([k]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, 'bad.bin'), [keys] as const);
+    const fetched = await page.evaluate((url) => pgt.swFetch(url), probe.url);
+    expect(fetched.status).toBe(200);
+    expect(fetched.readError).toMatchObject({ name: 'TypeError' });
+    const outcome = await page.evaluate((id) => pgt.swOutcome(id), probe.id);
+    expect(outcome.error.code).toMatch(/^(TAMPERED|TRUNCATED)$/);
+    expect(outcome.error.postguard).toBe(true);
+
+    const prepared = await page.evaluate(([k]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, 'bad.bin'), [keys] as const);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.evaluate((url) => pgt.trigger(url), prepared.url)]);
+    expect(await download.failure()).not.toBeNull();
+  });
+}
+
+test('a wrong key or recipient is an HTTP error before any byte, with the code', async ({ page, keys }) => {
+  const ct = await sealedInPage(page, keys, 100_000);
+  await page.evaluate(([n, c]) => pgt.storeBlob(n, c), ['ok', b64(ct)] as const);
+  const wrongKey = await page.evaluate(([k]) => pgt.swPrepare('ok', k.id, k.usk.replace(/^./, (c: string) => (c === 'A' ? 'B' : 'A')), k.vk, 'x'), [keys] as const);
+  const res = await page.evaluate((url) => pgt.swFetch(url), wrongKey.url);
+  expect(res.status).toBeGreaterThanOrEqual(400);
+  expect(res.headers['x-postguard-error']).toMatch(/^(WRONG_KEY|INVALID_KEY)$/);
+  expect((await page.evaluate((id) => pgt.swOutcome(id), wrongKey.id)).error.code).toBe(res.headers['x-postguard-error']);
+  const stranger = await page.evaluate(([k]) => pgt.swPrepare('ok', 'mallory@example.org', k.usk, k.vk, 'x'), [keys] as const);
+  expect(await page.evaluate((url) => pgt.swFetch(url), stranger.url)).toMatchObject({ status: 403, headers: { 'x-postguard-error': 'UNKNOWN_RECIPIENT' } });
+});
