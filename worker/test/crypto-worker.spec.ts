@@ -9,7 +9,7 @@ import { test, expect, type Keys } from './fixtures.js';
  * boundary, and a main thread that keeps drawing frames while 64 MiB are sealed.
  */
 
-type Pgt = Record<string, (...args: any[]) => any>;
+type Pgt = import('./app/main.js').Pgt;
 declare const pgt: Pgt;
 
 const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');

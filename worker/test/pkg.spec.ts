@@ -12,7 +12,7 @@ import { test, expect } from './fixtures.js';
  * The test plays the phone: it reads the QR text from the page and discloses with the simulated wallet.
  */
 
-type Pgt = Record<string, (...args: any[]) => any>;
+type Pgt = import('./app/main.js').Pgt;
 declare const pgt: Pgt;
 
 const EMAIL = 'irma-demo.sidn-pbdf.email.email';

@@ -290,7 +290,7 @@ const pgt = {
   },
 
   /** Registers a stored blob; the URL and a promise for the outcome (read with swOutcome). */
-  outcomes: new Map<string, Promise<unknown>>(),
+  outcomes: new Map<string, Promise<{ sender?: unknown; error?: ReturnType<typeof describeError> }>>(),
   async swPrepare(name: string, id: string, usk: string, vk: string, filename: string) {
     const download = await prepareDownload({ source: pgt.blobs.get(name)!, recipientId: id, usk, vk, filename });
     pgt.outcomes.set(download.id, download.done.then((sender) => ({ sender }), (e: unknown) => ({ error: describeError(e) })));
@@ -383,3 +383,6 @@ const pgt = {
 };
 
 (window as unknown as { pgt: typeof pgt }).pgt = pgt;
+
+/** What the specs call on window.pgt. */
+export type Pgt = typeof pgt;
