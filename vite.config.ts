@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig, type InlineConfig } from 'vite';
+import { build, defineConfig, type InlineConfig, type Plugin, type Rollup } from 'vite';
 
 /**
  * Browser builds of postguard-ts (the test config stays in vitest.config.ts, which aliases '#shake'
@@ -11,7 +11,8 @@ import { defineConfig, type InlineConfig } from 'vite';
  *                                                                   classic script (every browser can
  *                                                                   register it without {type: 'module'})
  *
- * An application that bundles the sources itself needs only `browserAlias` (see worker/README.md).
+ * An application that bundles the sources itself needs `browserAlias`, and `postguardServiceWorker()`
+ * among its plugins to serve and emit the service worker script (see worker/README.md).
  */
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -50,6 +51,51 @@ export function workerLibraryBuild(outDir = OUT_DIR): InlineConfig {
       target: 'es2022',
       sourcemap: true,
       lib: { entry: { 'postguard-worker': here('./worker/client.ts') }, formats: ['es'] },
+    },
+  };
+}
+
+/** The code of the service worker bundle, built in memory. */
+export async function bundleServiceWorker(): Promise<string> {
+  const config = serviceWorkerBuild();
+  const result = await build({ ...config, logLevel: 'warn', build: { ...config.build, write: false, sourcemap: false } });
+  for (const output of Array.isArray(result) ? result : [result]) {
+    if (!('output' in output)) continue;
+    const chunk = (output as Rollup.RollupOutput).output.find((o) => o.type === 'chunk' && o.isEntry);
+    if (chunk && chunk.type === 'chunk') return chunk.code;
+  }
+  throw new Error('the service worker build produced no entry chunk');
+}
+
+/**
+ * A Vite plugin for applications: serves the decrypting service worker at `<base><fileName>` in
+ * the dev server and emits it there in builds, as one classic script, so the page can call
+ * registerDecryptingServiceWorker('<base>postguard-sw.js') either way.
+ */
+export function postguardServiceWorker(options: { fileName?: string } = {}): Plugin {
+  const fileName = options.fileName ?? 'postguard-sw.js';
+  let base = '/';
+  return {
+    name: 'postguard-service-worker',
+    configResolved(config) {
+      base = config.base.endsWith('/') ? config.base : `${config.base}/`;
+    },
+    configureServer(server) {
+      server.middlewares.use((req, res, next) => {
+        if ((req.url ?? '').split('?')[0] !== `${base}${fileName}`) return next();
+        // Built per request: the browser asks again when it checks for an update, and gets the current sources.
+        bundleServiceWorker().then(
+          (code) => {
+            res.setHeader('content-type', 'text/javascript; charset=utf-8');
+            res.setHeader('cache-control', 'no-cache');
+            res.end(code);
+          },
+          (error: unknown) => next(error),
+        );
+      });
+    },
+    async generateBundle() {
+      this.emitFile({ type: 'asset', fileName, source: await bundleServiceWorker() });
     },
   };
 }

@@ -4,12 +4,13 @@ import { test as base, expect } from '@playwright/test';
 import { build, preview, type PreviewServer } from 'vite';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../../lib/keys.js';
 import type { SealOptions } from '../../lib/seal.js';
-import { browserAlias, serviceWorkerBuild } from '../../vite.config.js';
+import { browserAlias, postguardServiceWorker } from '../../vite.config.js';
 
 /**
  * Fixtures for the browser specs: the test app (worker/test/app) built by Vite the way an
- * application bundles postguard-ts/worker, plus the service worker script at the root, served by
- * Vite's preview server on an ephemeral loopback port; and keys made in Node.
+ * application bundles postguard-ts/worker (browserAlias, and the postguardServiceWorker plugin that
+ * emits /postguard-sw.js), served by Vite's preview server on an ephemeral loopback port; and keys
+ * made in Node.
  */
 
 const APP = fileURLToPath(new URL('./app/', import.meta.url));
@@ -23,10 +24,9 @@ async function buildApp(): Promise<void> {
     logLevel: 'warn',
     resolve: { alias: browserAlias },
     worker: { format: 'es' },
+    plugins: [postguardServiceWorker()],
     build: { outDir: OUT, emptyOutDir: true, target: 'es2022', minify: false, sourcemap: false },
   });
-  const sw = serviceWorkerBuild(OUT);
-  await build({ ...sw, logLevel: 'warn', build: { ...sw.build, sourcemap: false } });
 }
 
 export interface Keys {
