@@ -168,6 +168,25 @@ describe('a registered download', () => {
     expect(await bytesOf(b)).toEqual(plain);
   });
 
+  it('keeps the worker alive while the body streams, but not past the event cap', async () => {
+    const w = worker();
+    const { reply } = await w.register({});
+    const { response, lifetime } = w.get(registeredUrl(reply));
+    let ended = false;
+    void lifetime.then(() => (ended = true));
+    const res = await response;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(ended).toBe(false); // headers sent, body not read yet
+    await bytesOf(res);
+    await lifetime;
+
+    const capped = worker({ maxEventMs: 50 });
+    const second = await capped.register({});
+    const unread = capped.get(registeredUrl(second.reply));
+    await unread.response;
+    await unread.lifetime; // resolves at the cap although the body was never read
+  });
+
   it('HEAD is refused without spending the registration', async () => {
     const w = worker();
     const { reply } = await w.register({});

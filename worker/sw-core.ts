@@ -36,6 +36,8 @@ export interface DecrypterOptions {
   maxRegistrations?: number;
   /** Minimum interval between progress messages. 250 ms. */
   progressIntervalMs?: number;
+  /** Longest a fetch event is extended while its body streams. 270 s (Chromium stops workers at 300). */
+  maxEventMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -160,6 +162,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   const maxTtl = options.maxTtlMs ?? 60 * 60_000;
   const maxRegistrations = options.maxRegistrations ?? 64;
   const progressInterval = options.progressIntervalMs ?? 250;
+  const maxEventMs = options.maxEventMs ?? 270_000;
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => scope.fetch(input, init));
   const registrations = new Map<string, Registration>();
   const prefix = new URL(path, scope.registration.scope).pathname;
@@ -366,8 +369,12 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     }
     const lifetimes: Promise<unknown>[] = [];
     let release!: () => void;
-    // Keeps the worker alive until the body is fully decrypted, not just until the headers.
+    // Keeps the worker alive until the body is fully decrypted, not just until the headers; but
+    // never past Chromium's five-minute limit for one event (which would stop the worker). Longer
+    // downloads are kept alive by the page's keep-alive messages (download.ts).
     const alive = new Promise<void>((resolve) => (release = resolve));
+    const cap = setTimeout(() => release(), maxEventMs);
+    void alive.then(() => clearTimeout(cap));
     event.waitUntil(alive);
     const response = respond(entry, (p) => lifetimes.push(p)).finally(() => {
       void Promise.allSettled(lifetimes).then(() => release());
