@@ -120,8 +120,10 @@ test.describe('the main thread', () => {
     const streamed = await smoother('worker', 'stream');
     const onMain = await run('main', 'memory');
     console.log(`64 MiB: seal in the worker ${JSON.stringify(inWorker)}; sealStream in the worker ${JSON.stringify(streamed)}; seal on the main thread ${JSON.stringify(onMain)}`);
-    expect(onMain.maxGap).toBeGreaterThan(200);
-    expect(inWorker.maxGap).toBeLessThan(Math.min(150, onMain.maxGap / 2));
+    // The control: on the main thread the page is frozen for (nearly) the whole seal, on any machine.
+    expect(onMain.maxGap).toBeGreaterThan(onMain.ms * 0.8);
+    expect(inWorker.maxGap).toBeLessThan(onMain.maxGap / 2);
+    expect(inWorker.maxGap).toBeLessThan(Math.max(100, inWorker.ms / 3));
     expect(streamed.maxGap).toBeLessThan(150);
     expect(inWorker.frames).toBeGreaterThan(inWorker.ms / 50);
     expect(streamed.frames).toBeGreaterThan(streamed.ms / 50);
