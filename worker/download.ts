@@ -42,6 +42,8 @@ export interface DownloadOptions {
   ttlMs?: number;
   /** Plaintext bytes delivered so far (a few times a second). */
   onProgress?: (bytes: number) => void;
+  /** How long to wait for the service worker to accept the registration. 10 s. */
+  registrationTimeoutMs?: number;
 }
 
 export interface PreparedDownload {
@@ -169,7 +171,14 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
     };
   });
   worker.postMessage({ type: MESSAGE_REGISTER, request }, [channel.port2, ...transfer]);
-  const { id, url } = await registered;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      channel.port1.close();
+      reject(new Error('the service worker did not answer the registration (is it the postguard-ts decrypting worker?)'));
+    }, options.registrationTimeoutMs ?? 10_000);
+  });
+  const { id, url } = await Promise.race([registered, timeout]).finally(() => clearTimeout(timer));
   trackDownload(worker, done);
   return { id, url, done, revoke: () => worker.postMessage({ type: MESSAGE_REVOKE, id }) };
 }

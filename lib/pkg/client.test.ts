@@ -183,6 +183,27 @@ describe('sender and recipient flows', () => {
   });
 });
 
+describe('session hand-over', () => {
+  it('a UI callback that throws cancels the session instead of leaving it running', async () => {
+    const { client } = recorded();
+    const ciphertext = await sealForAlice(client, 'x');
+    const unsealer = await Unsealer.new(ciphertext, pkg.keys.vk);
+    let token = '';
+    const failure = new Error('no QR element');
+    await expect(
+      client.decryptionKey({
+        recipientId: ALICE,
+        policy: unsealer.inspect_header().get(ALICE)!,
+        onSession: (session) => {
+          token = session.token;
+          throw failure;
+        },
+      }),
+    ).rejects.toBe(failure);
+    expect(await (await fetch(`${pkg.yivi.url}/session/${token}/status`)).json()).toBe('CANCELLED');
+  });
+});
+
 describe('the opt-in key cache', () => {
   it('the same file again: the cached key; a newer file: the cached JWT; no second scan', async () => {
     const { client, exchanges } = recorded({ cacheKeys: true });

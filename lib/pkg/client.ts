@@ -172,6 +172,16 @@ function checkStartRequest(request: StartRequest): void {
   }
 }
 
+/** Hands a new session to the caller's UI; if that throws, the session is cancelled rather than left running. */
+async function showSession(session: IdentitySession, onSession: ((session: IdentitySession) => void) | undefined): Promise<void> {
+  try {
+    onSession?.(session);
+  } catch (error) {
+    await session.cancel();
+    throw error;
+  }
+}
+
 export class PkgClient {
   readonly url: string;
   private readonly http: HttpContext;
@@ -443,7 +453,7 @@ export class PkgClient {
     }
 
     const session = await this.startSession({ con, validity: options.validity ?? validityUntil4am(new Date(this.now())) }, { signal });
-    options.onSession?.(session);
+    await showSession(session, options.onSession);
     const jwt = await session.result();
     const usk = await this.userSecretKey(jwt, ts, { signal });
     if (useCache) {
@@ -458,7 +468,7 @@ export class PkgClient {
   async signingKeysWithSession(options: SigningSessionOptions): Promise<SigningKeys> {
     const request: StartRequest = options.validity === undefined ? { con: options.con } : { con: options.con, validity: options.validity };
     const session = await this.startSession(request, { signal: options.signal });
-    options.onSession?.(session);
+    await showSession(session, options.onSession);
     const jwt = await session.result();
     const ids: SigningIdentityRequest = options.privSignId === undefined ? { pubSignId: options.pubSignId } : { pubSignId: options.pubSignId, privSignId: options.privSignId };
     return this.signingKeys({ jwt }, ids, { signal: options.signal });
