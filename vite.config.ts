@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { build, defineConfig, type InlineConfig, type Plugin, type Rollup } from 'vite';
+import { demoConfig } from './demo/vite.js';
 
 /**
  * Browser builds of postguard-ts (the test config stays in vitest.config.ts, which aliases '#shake'
@@ -10,6 +11,10 @@ import { build, defineConfig, type InlineConfig, type Plugin, type Rollup } from
  *   npx vite build --mode sw    dist/browser/postguard-sw.js       the decrypting service worker, one
  *                                                                   classic script (every browser can
  *                                                                   register it without {type: 'module'})
+ *   npx vite build --mode demo  dist/demo-app/                      the demo (demo/README.md): both pages,
+ *                                                                   the crypto worker, sw.js, config.json
+ *   npx vite --mode demo        the demo on Vite's dev server alone (`npm start` adds the PKG and the
+ *                                                                   stand-in)
  *
  * An application that bundles the sources itself needs `browserAlias`, and `postguardServiceWorker()`
  * among its plugins to serve and emit the service worker script (see worker/README.md).
@@ -100,4 +105,8 @@ export function postguardServiceWorker(options: { fileName?: string } = {}): Plu
   };
 }
 
-export default defineConfig(({ mode }) => (mode === 'sw' ? serviceWorkerBuild() : workerLibraryBuild()));
+export default defineConfig(({ mode }) => {
+  if (mode === 'sw') return serviceWorkerBuild();
+  if (mode === 'demo') return demoConfig();
+  return workerLibraryBuild();
+});

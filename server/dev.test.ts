@@ -38,13 +38,37 @@ describe('ensureDevKeys', () => {
 });
 
 describe('devSettings', () => {
-  it('defaults to loopback, 8080 and 8088, and the demo origins; the environment overrides', () => {
-    expect(devSettings({})).toEqual({ host: '127.0.0.1', pkgPort: 8080, standinPort: 8088, origins: DEV_ORIGINS, keyDir: '.keys' });
-    expect(devSettings({ PKG_PORT: '9000', STANDIN_PORT: '9001', DEV_ORIGINS: 'http://a.test,http://b.test', DEV_HOST: '0.0.0.0' })).toMatchObject({
+  it('defaults to loopback, 8080, 8088 and the demo on Vite\'s dev server at 5173, and the demo origins; the environment overrides', () => {
+    expect(devSettings({})).toEqual({
+      host: '127.0.0.1',
+      pkgPort: 8080,
+      standinPort: 8088,
+      demoPort: 5173,
+      demo: 'dev',
+      origins: DEV_ORIGINS,
+      keyDir: '.keys',
+    });
+    expect(
+      devSettings({
+        PKG_PORT: '9000',
+        STANDIN_PORT: '9001',
+        DEMO_PORT: '9002',
+        DEMO: 'build',
+        DEV_ORIGINS: 'http://a.test,http://b.test',
+        DEV_HOST: '0.0.0.0',
+      }),
+    ).toMatchObject({
       host: '0.0.0.0',
       pkgPort: 9000,
       standinPort: 9001,
+      demoPort: 9002,
+      demo: 'build',
       origins: ['http://a.test', 'http://b.test'],
     });
+    expect(devSettings({ DEMO: 'off' }).demo).toBe('off');
+  });
+
+  it('refuses an unknown demo mode', () => {
+    expect(() => devSettings({ DEMO: 'prod' })).toThrow(expect.objectContaining({ name: 'ConfigError', setting: 'DEMO' }));
   });
 });

@@ -1,15 +1,19 @@
-// `npm start`: the PKG with the stand-in identity server, on embedded development defaults.
+// `npm start`: the demo with the PKG and the stand-in identity server, on embedded development defaults.
 //
+//   demo (Vite dev server) http://127.0.0.1:5173      (encrypt page; decrypt page at /decrypt.html)
 //   stand-in Yivi server   http://127.0.0.1:8088      (wallet page: /standin/wallet)
 //   PKG                    http://127.0.0.1:8080      (CORS: the demo's dev and preview origins)
 //
 // Master keys and the stand-in's JWT key are created in .keys/ (gitignored) on the first run and
 // reused afterwards, so ciphertexts and cached keys survive a restart. Overrides: DEV_HOST, PKG_PORT,
-// STANDIN_PORT, DEV_ORIGINS (comma-separated), and the PKG's own variables (PKG_RATELIMIT_*,
-// LOG_LEVEL, DATABASE_URL, ...). Not for production: `pg-pkg server` is.
+// STANDIN_PORT, DEMO_PORT, DEMO (dev | build | off: Vite's dev server, a production build served by
+// Vite's preview server, or no demo), DEV_ORIGINS (comma-separated), and the PKG's own variables
+// (PKG_RATELIMIT_*, LOG_LEVEL, DATABASE_URL, ...). Not for production: `pg-pkg server` is.
 import { access, mkdir } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { DemoRuntimeConfig } from '../demo/vite.js';
 import { generatePkgKeys, writePkgKeys, type PkgKeyPaths } from '../lib/keys.js';
 import { ConfigError, parseCommand } from './config.js';
 import { StartupError, serve, type RunningServer } from './serve.js';
@@ -19,19 +23,32 @@ export const DEV_KEY_DIR = '.keys';
 /** Vite's dev server and its preview server, by both loopback names. */
 export const DEV_ORIGINS = ['http://localhost:5173', 'http://127.0.0.1:5173', 'http://localhost:4173', 'http://127.0.0.1:4173'];
 
+/** How the demo is served: Vite's dev server, a build served by Vite's preview server, or not at all. */
+export type DemoMode = 'dev' | 'build' | 'off';
+const DEMO_MODES: readonly DemoMode[] = ['dev', 'build', 'off'];
+
 export interface DevSettings {
   host: string;
   pkgPort: number;
   standinPort: number;
+  /** 0 picks a free port (tests); the PKG then allows that origin too. */
+  demoPort: number;
+  demo: DemoMode;
   origins: string[];
   keyDir: string;
+  /** Serve this already built demo (mode 'build' skips building when given). */
+  demoDir?: string;
 }
 
 export function devSettings(env: Readonly<Record<string, string | undefined>>): DevSettings {
+  const demo = (env['DEMO'] ?? 'dev') as DemoMode;
+  if (!DEMO_MODES.includes(demo)) throw new ConfigError('DEMO', `must be one of ${DEMO_MODES.join(', ')}`);
   return {
     host: env['DEV_HOST'] ?? '127.0.0.1',
     pkgPort: Number(env['PKG_PORT'] ?? 8080),
     standinPort: Number(env['STANDIN_PORT'] ?? 8088),
+    demoPort: Number(env['DEMO_PORT'] ?? 5173),
+    demo,
     origins: env['DEV_ORIGINS']?.split(',') ?? DEV_ORIGINS,
     keyDir: DEV_KEY_DIR,
   };
@@ -64,18 +81,63 @@ export async function ensureDevKeys(dir: string): Promise<PkgKeyPaths> {
 export interface DevStack {
   pkg: RunningServer;
   standinUrl: string;
+  /** The stand-in's wallet simulator page. */
+  walletUrl: string;
+  /** The demo's base URL (ends in '/'), unless the demo is off. */
+  demoUrl: string | undefined;
   close(): Promise<void>;
+}
+
+interface DemoServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The demo on Vite (loaded only when wanted: the PKG alone needs no Vite). `runtime` answers the
+ * page's /config.json, so the page finds the PKG wherever it ended up listening.
+ */
+async function startDemo(settings: DevSettings, displayHost: string, runtime: () => DemoRuntimeConfig): Promise<DemoServer> {
+  const vite = await import('vite');
+  const { DEMO_OUT_DIR, demoConfig } = await import('../demo/vite.js');
+  const listen = { host: settings.host, port: settings.demoPort, strictPort: true };
+  if (settings.demo === 'dev') {
+    const server = await vite.createServer({ ...demoConfig({ runtime }), server: { ...demoConfig().server, ...listen } });
+    await server.listen();
+    const port = (server.httpServer?.address() as AddressInfo | null)?.port ?? settings.demoPort;
+    return { url: `http://${displayHost}:${port}/`, close: () => server.close() };
+  }
+  const outDir = settings.demoDir ?? DEMO_OUT_DIR;
+  if (settings.demoDir === undefined) await vite.build(demoConfig({ outDir }));
+  const server = await vite.preview({ ...demoConfig({ runtime, outDir }), preview: listen });
+  const port = (server.httpServer.address() as AddressInfo | null)?.port ?? settings.demoPort;
+  return {
+    url: `http://${displayHost}:${port}/`,
+    close: () => server.close(),
+  };
 }
 
 export async function startDev(settings: DevSettings, env: Readonly<Record<string, string | undefined>>): Promise<DevStack> {
   const keyPaths = await ensureDevKeys(settings.keyDir);
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  // Filled in once the PKG listens; the page asks only after that.
+  let runtime: DemoRuntimeConfig = { pkgUrl: '', walletUrl: null };
+  const demo = settings.demo === 'off' ? undefined : await startDemo(settings, host, () => runtime);
+  // With an ephemeral demo port, the PKG must allow the origin it got.
+  const origins = demo === undefined ? settings.origins : [...new Set([...settings.origins, new URL(demo.url).origin])];
+
   const standin = buildStandin({
     keyPath: join(settings.keyDir, 'standin-jwt.pem'),
     logger: { level: env['LOG_LEVEL'] ?? 'warn', stream: process.stderr },
   });
-  await standin.listen({ host: settings.host, port: settings.standinPort });
-  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
-  const standinUrl = `http://${host}:${settings.standinPort}`;
+  try {
+    await standin.listen({ host: settings.host, port: settings.standinPort });
+  } catch (e) {
+    await demo?.close();
+    throw listenError(e, settings.host, settings.standinPort, 'the stand-in identity server');
+  }
+  const standinPort = (standin.server.address() as AddressInfo | null)?.port ?? settings.standinPort;
+  const standinUrl = `http://${host}:${standinPort}`;
 
   const command = parseCommand(
     [
@@ -83,7 +145,7 @@ export async function startDev(settings: DevSettings, env: Readonly<Record<strin
       '--host', settings.host,
       '--port', String(settings.pkgPort),
       '--irma', standinUrl,
-      '--allowed-origins', settings.origins.join(','),
+      '--allowed-origins', origins.join(','),
       '--ibe-public-path', keyPaths.ibePublic,
       '--ibe-secret-path', keyPaths.ibeSecret,
       '--ibs-public-path', keyPaths.ibsPublic,
@@ -97,16 +159,32 @@ export async function startDev(settings: DevSettings, env: Readonly<Record<strin
     pkg = await serve(command.config);
   } catch (e) {
     await standin.close();
+    await demo?.close();
     throw e;
   }
+  const walletUrl = `${standinUrl}/standin/wallet`;
+  runtime = { pkgUrl: pkg.url, walletUrl };
   return {
     pkg,
     standinUrl,
+    walletUrl,
+    demoUrl: demo?.url,
     close: async () => {
+      await demo?.close();
       await pkg.close();
-      await standin.close();
+      const closing = standin.close();
+      // An open status-event stream would hold the stand-in's close until it ends.
+      standin.server.closeAllConnections();
+      await closing;
     },
   };
+}
+
+function listenError(e: unknown, host: string, port: number, what: string): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return new StartupError(`port ${port} on ${host} is in use (${what})`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new StartupError(`cannot bind ${host} (${what})`);
+  return e;
 }
 
 async function main(): Promise<void> {
@@ -123,9 +201,12 @@ async function main(): Promise<void> {
   process.stdout.write(
     [
       'postguard-ts development stack',
+      ...(stack.demoUrl === undefined
+        ? []
+        : [`  demo: encrypt      ${stack.demoUrl}`, `  demo: decrypt      ${stack.demoUrl}decrypt.html`]),
       `  PKG                ${stack.pkg.url}          (GET /v2/parameters, /health, /metrics)`,
       `  stand-in Yivi      ${stack.standinUrl}`,
-      `  simulated wallet   ${stack.standinUrl}/standin/wallet`,
+      `  simulated wallet   ${stack.walletUrl}`,
       `  keys               ${DEV_KEY_DIR}/ (created on first run)`,
       'Ctrl-C stops everything.',
       '',

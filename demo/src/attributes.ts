@@ -1,0 +1,53 @@
+import type { Attribute, Policy } from '../../lib/policy.js';
+
+/**
+ * The attribute types the demo offers, with names people read. Recipients are addressed by
+ * e-mail (the PKG's e-mail attribute); extra attributes narrow who can open a file.
+ */
+
+export const EMAIL = 'pbdf.sidn-pbdf.email.email';
+export const EMAIL_DOMAIN = 'pbdf.sidn-pbdf.email.domain';
+export const MOBILE = 'pbdf.sidn-pbdf.mobilenumber.mobilenumber';
+
+export interface AttributeKind {
+  type: string;
+  label: string;
+  /** Input type and autocomplete hint for forms. */
+  input: 'email' | 'tel' | 'text' | 'date';
+  autocomplete?: string;
+  example: string;
+}
+
+/** Extra attributes a sender can require of a recipient. */
+export const EXTRA_ATTRIBUTES: readonly AttributeKind[] = [
+  { type: MOBILE, label: 'Mobile number', input: 'tel', autocomplete: 'tel', example: '+31612345678' },
+  { type: 'pbdf.gemeente.personalData.surname', label: 'Surname', input: 'text', autocomplete: 'family-name', example: 'Jansen' },
+  { type: 'pbdf.gemeente.personalData.dateofbirth', label: 'Date of birth', input: 'text', autocomplete: 'bday', example: '01-01-1990' },
+];
+
+const LABELS: Record<string, string> = {
+  [EMAIL]: 'E-mail address',
+  'irma-demo.sidn-pbdf.email.email': 'E-mail address',
+  [EMAIL_DOMAIN]: 'E-mail domain',
+  'irma-demo.sidn-pbdf.email.domain': 'E-mail domain',
+  'irma-demo.sidn-pbdf.mobilenumber.mobilenumber': 'Mobile number',
+  'pbdf.pbdf.kvk.displayName': 'Organisation',
+  'pbdf.pbdf.kvk.kvkNumber': 'Chamber of Commerce number',
+};
+for (const kind of EXTRA_ATTRIBUTES) LABELS[kind.type] = kind.label;
+
+/** A readable name for an attribute type; unknown types show their last part. */
+export function attributeLabel(type: string): string {
+  const known = LABELS[type];
+  if (known !== undefined) return known;
+  const last = type.split('.').pop() ?? type;
+  return last === '' ? type : last;
+}
+
+export const isEmailType = (type: string): boolean => type.endsWith('.email.email');
+
+/** One line per attribute of a sender identity: "E-mail address: alice@example.org". */
+export function identityLines(policy: Policy | undefined): Array<{ label: string; value: string }> {
+  if (policy === undefined) return [];
+  return policy.con.map((a: Attribute) => ({ label: attributeLabel(a.t), value: a.v ?? '(no value)' }));
+}
