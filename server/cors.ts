@@ -17,7 +17,10 @@ export function corsOptions(allowedOrigins: readonly string[]): FastifyCorsOptio
       return callback(new PkgError('ORIGIN_NOT_ALLOWED'), false);
     },
     methods: ['GET', 'POST'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'ETag', 'X-POSTGUARD-CLIENT-VERSION'],
+    // The reference's list, plus If-None-Match so browser clients can revalidate the public keys.
+    allowedHeaders: ['Content-Type', 'Authorization', 'ETag', 'If-None-Match', 'X-POSTGUARD-CLIENT-VERSION'],
+    // Readable cross-origin: the keys' ETag (for that revalidation) and Retry-After on 429.
+    exposedHeaders: ['ETag', 'Retry-After'],
     maxAge: 86_400,
     strictPreflight: true,
   };

@@ -100,15 +100,18 @@ describe('CORS', () => {
     expect(response.status).toBe(204);
     expect(response.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(response.headers.get('access-control-allow-methods')).toBe('GET, POST');
-    expect(response.headers.get('access-control-allow-headers')).toBe('Content-Type, Authorization, ETag, X-POSTGUARD-CLIENT-VERSION');
+    expect(response.headers.get('access-control-allow-headers')).toBe(
+      'Content-Type, Authorization, ETag, If-None-Match, X-POSTGUARD-CLIENT-VERSION',
+    );
     expect(response.headers.get('access-control-max-age')).toBe('86400');
     expect(response.headers.get('vary')).toMatch(/origin/i);
   });
 
-  it('a request from an allowed origin gets its origin back', async () => {
+  it('a request from an allowed origin gets its origin back, and may read ETag and Retry-After', async () => {
     const response = await get('/v2/parameters', { origin: 'http://localhost:5173' });
     expect(response.status).toBe(200);
     expect(response.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+    expect(response.headers.get('access-control-expose-headers')).toBe('ETag, Retry-After');
   });
 
   it('a disallowed origin is refused, preflight or not, on every route', async () => {
