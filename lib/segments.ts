@@ -126,7 +126,7 @@ export interface SegmentOpenContext {
 
 export class SegmentOpener implements Segmenter {
   private readonly wireSegment: number;
-  private buffer: Uint8Array;
+  private readonly buffer: Uint8Array;
   private fill = 0;
   private counter = 0;
   /** Resolves when every segment handed out so far has been verified. */
@@ -162,8 +162,8 @@ export class SegmentOpener implements Segmenter {
       this.fill += take;
       offset += take;
       if (this.fill === this.wireSegment) {
+        // WebCrypto copies its input when called, so the buffer is free again at once.
         out.push(this.open(this.buffer, false));
-        this.buffer = new Uint8Array(this.wireSegment);
         this.fill = 0;
       }
     }
