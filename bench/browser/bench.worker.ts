@@ -1,0 +1,85 @@
+/// <reference lib="webworker" />
+import init, { StreamUnsealer as PgStreamUnsealer, sealStream as pgSealStream } from '@e4a/pg-wasm/web';
+import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
+import { aesLimit, serialLimit, shakeLimit, type LimitRun } from './core.js';
+import { receiveReadable, sendWritable } from './relay.js';
+
+/**
+ * The benchmark's second module worker: @e4a/pg-wasm's streaming calls off the main thread (so it
+ * is compared with postguard-ts's crypto worker like for like: streams transferred in, chunks
+ * structured-cloned across, the sink in the page), and the format's limits measured in a worker.
+ * Plain postMessage with native stream transfer; no comlink, nothing of worker/.
+ */
+
+export type BenchRequest =
+  | { op: 'init'; wasmUrl: string }
+  | { op: 'sealStream'; mpk: string; options: unknown; readable: ReadableStream; writable: WritableStream }
+  | { op: 'unseal'; vk: string; rid: string; usk: string; readable: ReadableStream; writable: WritableStream }
+  | { op: 'limits'; segments: number; shakeBytes: number; inFlight: number[] }
+  /** Plumbing alone: read a stream from the page to its end, or write `bytes` into one there. */
+  | { op: 'drain'; readable: ReadableStream<Uint8Array> }
+  | { op: 'drainRelay'; port: MessagePort }
+  | { op: 'fill'; writable: WritableStream<Uint8Array>; bytes: number; chunkBytes: number }
+  | { op: 'fillRelay'; port: MessagePort; bytes: number; chunkBytes: number; transfer: boolean };
+
+export type BenchReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
+
+async function handle(request: BenchRequest): Promise<unknown> {
+  switch (request.op) {
+    case 'init':
+      await init({ module_or_path: request.wasmUrl });
+      return undefined;
+    case 'sealStream':
+      await pgSealStream(request.mpk, request.options as never, request.readable, request.writable);
+      return undefined;
+    case 'unseal': {
+      const start = performance.now();
+      const unsealer = await PgStreamUnsealer.new(request.readable, request.vk);
+      const newMs = performance.now() - start;
+      await unsealer.unseal(request.rid, request.usk, request.writable);
+      return { newMs };
+    }
+    case 'limits': {
+      const runs: LimitRun[] = [];
+      for (const direction of ['open', 'seal'] as const) {
+        for (const n of request.inFlight) runs.push(await aesLimit(direction, n, request.segments));
+      }
+      const shake = (await loadKeccakWasm()).createShake128;
+      runs.push(shakeLimit('wasm (ours)', shake, request.shakeBytes));
+      runs.push(await serialLimit(shake, request.segments));
+      return runs;
+    }
+    case 'drain': {
+      const reader = request.readable.getReader();
+      let bytes = 0;
+      for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.byteLength;
+      return bytes;
+    }
+    case 'drainRelay': {
+      const reader = receiveReadable(request.port).getReader();
+      let bytes = 0;
+      for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.byteLength;
+      return bytes;
+    }
+    case 'fill':
+    case 'fillRelay': {
+      const writable = request.op === 'fill' ? request.writable : sendWritable(request.port, { transfer: request.transfer });
+      const writer = writable.getWriter();
+      // Fresh buffers, as a decrypting pipeline hands out (so a transfer moves a whole buffer).
+      for (let sent = 0; sent < request.bytes; sent += request.chunkBytes) {
+        await writer.ready;
+        void writer.write(new Uint8Array(Math.min(request.chunkBytes, request.bytes - sent))).catch(() => undefined);
+      }
+      await writer.close();
+      return undefined;
+    }
+  }
+}
+
+self.onmessage = (event: MessageEvent<{ id: number; request: BenchRequest }>) => {
+  const { id, request } = event.data;
+  handle(request).then(
+    (value) => self.postMessage({ id, ok: true, value } satisfies BenchReply),
+    (error: unknown) => self.postMessage({ id, ok: false, error: String((error as Error)?.stack ?? error) } satisfies BenchReply),
+  );
+};

@@ -1,0 +1,246 @@
+import pgInit, { StreamUnsealer as PgStreamUnsealer, sealStream as pgSealStream } from '@e4a/pg-wasm/web';
+import { StreamUnsealer, sealStream } from '../../lib/index.js';
+import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
+import { PostGuardWorker, canTransferStreams, setStreamTransport } from '../../worker/client.js';
+import type { SealOptions } from '../../lib/seal.js';
+import type { BenchReply, BenchRequest } from './bench.worker.js';
+import type { RelayRequest } from './ours-relay.worker.js';
+import { receiveWritable, sendReadable, type RelayOptions } from './relay.js';
+import {
+  CHUNK_BYTES,
+  SampledChecksum,
+  aesLimit,
+  countingSink,
+  fromChunks,
+  generated,
+  rechunk,
+  serialLimit,
+  shakeLimit,
+  type LimitRun,
+} from './core.js';
+
+/**
+ * The page that bench/browser-stream.ts drives. postguard-ts runs in its crypto worker
+ * (PostGuardWorker, as the product does) or on this thread (lib/ imported directly);
+ * @e4a/pg-wasm runs in bench.worker.ts or on this thread. Sources and sinks always live here,
+ * so "worker" runs pay the same thread crossings for both libraries. Exposed as window.bench.
+ */
+
+export interface BenchKeys {
+  mpk: string;
+  vk: string;
+  rid: string;
+  usk: string;
+  options: SealOptions;
+}
+
+export type Impl = 'ours' | 'pgwasm';
+/**
+ * worker: the product's setup (PostGuardWorker, streams transferred; pg-wasm: bench.worker.ts, streams
+ * transferred); port: PostGuardWorker with its MessagePort relay; relay: lib/ in ours-relay.worker.ts
+ * behind relay.ts (the proposed plumbing); main: this thread.
+ */
+export type Where = 'worker' | 'port' | 'relay' | 'main';
+
+/** What plumbing alone is timed: page to worker (in) or back (out), by transferred stream or relay.ts. */
+export type Plumbing = 'in-transfer' | 'in-relay' | 'out-transfer' | 'out-relay' | 'out-relay-transfer';
+
+export interface DecryptRun {
+  readonly ms: number;
+  /** From calling StreamUnsealer.new to the first plaintext byte reaching the sink here. */
+  readonly ttfbMs: number;
+  /** StreamUnsealer.new alone (pg-wasm in its worker: timed there). */
+  readonly newMs: number;
+  readonly bytes: number;
+  readonly checksum: string;
+}
+
+export interface SealRun {
+  readonly ms: number;
+  readonly plainChecksum: string;
+  readonly ciphertextBytes: number;
+}
+
+let keys: BenchKeys;
+let ours: PostGuardWorker;
+/** Ciphertexts to open, as chunks held in this page: 'full' for the timed runs, 'warm' for warm-ups. */
+const ciphertexts = new Map<'full' | 'warm', Uint8Array[]>();
+
+/** A request/reply client for the benchmark's own workers (plain postMessage). */
+function workerClient<Request>(worker: Worker) {
+  let nextId = 0;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  worker.onmessage = (event: MessageEvent<BenchReply>) => {
+    const reply = event.data;
+    const waiter = pending.get(reply.id);
+    pending.delete(reply.id);
+    if (reply.ok) waiter?.resolve(reply.value);
+    else waiter?.reject(new Error(reply.error));
+  };
+  return <T>(request: Request, transfer: Transferable[] = []): Promise<T> => {
+    const id = nextId++;
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ id, request }, transfer);
+    });
+  };
+}
+
+let callWorker: ReturnType<typeof workerClient<BenchRequest>>;
+let callRelay: ReturnType<typeof workerClient<RelayRequest>>;
+const RELAY: RelayOptions = { windowBytes: 1024 * 1024 };
+
+async function init(k: BenchKeys, wasmUrl: string) {
+  keys = k;
+  callWorker = workerClient<BenchRequest>(
+    new Worker(new URL('./bench.worker.ts', import.meta.url), { type: 'module', name: 'bench-pgwasm' }),
+  );
+  callRelay = workerClient<RelayRequest>(
+    new Worker(new URL('./ours-relay.worker.ts', import.meta.url), { type: 'module', name: 'bench-ours-relay' }),
+  );
+  ours = new PostGuardWorker();
+  const [shake] = await Promise.all([
+    ours.shakeBackend(),
+    callWorker({ op: 'init', wasmUrl }),
+    callRelay({ op: 'warm' }),
+    pgInit({ module_or_path: wasmUrl }),
+  ]);
+  return { userAgent: navigator.userAgent, shakeBackend: shake, transferableStreams: canTransferStreams() };
+}
+
+/** The two ports of the relayed streams: the page keeps port1 of each, the worker gets port2. */
+function relayed(source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>) {
+  const input = new MessageChannel();
+  const output = new MessageChannel();
+  void sendReadable(source, input.port1, RELAY);
+  void receiveWritable(output.port1, writable).catch(() => undefined);
+  return { input: input.port2, output: output.port2, transfer: [input.port2, output.port2] };
+}
+
+/** Streams are transferred unless the run asks for the relay (the page-wide choice is set per call). */
+function useTransport(where: Where) {
+  setStreamTransport(where === 'port' ? 'port' : 'transfer');
+}
+
+/** Seals `bytes` of generated plaintext once, with our worker, into `chunkBytes` chunks kept here. */
+async function prepare(which: 'full' | 'warm', bytes: number, chunkBytes = CHUNK_BYTES) {
+  useTransport('worker');
+  const sum = new SampledChecksum();
+  const kept: Uint8Array[] = [];
+  const sink = countingSink(kept);
+  await ours.sealStream(keys.mpk, keys.options, generated(bytes, sum), sink.writable);
+  await sink.closed;
+  ciphertexts.set(which, rechunk(kept, chunkBytes));
+  return { plainChecksum: sum.value, ciphertextBytes: sink.report().bytes };
+}
+
+async function decrypt(impl: Impl, where: Where, which: 'full' | 'warm'): Promise<DecryptRun> {
+  const chunks = ciphertexts.get(which);
+  if (!chunks) throw new Error(`no ${which} ciphertext prepared`);
+  const sink = countingSink();
+  const source = fromChunks(chunks);
+  let newMs: number;
+  const start = performance.now();
+  if (impl === 'pgwasm' && where === 'main') {
+    const u = await PgStreamUnsealer.new(source, keys.vk);
+    newMs = performance.now() - start;
+    await u.unseal(keys.rid, keys.usk, sink.writable);
+  } else if (impl === 'pgwasm') {
+    ({ newMs } = await callWorker<{ newMs: number }>(
+      { op: 'unseal', vk: keys.vk, rid: keys.rid, usk: keys.usk, readable: source, writable: sink.writable },
+      [source as unknown as Transferable, sink.writable as unknown as Transferable],
+    ));
+  } else if (where === 'main') {
+    const u = await StreamUnsealer.new(source, keys.vk);
+    newMs = performance.now() - start;
+    await u.unseal(keys.rid, keys.usk, sink.writable);
+  } else if (where === 'relay') {
+    const ports = relayed(source, sink.writable);
+    ({ newMs } = await callRelay<{ newMs: number }>(
+      { op: 'unseal', vk: keys.vk, rid: keys.rid, usk: keys.usk, input: ports.input, output: ports.output, relay: RELAY },
+      ports.transfer,
+    ));
+  } else {
+    useTransport(where);
+    const u = await ours.StreamUnsealer.new(source, keys.vk);
+    newMs = performance.now() - start;
+    await u.unseal(keys.rid, keys.usk, sink.writable);
+    u.free();
+  }
+  await sink.closed;
+  const ms = performance.now() - start;
+  const report = sink.report();
+  return { ms, ttfbMs: (report.firstWriteAt ?? NaN) - start, newMs, bytes: report.bytes, checksum: report.checksum };
+}
+
+async function seal(impl: Impl, where: Where, bytes: number, chunkBytes = CHUNK_BYTES): Promise<SealRun> {
+  const sum = new SampledChecksum();
+  const source = generated(bytes, sum, chunkBytes);
+  const sink = countingSink();
+  const start = performance.now();
+  if (impl === 'pgwasm' && where === 'main') {
+    await pgSealStream(keys.mpk, keys.options as never, source, sink.writable);
+  } else if (impl === 'pgwasm') {
+    await callWorker({ op: 'sealStream', mpk: keys.mpk, options: keys.options, readable: source, writable: sink.writable }, [
+      source as unknown as Transferable,
+      sink.writable as unknown as Transferable,
+    ]);
+  } else if (where === 'main') {
+    await sealStream(keys.mpk, keys.options, source, sink.writable);
+  } else if (where === 'relay') {
+    const ports = relayed(source, sink.writable);
+    await callRelay({ op: 'sealStream', mpk: keys.mpk, options: keys.options, input: ports.input, output: ports.output, relay: RELAY }, ports.transfer);
+  } else {
+    useTransport(where);
+    await ours.sealStream(keys.mpk, keys.options, source, sink.writable);
+  }
+  await sink.closed;
+  return { ms: performance.now() - start, plainChecksum: sum.value, ciphertextBytes: sink.report().bytes };
+}
+
+/** The format's limits, measured in the bench worker (where the libraries run) or on this thread. */
+async function limits(where: 'worker' | 'main', segments: number, shakeBytes: number, inFlight: number[]): Promise<LimitRun[]> {
+  if (where === 'worker') return callWorker<LimitRun[]>({ op: 'limits', segments, shakeBytes, inFlight });
+  const runs: LimitRun[] = [];
+  for (const direction of ['open', 'seal'] as const) {
+    for (const n of inFlight) runs.push(await aesLimit(direction, n, segments));
+  }
+  const shake = (await loadKeccakWasm()).createShake128;
+  runs.push(shakeLimit('wasm (ours)', shake, shakeBytes));
+  runs.push(await serialLimit(shake, segments));
+  return runs;
+}
+
+/** Moves `bytes` between this page and the bench worker with no crypto at all; returns ms. */
+async function plumbing(kind: Plumbing, bytes: number, chunkBytes: number): Promise<number> {
+  const start = performance.now();
+  if (kind === 'in-transfer') {
+    const source = generated(bytes, undefined, chunkBytes);
+    await callWorker({ op: 'drain', readable: source }, [source as unknown as Transferable]);
+  } else if (kind === 'in-relay') {
+    const { port1, port2 } = new MessageChannel();
+    void sendReadable(generated(bytes, undefined, chunkBytes), port1, RELAY);
+    await callWorker({ op: 'drainRelay', port: port2 }, [port2]);
+  } else {
+    const sink = countingSink();
+    if (kind === 'out-transfer') {
+      await callWorker({ op: 'fill', writable: sink.writable, bytes, chunkBytes }, [sink.writable as unknown as Transferable]);
+    } else {
+      const { port1, port2 } = new MessageChannel();
+      void receiveWritable(port1, sink.writable);
+      await callWorker({ op: 'fillRelay', port: port2, bytes, chunkBytes, transfer: kind === 'out-relay-transfer' }, [port2]);
+    }
+    await sink.closed;
+    if (sink.report().bytes !== bytes) throw new Error(`${kind}: ${sink.report().bytes} of ${bytes} bytes arrived`);
+  }
+  return performance.now() - start;
+}
+
+/** Drops the held ciphertext (so a later phase does not carry 256 MiB it no longer needs). */
+function release(which: 'full' | 'warm') {
+  ciphertexts.delete(which);
+}
+
+const bench = { init, prepare, decrypt, seal, limits, plumbing, release };
+export type Bench = typeof bench;
+(globalThis as { bench?: Bench }).bench = bench;

@@ -1,0 +1,160 @@
+/**
+ * A prototype of the plumbing change this benchmark proposes (it is not used by the product): a
+ * stream relayed over a MessagePort with a credit window, so several chunks are in flight at once
+ * instead of one round trip per chunk (Chromium's transferred streams, worker/port-stream.ts).
+ * Chunks are structured-cloned by default (the sender may still hold them); `transfer: true`
+ * moves a chunk's buffer when the chunk spans all of it (the writer promises not to touch it again).
+ * Errors travel as strings: enough for a benchmark, not for the product (which keeps codes).
+ */
+
+type Data = { t: 'chunk'; chunk: Uint8Array } | { t: 'done' } | { t: 'error'; message: string };
+type Credit = { t: 'credit'; bytes: number } | { t: 'cancel'; message: string };
+
+export interface RelayOptions {
+  /** Bytes that may be sent but not yet consumed (default 1 MiB). */
+  windowBytes?: number;
+  transfer?: boolean;
+}
+
+const DEFAULT_WINDOW = 1024 * 1024;
+
+function post(port: MessagePort, chunk: Uint8Array, transfer: boolean): void {
+  const whole = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength;
+  if (transfer && whole) port.postMessage({ t: 'chunk', chunk } satisfies Data, [chunk.buffer as ArrayBuffer]);
+  else port.postMessage({ t: 'chunk', chunk } satisfies Data);
+}
+
+/** Sends what `readable` yields over `port`, staying at most a window ahead of the receiver. */
+export function sendReadable(readable: ReadableStream<Uint8Array>, port: MessagePort, options: RelayOptions = {}): Promise<void> {
+  const windowBytes = options.windowBytes ?? DEFAULT_WINDOW;
+  const reader = readable.getReader();
+  let inFlight = 0;
+  let wake: (() => void) | undefined;
+  let cancelled = false;
+  port.onmessage = ({ data }: MessageEvent<Credit>) => {
+    if (data.t === 'credit') inFlight -= data.bytes;
+    else {
+      cancelled = true;
+      void reader.cancel(new Error(data.message)).catch(() => undefined);
+    }
+    wake?.();
+    wake = undefined;
+  };
+  return (async () => {
+    try {
+      for (;;) {
+        while (inFlight >= windowBytes && !cancelled) await new Promise<void>((resolve) => (wake = resolve));
+        if (cancelled) return;
+        const { done, value } = await reader.read();
+        if (done) break;
+        inFlight += value.byteLength;
+        post(port, value, options.transfer ?? false);
+      }
+      port.postMessage({ t: 'done' } satisfies Data);
+    } catch (error) {
+      port.postMessage({ t: 'error', message: String(error) } satisfies Data);
+    }
+  })();
+}
+
+/** The receiving end of sendReadable: credit goes back as the consumer takes each chunk. */
+export function receiveReadable(port: MessagePort): ReadableStream<Uint8Array> {
+  const queue: Data[] = [];
+  let wake: (() => void) | undefined;
+  port.onmessage = ({ data }: MessageEvent<Data>) => {
+    queue.push(data);
+    wake?.();
+    wake = undefined;
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+        const next = queue.shift()!;
+        if (next.t === 'chunk') {
+          controller.enqueue(next.chunk);
+          port.postMessage({ t: 'credit', bytes: next.chunk.byteLength } satisfies Credit);
+        } else if (next.t === 'done') {
+          controller.close();
+          port.close();
+        } else {
+          controller.error(new Error(next.message));
+          port.close();
+        }
+      },
+      cancel(reason) {
+        port.postMessage({ t: 'cancel', message: String(reason) } satisfies Credit);
+        port.close();
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** A writable whose chunks go over `port` to receiveWritable, at most a window ahead of that sink. */
+export function sendWritable(port: MessagePort, options: RelayOptions = {}): WritableStream<Uint8Array> {
+  const windowBytes = options.windowBytes ?? DEFAULT_WINDOW;
+  let inFlight = 0;
+  let wake: (() => void) | undefined;
+  let closed: (() => void) | undefined;
+  let failure: Error | undefined;
+  port.onmessage = ({ data }: MessageEvent<Credit | { t: 'closed' }>) => {
+    if (data.t === 'credit') inFlight -= data.bytes;
+    else if (data.t === 'closed') closed?.();
+    else failure = new Error(data.message);
+    wake?.();
+    wake = undefined;
+  };
+  const room = async () => {
+    while (inFlight >= windowBytes && !failure) await new Promise<void>((resolve) => (wake = resolve));
+    if (failure) throw failure;
+  };
+  return new WritableStream<Uint8Array>({
+    async write(chunk) {
+      await room();
+      inFlight += chunk.byteLength;
+      post(port, chunk, options.transfer ?? false);
+    },
+    async close() {
+      const done = new Promise<void>((resolve) => (closed = resolve));
+      port.postMessage({ t: 'done' } satisfies Data);
+      await done;
+      port.close();
+    },
+    abort(reason) {
+      port.postMessage({ t: 'error', message: String(reason) } satisfies Data);
+      port.close();
+    },
+  });
+}
+
+/** Writes what arrives on `port` into `writable`, in order, crediting each chunk once written. */
+export function receiveWritable(port: MessagePort, writable: WritableStream<Uint8Array>): Promise<void> {
+  const writer = writable.getWriter();
+  let chain = Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    port.onmessage = ({ data }: MessageEvent<Data>) => {
+      chain = chain.then(async () => {
+        try {
+          if (data.t === 'chunk') {
+            await writer.write(data.chunk);
+            port.postMessage({ t: 'credit', bytes: data.chunk.byteLength } satisfies Credit);
+          } else if (data.t === 'done') {
+            await writer.close();
+            port.postMessage({ t: 'closed' });
+            port.close();
+            resolve();
+          } else {
+            await writer.abort(new Error(data.message));
+            port.close();
+            reject(new Error(data.message));
+          }
+        } catch (error) {
+          port.postMessage({ t: 'cancel', message: String(error) } satisfies Credit);
+          port.close();
+          reject(error as Error);
+        }
+      });
+    };
+  });
+}
