@@ -12,7 +12,11 @@
  *   npx tsx bench/browser-stream.ts --mib 64 --repeats 1 a quick look
  *   npx tsx bench/browser-stream.ts --only decrypt       decrypt | seal | limits
  *   npx tsx bench/browser-stream.ts --no-main            worker runs only
- *   npx tsx bench/browser-stream.ts --profile            + a CPU profile of one decrypt in the crypto worker
+ *   npx tsx bench/browser-stream.ts --variants all       + ours with proposed plumbing changes:
+ *                                                          ahead, port, relay, relay-copy, relay-aes (browser/main.ts)
+ *   npx tsx bench/browser-stream.ts --chunk-kib 256      source chunk size (default 64)
+ *   npx tsx bench/browser-stream.ts --ref HEAD~3         lib/ and worker/ of a commit instead of the working tree
+ *   npx tsx bench/browser-stream.ts --profile worker,main  + CPU profiles (CDP) of one decrypt there
  *   CHROMIUM=/path/to/chrome npx tsx bench/browser-stream.ts
  */
 import { execFileSync } from 'node:child_process';
@@ -34,8 +38,7 @@ const { values: args } = parseArgs({
     repeats: { type: 'string', default: '3' },
     only: { type: 'string' },
     'no-main': { type: 'boolean', default: false },
-    port: { type: 'boolean', default: false },
-    relay: { type: 'boolean', default: false },
+    variants: { type: 'string', default: '' },
     'chunk-kib': { type: 'string', default: '64' },
     ref: { type: 'string' },
     profile: { type: 'string' },
@@ -47,12 +50,10 @@ const REPEATS = Number(args.repeats);
 const CHUNK = Number(args['chunk-kib']) * 1024;
 if (!(MIB > 0) || !(REPEATS >= 1) || !(CHUNK > 0)) throw new Error('--mib, --repeats and --chunk-kib must be positive');
 const wanted = (name: string) => !args.only || args.only.split(',').includes(name);
-const places: Where[] = [
-  'worker',
-  ...(args.port ? (['port'] as const) : []),
-  ...(args.relay ? (['relay'] as const) : []),
-  ...(args['no-main'] ? [] : (['main'] as const)),
-];
+const VARIANTS = ['ahead', 'port', 'relay', 'relay-copy', 'relay-aes'] as const;
+const variants = args.variants === 'all' ? [...VARIANTS] : (args.variants.split(',').filter(Boolean) as Where[]);
+for (const v of variants) if (!(VARIANTS as readonly string[]).includes(v)) throw new Error(`unknown variant ${v}`);
+const places: Where[] = ['worker', ...variants, ...(args['no-main'] ? [] : (['main'] as const))];
 const PROFILE = args.profile === undefined ? [] : (args.profile.split(',') as Where[]);
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -137,8 +138,11 @@ let ciphertextHeld = false;
 
 const LABEL: Record<Where, string> = {
   worker: 'worker',
+  ahead: 'worker, streams buffered 1 MiB in the worker',
   port: 'worker, MessagePort relay',
-  relay: 'worker, windowed relay (proposal)',
+  relay: 'worker, windowed relay, cloned',
+  'relay-copy': 'worker, windowed relay, copied + transferred',
+  'relay-aes': 'worker, relay copied + transferred, AES-GCM on a 2nd worker',
   main: 'main thread',
 };
 
@@ -247,12 +251,14 @@ async function sealRows(page: Page, limits: Partial<Record<'worker' | 'main', { 
 
 /** Streams moved between the page and a worker with no crypto: what the plumbing alone allows. */
 async function plumbingRows(page: Page, rows: Row[]) {
+  const kib = `${CHUNK / 1024} KiB`;
   const cases: Array<[Plumbing, number, string]> = [
-    ['in-transfer', CHUNK, `page -> worker, transferred ReadableStream, ${CHUNK / 1024} KiB chunks`],
-    ['in-relay', CHUNK, `page -> worker, windowed relay (1 MiB), ${CHUNK / 1024} KiB chunks`],
-    ['out-transfer', 262_144, 'worker -> page, transferred WritableStream, 256 KiB chunks'],
-    ['out-relay', 262_144, 'worker -> page, windowed relay, 256 KiB chunks cloned'],
-    ['out-relay-transfer', 262_144, 'worker -> page, windowed relay, 256 KiB buffers transferred'],
+    ['in-transfer', CHUNK, `page -> worker, transferred ReadableStream, ${kib}`],
+    ['in-relay-clone', CHUNK, `page -> worker, windowed relay, ${kib} cloned`],
+    ['in-relay-copy', CHUNK, `page -> worker, windowed relay, ${kib} copied + transferred`],
+    ['out-transfer', 262_144, 'worker -> page, transferred WritableStream, 256 KiB'],
+    ['out-relay-clone', 262_144, 'worker -> page, windowed relay, 256 KiB cloned'],
+    ['out-relay-transfer', 262_144, 'worker -> page, windowed relay, 256 KiB transferred'],
   ];
   for (const [kind, chunk, name] of cases) {
     await page.evaluate(([k, c]) => bench.plumbing(k, 8 * 2 ** 20, c), [kind, chunk] as const);
@@ -291,7 +297,10 @@ async function run(browser: Browser, page: Page, keys: BenchKeys, label: string)
   for (const where of PROFILE) {
     if (!ciphertextHeld) await page.evaluate(([n, c]) => bench.prepare('full', n, c), [BYTES, CHUNK] as const);
     ciphertextHeld = true;
-    const targets = where === 'main' ? ['page'] : where === 'relay' ? ['bench-ours-relay', 'page'] : ['postguard-crypto', 'page'];
+    const targets =
+      where === 'main'
+        ? ['page']
+        : [where === 'ahead' ? 'bench-ours-ahead' : where === 'relay-aes' ? 'bench-ours-relay-aes' : where.startsWith('relay') ? 'bench-ours-relay' : 'postguard-crypto', 'page'];
     console.log(`\nCPU profile: one decrypt of the held ciphertext, postguard-ts (${LABEL[where]})`);
     const { profiles, value } = await profileDuring(browser, page, targets, () =>
       page.evaluate((w) => bench.decrypt('ours', w, 'full'), where),

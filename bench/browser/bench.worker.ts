@@ -2,7 +2,7 @@
 import init, { StreamUnsealer as PgStreamUnsealer, sealStream as pgSealStream } from '@e4a/pg-wasm/web';
 import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
 import { aesLimit, serialLimit, shakeLimit, type LimitRun } from './core.js';
-import { receiveReadable, sendWritable } from './relay.js';
+import { receiveReadable, sendWritable, type RelayMode } from './relay.js';
 
 /**
  * The benchmark's second module worker: @e4a/pg-wasm's streaming calls off the main thread (so it
@@ -20,7 +20,7 @@ export type BenchRequest =
   | { op: 'drain'; readable: ReadableStream<Uint8Array> }
   | { op: 'drainRelay'; port: MessagePort }
   | { op: 'fill'; writable: WritableStream<Uint8Array>; bytes: number; chunkBytes: number }
-  | { op: 'fillRelay'; port: MessagePort; bytes: number; chunkBytes: number; transfer: boolean };
+  | { op: 'fillRelay'; port: MessagePort; bytes: number; chunkBytes: number; mode: RelayMode };
 
 export type BenchReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
@@ -63,7 +63,7 @@ async function handle(request: BenchRequest): Promise<unknown> {
     }
     case 'fill':
     case 'fillRelay': {
-      const writable = request.op === 'fill' ? request.writable : sendWritable(request.port, { transfer: request.transfer });
+      const writable = request.op === 'fill' ? request.writable : sendWritable(request.port, { mode: request.mode });
       const writer = writable.getWriter();
       // Fresh buffers, as a decrypting pipeline hands out (so a transfer moves a whole buffer).
       for (let sent = 0; sent < request.bytes; sent += request.chunkBytes) {

@@ -5,7 +5,7 @@ import { PostGuardWorker, canTransferStreams, setStreamTransport } from '../../w
 import type { SealOptions } from '../../lib/seal.js';
 import type { BenchReply, BenchRequest } from './bench.worker.js';
 import type { RelayRequest } from './ours-relay.worker.js';
-import { receiveWritable, sendReadable, type RelayOptions } from './relay.js';
+import { receiveWritable, sendReadable, type RelayMode } from './relay.js';
 import {
   CHUNK_BYTES,
   SampledChecksum,
@@ -37,13 +37,16 @@ export interface BenchKeys {
 export type Impl = 'ours' | 'pgwasm';
 /**
  * worker: the product's setup (PostGuardWorker, streams transferred; pg-wasm: bench.worker.ts, streams
- * transferred); port: PostGuardWorker with its MessagePort relay; relay: lib/ in ours-relay.worker.ts
- * behind relay.ts (the proposed plumbing); main: this thread.
+ * transferred). Variants of ours, to measure plumbing changes: ahead: PostGuardWorker driving
+ * ahead-crypto.worker.ts (the received streams buffered 1 MiB on the worker's side); port:
+ * PostGuardWorker with its MessagePort relay; relay: lib/ in ours-relay.worker.ts behind relay.ts with
+ * chunks cloned; relay-copy: the same with input copied here and transferred, output transferred;
+ * relay-aes: relay-copy with AES-GCM on a helper thread (aes-offload.ts). main: this thread.
  */
-export type Where = 'worker' | 'port' | 'relay' | 'main';
+export type Where = 'worker' | 'ahead' | 'port' | 'relay' | 'relay-copy' | 'relay-aes' | 'main';
 
-/** What plumbing alone is timed: page to worker (in) or back (out), by transferred stream or relay.ts. */
-export type Plumbing = 'in-transfer' | 'in-relay' | 'out-transfer' | 'out-relay' | 'out-relay-transfer';
+/** What plumbing alone is timed: page to worker (in) or back (out), by transferred stream or relay.ts (by mode). */
+export type Plumbing = 'in-transfer' | `in-relay-${RelayMode}` | 'out-transfer' | `out-relay-${RelayMode}`;
 
 export interface DecryptRun {
   readonly ms: number;
@@ -88,7 +91,9 @@ function workerClient<Request>(worker: Worker) {
 
 let callWorker: ReturnType<typeof workerClient<BenchRequest>>;
 let callRelay: ReturnType<typeof workerClient<RelayRequest>>;
-const RELAY: RelayOptions = { windowBytes: 1024 * 1024 };
+let callRelayAes: ReturnType<typeof workerClient<RelayRequest>>;
+const WINDOW = 1024 * 1024;
+let ahead: PostGuardWorker;
 
 async function init(k: BenchKeys, wasmUrl: string) {
   keys = k;
@@ -98,24 +103,40 @@ async function init(k: BenchKeys, wasmUrl: string) {
   callRelay = workerClient<RelayRequest>(
     new Worker(new URL('./ours-relay.worker.ts', import.meta.url), { type: 'module', name: 'bench-ours-relay' }),
   );
+  callRelayAes = workerClient<RelayRequest>(
+    new Worker(new URL('./ours-relay.worker.ts', import.meta.url), { type: 'module', name: 'bench-ours-relay-aes' }),
+  );
   ours = new PostGuardWorker();
+  ahead = new PostGuardWorker({
+    worker: new Worker(new URL('./ahead-crypto.worker.ts', import.meta.url), { type: 'module', name: 'bench-ours-ahead' }),
+  });
   const [shake] = await Promise.all([
     ours.shakeBackend(),
+    ahead.shakeBackend(),
     callWorker({ op: 'init', wasmUrl }),
-    callRelay({ op: 'warm' }),
+    callRelay({ op: 'warm', offloadAes: false }),
+    callRelayAes({ op: 'warm', offloadAes: true }),
     pgInit({ module_or_path: wasmUrl }),
   ]);
   return { userAgent: navigator.userAgent, shakeBackend: shake, transferableStreams: canTransferStreams() };
 }
 
 /** The two ports of the relayed streams: the page keeps port1 of each, the worker gets port2. */
-function relayed(source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>) {
+function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>) {
   const input = new MessageChannel();
   const output = new MessageChannel();
-  void sendReadable(source, input.port1, RELAY);
+  const copy = where === 'relay-copy' || where === 'relay-aes';
+  void sendReadable(source, input.port1, { windowBytes: WINDOW, mode: copy ? 'copy' : 'clone' });
   void receiveWritable(output.port1, writable).catch(() => undefined);
-  return { input: input.port2, output: output.port2, transfer: [input.port2, output.port2] };
+  return {
+    input: input.port2,
+    output: output.port2,
+    relay: { windowBytes: WINDOW, mode: copy ? ('transfer' as const) : ('clone' as const) },
+    transfer: [input.port2, output.port2],
+  };
 }
+
+const worker = (where: Where) => (where === 'ahead' ? ahead : ours);
 
 /** Streams are transferred unless the run asks for the relay (the page-wide choice is set per call). */
 function useTransport(where: Where) {
@@ -154,15 +175,15 @@ async function decrypt(impl: Impl, where: Where, which: 'full' | 'warm'): Promis
     const u = await StreamUnsealer.new(source, keys.vk);
     newMs = performance.now() - start;
     await u.unseal(keys.rid, keys.usk, sink.writable);
-  } else if (where === 'relay') {
-    const ports = relayed(source, sink.writable);
-    ({ newMs } = await callRelay<{ newMs: number }>(
-      { op: 'unseal', vk: keys.vk, rid: keys.rid, usk: keys.usk, input: ports.input, output: ports.output, relay: RELAY },
+  } else if (where.startsWith('relay')) {
+    const ports = relayed(where, source, sink.writable);
+    ({ newMs } = await (where === 'relay-aes' ? callRelayAes : callRelay)<{ newMs: number }>(
+      { op: 'unseal', vk: keys.vk, rid: keys.rid, usk: keys.usk, input: ports.input, output: ports.output, relay: ports.relay },
       ports.transfer,
     ));
   } else {
     useTransport(where);
-    const u = await ours.StreamUnsealer.new(source, keys.vk);
+    const u = await worker(where).StreamUnsealer.new(source, keys.vk);
     newMs = performance.now() - start;
     await u.unseal(keys.rid, keys.usk, sink.writable);
     u.free();
@@ -187,12 +208,15 @@ async function seal(impl: Impl, where: Where, bytes: number, chunkBytes = CHUNK_
     ]);
   } else if (where === 'main') {
     await sealStream(keys.mpk, keys.options, source, sink.writable);
-  } else if (where === 'relay') {
-    const ports = relayed(source, sink.writable);
-    await callRelay({ op: 'sealStream', mpk: keys.mpk, options: keys.options, input: ports.input, output: ports.output, relay: RELAY }, ports.transfer);
+  } else if (where.startsWith('relay')) {
+    const ports = relayed(where, source, sink.writable);
+    await (where === 'relay-aes' ? callRelayAes : callRelay)(
+      { op: 'sealStream', mpk: keys.mpk, options: keys.options, input: ports.input, output: ports.output, relay: ports.relay },
+      ports.transfer,
+    );
   } else {
     useTransport(where);
-    await ours.sealStream(keys.mpk, keys.options, source, sink.writable);
+    await worker(where).sealStream(keys.mpk, keys.options, source, sink.writable);
   }
   await sink.closed;
   return { ms: performance.now() - start, plainChecksum: sum.value, ciphertextBytes: sink.report().bytes };
@@ -217,9 +241,10 @@ async function plumbing(kind: Plumbing, bytes: number, chunkBytes: number): Prom
   if (kind === 'in-transfer') {
     const source = generated(bytes, undefined, chunkBytes);
     await callWorker({ op: 'drain', readable: source }, [source as unknown as Transferable]);
-  } else if (kind === 'in-relay') {
+  } else if (kind.startsWith('in-relay-')) {
     const { port1, port2 } = new MessageChannel();
-    void sendReadable(generated(bytes, undefined, chunkBytes), port1, RELAY);
+    const mode = kind.slice('in-relay-'.length) as RelayMode;
+    void sendReadable(generated(bytes, undefined, chunkBytes), port1, { windowBytes: WINDOW, mode });
     await callWorker({ op: 'drainRelay', port: port2 }, [port2]);
   } else {
     const sink = countingSink();
@@ -228,7 +253,8 @@ async function plumbing(kind: Plumbing, bytes: number, chunkBytes: number): Prom
     } else {
       const { port1, port2 } = new MessageChannel();
       void receiveWritable(port1, sink.writable);
-      await callWorker({ op: 'fillRelay', port: port2, bytes, chunkBytes, transfer: kind === 'out-relay-transfer' }, [port2]);
+      const mode = kind.slice('out-relay-'.length) as RelayMode;
+      await callWorker({ op: 'fillRelay', port: port2, bytes, chunkBytes, mode }, [port2]);
     }
     await sink.closed;
     if (sink.report().bytes !== bytes) throw new Error(`${kind}: ${sink.report().bytes} of ${bytes} bytes arrived`);

@@ -3,22 +3,28 @@ import { loadShake128 } from '#shake';
 import { StreamUnsealer, sealStream } from '../../lib/index.js';
 import type { SealOptions } from '../../lib/seal.js';
 import type { BenchReply } from './bench.worker.js';
+import { offloadAesGcm } from './aes-offload.js';
 import { receiveReadable, sendWritable, type RelayOptions } from './relay.js';
 
 /**
  * The proposed plumbing, measured: postguard-ts's sealStream / StreamUnsealer in a module worker
  * like the product's crypto worker, but with its streams relayed by relay.ts (a credit window over
- * a MessagePort) instead of transferred. Only for the benchmark: errors are not coded.
+ * a MessagePort) instead of transferred; optionally with AES-GCM on a helper thread. Only for the
+ * benchmark: errors are not coded.
  */
 
 export type RelayRequest =
-  | { op: 'warm' }
+  /** offloadAes: run AES-GCM in a helper worker (aes-offload.ts) from now on. */
+  | { op: 'warm'; offloadAes: boolean }
   | { op: 'unseal'; vk: string; rid: string; usk: string; input: MessagePort; output: MessagePort; relay: RelayOptions }
   | { op: 'sealStream'; mpk: string; options: SealOptions; input: MessagePort; output: MessagePort; relay: RelayOptions };
 
 async function handle(request: RelayRequest): Promise<unknown> {
   switch (request.op) {
     case 'warm':
+      if (request.offloadAes) {
+        offloadAesGcm(new Worker(new URL('./aes.worker.ts', import.meta.url), { type: 'module', name: 'bench-aes' }));
+      }
       await loadShake128();
       return undefined;
     case 'unseal': {

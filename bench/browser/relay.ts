@@ -2,26 +2,34 @@
  * A prototype of the plumbing change this benchmark proposes (it is not used by the product): a
  * stream relayed over a MessagePort with a credit window, so several chunks are in flight at once
  * instead of one round trip per chunk (Chromium's transferred streams, worker/port-stream.ts).
- * Chunks are structured-cloned by default (the sender may still hold them); `transfer: true`
- * moves a chunk's buffer when the chunk spans all of it (the writer promises not to touch it again).
+ * How a chunk crosses (`mode`): 'clone' (structured clone: a copy made on each side), 'copy' (the
+ * sender copies it into a fresh buffer and transfers that: one copy, on the sending thread, which is
+ * safe for any source), or 'transfer' (the chunk's own buffer is moved, views keep their offset: only
+ * for writers that promise never to touch a written buffer again, as lib/'s segment output can).
  * Errors travel as strings: enough for a benchmark, not for the product (which keeps codes).
  */
 
 type Data = { t: 'chunk'; chunk: Uint8Array } | { t: 'done' } | { t: 'error'; message: string };
 type Credit = { t: 'credit'; bytes: number } | { t: 'cancel'; message: string };
 
+export type RelayMode = 'clone' | 'copy' | 'transfer';
+
 export interface RelayOptions {
   /** Bytes that may be sent but not yet consumed (default 1 MiB). */
   windowBytes?: number;
-  transfer?: boolean;
+  /** Default 'clone'. */
+  mode?: RelayMode;
 }
 
 const DEFAULT_WINDOW = 1024 * 1024;
 
-function post(port: MessagePort, chunk: Uint8Array, transfer: boolean): void {
-  const whole = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength;
-  if (transfer && whole) port.postMessage({ t: 'chunk', chunk } satisfies Data, [chunk.buffer as ArrayBuffer]);
-  else port.postMessage({ t: 'chunk', chunk } satisfies Data);
+function post(port: MessagePort, chunk: Uint8Array, mode: RelayMode = 'clone'): void {
+  if (mode === 'clone') {
+    port.postMessage({ t: 'chunk', chunk } satisfies Data);
+    return;
+  }
+  const own = mode === 'copy' ? chunk.slice() : chunk;
+  port.postMessage({ t: 'chunk', chunk: own } satisfies Data, [own.buffer as ArrayBuffer]);
 }
 
 /** Sends what `readable` yields over `port`, staying at most a window ahead of the receiver. */
@@ -48,7 +56,7 @@ export function sendReadable(readable: ReadableStream<Uint8Array>, port: Message
         const { done, value } = await reader.read();
         if (done) break;
         inFlight += value.byteLength;
-        post(port, value, options.transfer ?? false);
+        post(port, value, options.mode);
       }
       port.postMessage({ t: 'done' } satisfies Data);
     } catch (error) {
@@ -113,7 +121,7 @@ export function sendWritable(port: MessagePort, options: RelayOptions = {}): Wri
     async write(chunk) {
       await room();
       inFlight += chunk.byteLength;
-      post(port, chunk, options.transfer ?? false);
+      post(port, chunk, options.mode);
     },
     async close() {
       const done = new Promise<void>((resolve) => (closed = resolve));
