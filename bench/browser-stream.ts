@@ -13,10 +13,13 @@
  *   npx tsx bench/browser-stream.ts --only decrypt       decrypt | seal | limits
  *   npx tsx bench/browser-stream.ts --no-main            worker runs only
  *   npx tsx bench/browser-stream.ts --variants all       + ours with proposed plumbing changes:
- *                                                          ahead, port, relay, relay-copy, relay-aes (browser/main.ts)
+ *                                                          ahead, port, relay, relay-copy, relay-batch, relay-aes
+ *                                                          (browser/main.ts says what each one is)
  *   npx tsx bench/browser-stream.ts --chunk-kib 256      source chunk size (default 64)
+ *   npx tsx bench/browser-stream.ts --window-kib 4096    bytes in flight each way in the relay variants (default 1024)
  *   npx tsx bench/browser-stream.ts --ref HEAD~3         lib/ and worker/ of a commit instead of the working tree
- *   npx tsx bench/browser-stream.ts --profile worker,main  + CPU profiles (CDP) of one decrypt there
+ *   npx tsx bench/browser-stream.ts --profile worker,main,seal:worker   + CPU profiles (CDP) of one
+ *                                                          decrypt (or seal:) in each place named
  *   CHROMIUM=/path/to/chrome npx tsx bench/browser-stream.ts
  */
 import { execFileSync } from 'node:child_process';
@@ -40,6 +43,7 @@ const { values: args } = parseArgs({
     'no-main': { type: 'boolean', default: false },
     variants: { type: 'string', default: '' },
     'chunk-kib': { type: 'string', default: '64' },
+    'window-kib': { type: 'string', default: '1024' },
     ref: { type: 'string' },
     profile: { type: 'string' },
   },
@@ -50,7 +54,7 @@ const REPEATS = Number(args.repeats);
 const CHUNK = Number(args['chunk-kib']) * 1024;
 if (!(MIB > 0) || !(REPEATS >= 1) || !(CHUNK > 0)) throw new Error('--mib, --repeats and --chunk-kib must be positive');
 const wanted = (name: string) => !args.only || args.only.split(',').includes(name);
-const VARIANTS = ['ahead', 'port', 'relay', 'relay-copy', 'relay-aes'] as const;
+const VARIANTS = ['ahead', 'port', 'relay', 'relay-copy', 'relay-batch', 'relay-aes'] as const;
 const variants = args.variants === 'all' ? [...VARIANTS] : (args.variants.split(',').filter(Boolean) as Where[]);
 for (const v of variants) if (!(VARIANTS as readonly string[]).includes(v)) throw new Error(`unknown variant ${v}`);
 const places: Where[] = ['worker', ...variants, ...(args['no-main'] ? [] : (['main'] as const))];
@@ -142,7 +146,8 @@ const LABEL: Record<Where, string> = {
   port: 'worker, MessagePort relay',
   relay: 'worker, windowed relay, cloned',
   'relay-copy': 'worker, windowed relay, copied + transferred',
-  'relay-aes': 'worker, relay copied + transferred, AES-GCM on a 2nd worker',
+  'relay-batch': 'worker, windowed relay, copied in 256 KiB batches + transferred',
+  'relay-aes': 'worker, relay as relay-batch, AES-GCM on a 2nd worker',
   main: 'main thread',
 };
 
@@ -269,14 +274,18 @@ async function plumbingRows(page: Page, rows: Row[]) {
 }
 
 async function run(browser: Browser, page: Page, keys: BenchKeys, label: string): Promise<void> {
-  const info = await page.evaluate(([k, url]) => bench.init(k, url), [keys, '/pg-wasm_bg.wasm'] as const);
+  const window = Number(args['window-kib']) * 1024;
+  const info = await page.evaluate(([k, url, w]) => bench.init(k, url, w), [keys, '/pg-wasm_bg.wasm', window] as const);
   console.log(`postguard-ts: ${label}; @e4a/pg-wasm 0.5.10 (web build)`);
   console.log(`Chromium ${browser.version()} (${info.userAgent})`);
   console.log(
     `${cpus().length} cores, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; our worker's SHAKE128: ${info.shakeBackend}; ` +
       `transferable streams: ${info.transferableStreams}`,
   );
-  console.log(`${MIB} MiB per run, ${CHUNK / 1024} KiB source chunks, median of ${REPEATS} (after a warm-up on 8 MiB)\n`);
+  console.log(
+    `${MIB} MiB per run, ${CHUNK / 1024} KiB source chunks, median of ${REPEATS} (after a warm-up on 8 MiB); ` +
+      `relay variants: ${window / 1024} KiB window\n`,
+  );
   if (info.shakeBackend !== 'wasm' || !info.transferableStreams) process.exitCode = 1;
 
   const rows: Row[] = [];
@@ -294,20 +303,28 @@ async function run(browser: Browser, page: Page, keys: BenchKeys, label: string)
   console.log('');
   printTable(rows);
 
-  for (const where of PROFILE) {
-    if (!ciphertextHeld) await page.evaluate(([n, c]) => bench.prepare('full', n, c), [BYTES, CHUNK] as const);
-    ciphertextHeld = true;
-    const targets =
-      where === 'main'
-        ? ['page']
-        : [where === 'ahead' ? 'bench-ours-ahead' : where === 'relay-aes' ? 'bench-ours-relay-aes' : where.startsWith('relay') ? 'bench-ours-relay' : 'postguard-crypto', 'page'];
-    console.log(`\nCPU profile: one decrypt of the held ciphertext, postguard-ts (${LABEL[where]})`);
-    const { profiles, value } = await profileDuring(browser, page, targets, () =>
-      page.evaluate((w) => bench.decrypt('ours', w, 'full'), where),
+  for (const entry of PROFILE) {
+    const [op, where] = entry.includes(':') ? (entry.split(':') as ['decrypt' | 'seal', Where]) : (['decrypt', entry] as const);
+    if (op === 'decrypt' && !ciphertextHeld) await page.evaluate(([n, c]) => bench.prepare('full', n, c), [BYTES, CHUNK] as const);
+    if (op === 'decrypt') ciphertextHeld = true;
+    const worker =
+      where === 'ahead'
+        ? 'bench-ours-ahead'
+        : where === 'relay-aes'
+          ? 'bench-ours-relay-aes'
+          : where.startsWith('relay')
+            ? 'bench-ours-relay'
+            : 'postguard-crypto';
+    const targets = where === 'main' ? ['page'] : [worker, 'page'];
+    console.log(`\nCPU profile: one ${op} of ${MIB} MiB, postguard-ts (${LABEL[where]})`);
+    const { profiles, value } = await profileDuring(browser, page, targets, (): Promise<{ ms: number }> =>
+      op === 'seal'
+        ? page.evaluate(([w, n, c]) => bench.seal('ours', w, n, c), [where, BYTES, CHUNK] as const)
+        : page.evaluate((w) => bench.decrypt('ours', w, 'full'), where),
     );
     console.log(`(this run: ${mbps(BYTES, value.ms).toFixed(0)} MB/s while profiling)`);
     for (const [name, profile] of profiles) {
-      const file = `${outDir}decrypt-${where}-${name}.cpuprofile`;
+      const file = `${outDir}${op}-${where}-${name}.cpuprofile`;
       await writeFile(file, JSON.stringify(profile));
       console.log(`\n${name} (${file}):`);
       for (const line of summarizeProfile(profile, 16)) console.log(`  ${line}`);

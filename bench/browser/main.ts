@@ -41,9 +41,10 @@ export type Impl = 'ours' | 'pgwasm';
  * ahead-crypto.worker.ts (the received streams buffered 1 MiB on the worker's side); port:
  * PostGuardWorker with its MessagePort relay; relay: lib/ in ours-relay.worker.ts behind relay.ts with
  * chunks cloned; relay-copy: the same with input copied here and transferred, output transferred;
- * relay-aes: relay-copy with AES-GCM on a helper thread (aes-offload.ts). main: this thread.
+ * relay-batch: relay-copy with the input copied into 256 KiB batches; relay-aes: relay-batch with
+ * AES-GCM on a helper thread (aes-offload.ts). main: this thread.
  */
-export type Where = 'worker' | 'ahead' | 'port' | 'relay' | 'relay-copy' | 'relay-aes' | 'main';
+export type Where = 'worker' | 'ahead' | 'port' | 'relay' | 'relay-copy' | 'relay-batch' | 'relay-aes' | 'main';
 
 /** What plumbing alone is timed: page to worker (in) or back (out), by transferred stream or relay.ts (by mode). */
 export type Plumbing = 'in-transfer' | `in-relay-${RelayMode}` | 'out-transfer' | `out-relay-${RelayMode}`;
@@ -92,11 +93,13 @@ function workerClient<Request>(worker: Worker) {
 let callWorker: ReturnType<typeof workerClient<BenchRequest>>;
 let callRelay: ReturnType<typeof workerClient<RelayRequest>>;
 let callRelayAes: ReturnType<typeof workerClient<RelayRequest>>;
-const WINDOW = 1024 * 1024;
+/** Bytes the relay variants keep in flight each way (init may change it). */
+let WINDOW = 1024 * 1024;
 let ahead: PostGuardWorker;
 
-async function init(k: BenchKeys, wasmUrl: string) {
+async function init(k: BenchKeys, wasmUrl: string, windowBytes = WINDOW) {
   keys = k;
+  WINDOW = windowBytes;
   callWorker = workerClient<BenchRequest>(
     new Worker(new URL('./bench.worker.ts', import.meta.url), { type: 'module', name: 'bench-pgwasm' }),
   );
@@ -125,8 +128,9 @@ async function init(k: BenchKeys, wasmUrl: string) {
 function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>) {
   const input = new MessageChannel();
   const output = new MessageChannel();
-  const copy = where === 'relay-copy' || where === 'relay-aes';
-  void sendReadable(source, input.port1, { windowBytes: WINDOW, mode: copy ? 'copy' : 'clone' });
+  const copy = where !== 'relay';
+  const coalesceBytes = where === 'relay-batch' || where === 'relay-aes' ? 256 * 1024 : 0;
+  void sendReadable(source, input.port1, { windowBytes: WINDOW, mode: copy ? 'copy' : 'clone', coalesceBytes });
   void receiveWritable(output.port1, writable).catch(() => undefined);
   return {
     input: input.port2,

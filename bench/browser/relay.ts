@@ -19,6 +19,8 @@ export interface RelayOptions {
   windowBytes?: number;
   /** Default 'clone'. */
   mode?: RelayMode;
+  /** With mode 'copy': gather small chunks into buffers of this size (see sendReadable). */
+  coalesceBytes?: number;
 }
 
 const DEFAULT_WINDOW = 1024 * 1024;
@@ -32,21 +34,52 @@ function post(port: MessagePort, chunk: Uint8Array, mode: RelayMode = 'clone'): 
   port.postMessage({ t: 'chunk', chunk: own } satisfies Data, [own.buffer as ArrayBuffer]);
 }
 
-/** Sends what `readable` yields over `port`, staying at most a window ahead of the receiver. */
+/**
+ * Sends what `readable` yields over `port`, staying at most a window ahead of the receiver. With
+ * `coalesceBytes` (mode 'copy' only), small chunks are copied into one buffer of up to that size
+ * before they are sent, so the copy that makes a chunk transferable also cuts the message count;
+ * a partial buffer is sent at once whenever the receiver has nothing left (it never waits for more
+ * input while the other side starves).
+ */
 export function sendReadable(readable: ReadableStream<Uint8Array>, port: MessagePort, options: RelayOptions = {}): Promise<void> {
   const windowBytes = options.windowBytes ?? DEFAULT_WINDOW;
+  const coalesce = options.mode === 'copy' ? (options.coalesceBytes ?? 0) : 0;
   const reader = readable.getReader();
   let inFlight = 0;
   let wake: (() => void) | undefined;
   let cancelled = false;
+  let batch: Uint8Array | undefined;
+  let batchFill = 0;
+  const flush = () => {
+    if (!batch || batchFill === 0) return;
+    const out = batchFill === batch.length ? batch : batch.slice(0, batchFill);
+    inFlight += out.length;
+    port.postMessage({ t: 'chunk', chunk: out } satisfies Data, [out.buffer as ArrayBuffer]);
+    batch = undefined;
+    batchFill = 0;
+  };
   port.onmessage = ({ data }: MessageEvent<Credit>) => {
-    if (data.t === 'credit') inFlight -= data.bytes;
-    else {
+    if (data.t === 'credit') {
+      inFlight -= data.bytes;
+      if (inFlight === 0) flush();
+    } else {
       cancelled = true;
       void reader.cancel(new Error(data.message)).catch(() => undefined);
     }
     wake?.();
     wake = undefined;
+  };
+  const append = (chunk: Uint8Array) => {
+    let offset = 0;
+    while (offset < chunk.length) {
+      batch ??= new Uint8Array(coalesce);
+      const take = Math.min(coalesce - batchFill, chunk.length - offset);
+      batch.set(chunk.subarray(offset, offset + take), batchFill);
+      batchFill += take;
+      offset += take;
+      if (batchFill === coalesce) flush();
+    }
+    if (inFlight === 0) flush();
   };
   return (async () => {
     try {
@@ -55,9 +88,13 @@ export function sendReadable(readable: ReadableStream<Uint8Array>, port: Message
         if (cancelled) return;
         const { done, value } = await reader.read();
         if (done) break;
-        inFlight += value.byteLength;
-        post(port, value, options.mode);
+        if (coalesce > 0) append(value);
+        else {
+          inFlight += value.byteLength;
+          post(port, value, options.mode);
+        }
       }
+      flush();
       port.postMessage({ t: 'done' } satisfies Data);
     } catch (error) {
       port.postMessage({ t: 'error', message: String(error) } satisfies Data);
