@@ -203,7 +203,7 @@ async function decryptRows(page: Page, limits: Partial<Record<'worker' | 'main',
   await page.evaluate(([n, c]) => bench.prepare('warm', n, c), [8 * 2 ** 20, CHUNK] as const);
   console.log(`ciphertext: ${full.ciphertextBytes} bytes, sealed once by our worker, held in the page as ${CHUNK / 1024} KiB chunks`);
   for (const where of places) {
-    const impls: Impl[] = where === 'worker' || where === 'main' ? ['ours', 'pgwasm'] : ['ours'];
+    const impls: Impl[] = where === 'worker' || where === 'main' || where === 'relay-batch' ? ['ours', 'pgwasm'] : ['ours'];
     const runs: Record<Impl, DecryptRun[]> = { ours: [], pgwasm: [] };
     for (const impl of impls) await page.evaluate(([i, w]) => bench.decrypt(i, w, 'warm'), [impl, where] as const);
     for (let r = 0; r < REPEATS; r++) {
@@ -235,7 +235,7 @@ async function decryptRows(page: Page, limits: Partial<Record<'worker' | 'main',
 
 async function sealRows(page: Page, limits: Partial<Record<'worker' | 'main', { seal: Limits }>>, rows: Row[]) {
   for (const where of places) {
-    const impls: Impl[] = where === 'worker' || where === 'main' ? ['ours', 'pgwasm'] : ['ours'];
+    const impls: Impl[] = where === 'worker' || where === 'main' || where === 'relay-batch' ? ['ours', 'pgwasm'] : ['ours'];
     const runs: Record<Impl, SealRun[]> = { ours: [], pgwasm: [] };
     for (const impl of impls) await page.evaluate(([i, w, c]) => bench.seal(i, w, 8 * 2 ** 20, c), [impl, where, CHUNK] as const);
     for (let r = 0; r < REPEATS; r++) {

@@ -2,7 +2,7 @@
 import init, { StreamUnsealer as PgStreamUnsealer, sealStream as pgSealStream } from '@e4a/pg-wasm/web';
 import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
 import { aesLimit, serialLimit, shakeLimit, type LimitRun } from './core.js';
-import { receiveReadable, sendWritable, type RelayMode } from './relay.js';
+import { receiveReadable, sendWritable, type RelayMode, type RelayOptions } from './relay.js';
 
 /**
  * The benchmark's second module worker: @e4a/pg-wasm's streaming calls off the main thread (so it
@@ -15,6 +15,9 @@ export type BenchRequest =
   | { op: 'init'; wasmUrl: string }
   | { op: 'sealStream'; mpk: string; options: unknown; readable: ReadableStream; writable: WritableStream }
   | { op: 'unseal'; vk: string; rid: string; usk: string; readable: ReadableStream; writable: WritableStream }
+  /** The same two calls with the streams relayed by relay.ts (pg-wasm under the proposed plumbing). */
+  | { op: 'unsealRelay'; vk: string; rid: string; usk: string; input: MessagePort; output: MessagePort; relay: RelayOptions }
+  | { op: 'sealRelay'; mpk: string; options: unknown; input: MessagePort; output: MessagePort; relay: RelayOptions }
   | { op: 'limits'; segments: number; shakeBytes: number; inFlight: number[] }
   /** Plumbing alone: read a stream from the page to its end, or write `bytes` into one there. */
   | { op: 'drain'; readable: ReadableStream<Uint8Array> }
@@ -32,13 +35,18 @@ async function handle(request: BenchRequest): Promise<unknown> {
     case 'sealStream':
       await pgSealStream(request.mpk, request.options as never, request.readable, request.writable);
       return undefined;
-    case 'unseal': {
+    case 'unseal':
+    case 'unsealRelay': {
+      const relayed = request.op === 'unsealRelay';
       const start = performance.now();
-      const unsealer = await PgStreamUnsealer.new(request.readable, request.vk);
+      const unsealer = await PgStreamUnsealer.new(relayed ? receiveReadable(request.input) : request.readable, request.vk);
       const newMs = performance.now() - start;
-      await unsealer.unseal(request.rid, request.usk, request.writable);
+      await unsealer.unseal(request.rid, request.usk, relayed ? sendWritable(request.output, request.relay) : request.writable);
       return { newMs };
     }
+    case 'sealRelay':
+      await pgSealStream(request.mpk, request.options as never, receiveReadable(request.input), sendWritable(request.output, request.relay));
+      return undefined;
     case 'limits': {
       const runs: LimitRun[] = [];
       for (const direction of ['open', 'seal'] as const) {

@@ -124,8 +124,11 @@ async function init(k: BenchKeys, wasmUrl: string, windowBytes = WINDOW) {
   return { userAgent: navigator.userAgent, shakeBackend: shake, transferableStreams: canTransferStreams() };
 }
 
-/** The two ports of the relayed streams: the page keeps port1 of each, the worker gets port2. */
-function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>) {
+/**
+ * The two ports of the relayed streams: the page keeps port1 of each, the worker gets port2.
+ * pg-wasm's output goes 'own' (its chunks are fresh arrays; anything else is copied), ours 'transfer'.
+ */
+function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>, impl: Impl = 'ours') {
   const input = new MessageChannel();
   const output = new MessageChannel();
   const copy = where !== 'relay';
@@ -135,7 +138,7 @@ function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: Wri
   return {
     input: input.port2,
     output: output.port2,
-    relay: { windowBytes: WINDOW, mode: copy ? ('transfer' as const) : ('clone' as const) },
+    relay: { windowBytes: WINDOW, mode: !copy ? ('clone' as const) : impl === 'pgwasm' ? ('own' as const) : ('transfer' as const) },
     transfer: [input.port2, output.port2],
   };
 }
@@ -170,6 +173,12 @@ async function decrypt(impl: Impl, where: Where, which: 'full' | 'warm'): Promis
     const u = await PgStreamUnsealer.new(source, keys.vk);
     newMs = performance.now() - start;
     await u.unseal(keys.rid, keys.usk, sink.writable);
+  } else if (impl === 'pgwasm' && where.startsWith('relay')) {
+    const ports = relayed(where, source, sink.writable, impl);
+    ({ newMs } = await callWorker<{ newMs: number }>(
+      { op: 'unsealRelay', vk: keys.vk, rid: keys.rid, usk: keys.usk, input: ports.input, output: ports.output, relay: ports.relay },
+      ports.transfer,
+    ));
   } else if (impl === 'pgwasm') {
     ({ newMs } = await callWorker<{ newMs: number }>(
       { op: 'unseal', vk: keys.vk, rid: keys.rid, usk: keys.usk, readable: source, writable: sink.writable },
@@ -205,6 +214,12 @@ async function seal(impl: Impl, where: Where, bytes: number, chunkBytes = CHUNK_
   const start = performance.now();
   if (impl === 'pgwasm' && where === 'main') {
     await pgSealStream(keys.mpk, keys.options as never, source, sink.writable);
+  } else if (impl === 'pgwasm' && where.startsWith('relay')) {
+    const ports = relayed(where, source, sink.writable, impl);
+    await callWorker(
+      { op: 'sealRelay', mpk: keys.mpk, options: keys.options, input: ports.input, output: ports.output, relay: ports.relay },
+      ports.transfer,
+    );
   } else if (impl === 'pgwasm') {
     await callWorker({ op: 'sealStream', mpk: keys.mpk, options: keys.options, readable: source, writable: sink.writable }, [
       source as unknown as Transferable,

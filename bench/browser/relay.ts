@@ -5,14 +5,16 @@
  * How a chunk crosses (`mode`): 'clone' (structured clone: a copy made on each side), 'copy' (the
  * sender copies it into a fresh buffer and transfers that: one copy, on the sending thread, which is
  * safe for any source), or 'transfer' (the chunk's own buffer is moved, views keep their offset: only
- * for writers that promise never to touch a written buffer again, as lib/'s segment output can).
+ * for writers that promise never to touch a written buffer again, as lib/'s segment output can),
+ * or 'own' (transfer a chunk that spans its whole buffer, i.e. one made for this write, copy any
+ * other view: for a writer such as pg-wasm whose chunks are fresh arrays, never views into its memory).
  * Errors travel as strings: enough for a benchmark, not for the product (which keeps codes).
  */
 
 type Data = { t: 'chunk'; chunk: Uint8Array } | { t: 'done' } | { t: 'error'; message: string };
 type Credit = { t: 'credit'; bytes: number } | { t: 'cancel'; message: string };
 
-export type RelayMode = 'clone' | 'copy' | 'transfer';
+export type RelayMode = 'clone' | 'copy' | 'transfer' | 'own';
 
 export interface RelayOptions {
   /** Bytes that may be sent but not yet consumed (default 1 MiB). */
@@ -30,7 +32,8 @@ function post(port: MessagePort, chunk: Uint8Array, mode: RelayMode = 'clone'): 
     port.postMessage({ t: 'chunk', chunk } satisfies Data);
     return;
   }
-  const own = mode === 'copy' ? chunk.slice() : chunk;
+  const whole = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength;
+  const own = mode === 'copy' || (mode === 'own' && !whole) ? chunk.slice() : chunk;
   port.postMessage({ t: 'chunk', chunk: own } satisfies Data, [own.buffer as ArrayBuffer]);
 }
 
