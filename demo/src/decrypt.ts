@@ -14,7 +14,7 @@ import { DemoError, errorCode } from './messages.js';
 import { ProgressView } from './progress.js';
 import { normalizeValue } from './recipients.js';
 import { getServices } from './runtime.js';
-import { offerBlob, saveStream } from './save.js';
+import { frameLifetime, offerBlob, saveStream } from './save.js';
 import { SessionPanel } from './session-panel.js';
 
 /**
@@ -118,7 +118,7 @@ function describeHidden(recipientId: string, policy: Policy): string {
     .filter((a) => !isEmailType(a.t))
     .map((a) => {
       const hint = a.v ?? '';
-      return HINT_TYPES.has(a.t) && hint !== '' ? `${attributeLabel(a.t)} ${hint}…` : `${attributeLabel(a.t)} (hidden)`;
+      return HINT_TYPES.has(a.t) && hint !== '' ? `${attributeLabel(a.t)} ${hint}` : `${attributeLabel(a.t)} (hidden)`;
     });
   return parts.length === 0 ? `Anyone who proves ${recipientId}` : `Whoever proves ${recipientId} and: ${parts.join(', ')}`;
 }
@@ -141,11 +141,11 @@ function renderHiddenValues(): void {
     const label = attributeLabel(attribute.t);
     hiddenValues.append(
       h('label', { for: inputId }, `Your ${label.toLowerCase()}`),
-      h('input', { type: 'text', id: inputId, 'data-attribute': attribute.t, autocomplete: 'off', placeholder: hint === '' ? '' : `${hint}…`, 'aria-describedby': noteId }),
+      h('input', { type: 'text', id: inputId, 'data-attribute': attribute.t, autocomplete: 'off', placeholder: hint, 'aria-describedby': noteId }),
       h('p', { id: noteId, class: 'note' },
         hint === ''
           ? 'The file requires a specific value here. Type it, or leave it empty and let the Yivi app disclose yours.'
-          : `The file shows the start: ${hint}… Type the full value, or leave it empty and let the Yivi app disclose yours.`),
+          : `The file shows it partly: ${hint}. Type the full value, or leave it empty and let the Yivi app disclose yours.`),
     );
   }
 }
@@ -346,7 +346,7 @@ async function download(): Promise<void> {
         contentType,
         onProgress: (n) => view.set(n, o.file.size),
       });
-      triggerDownload(prepared.url, prepared.done);
+      triggerDownload(prepared.url, frameLifetime(prepared.done));
       verified = await prepared.done;
       method = 'Decrypted as it streamed to disk; every segment was authenticated before it was written.';
     } else {
