@@ -1,7 +1,7 @@
 /// <reference lib="webworker" />
 import init, { StreamUnsealer as PgStreamUnsealer, sealStream as pgSealStream } from '@e4a/pg-wasm/web';
 import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
-import { aesLimit, serialLimit, shakeLimit, type LimitRun } from './core.js';
+import { allLimits } from './core.js';
 import { receiveReadable, sendWritable, type RelayMode, type RelayOptions } from './relay.js';
 
 /**
@@ -18,7 +18,7 @@ export type BenchRequest =
   /** The same two calls with the streams relayed by relay.ts (pg-wasm under the proposed plumbing). */
   | { op: 'unsealRelay'; vk: string; rid: string; usk: string; input: MessagePort; output: MessagePort; relay: RelayOptions }
   | { op: 'sealRelay'; mpk: string; options: unknown; input: MessagePort; output: MessagePort; relay: RelayOptions }
-  | { op: 'limits'; segments: number; shakeBytes: number; inFlight: number[] }
+  | { op: 'limits'; segments: number; shakeBytes: number; inFlight: number[]; rounds: number }
   /** Plumbing alone: read a stream from the page to its end, or write `bytes` into one there. */
   | { op: 'drain'; readable: ReadableStream<Uint8Array> }
   | { op: 'drainRelay'; port: MessagePort }
@@ -48,14 +48,8 @@ async function handle(request: BenchRequest): Promise<unknown> {
       await pgSealStream(request.mpk, request.options as never, receiveReadable(request.input), sendWritable(request.output, request.relay));
       return undefined;
     case 'limits': {
-      const runs: LimitRun[] = [];
-      for (const direction of ['open', 'seal'] as const) {
-        for (const n of request.inFlight) runs.push(await aesLimit(direction, n, request.segments));
-      }
-      const shake = (await loadKeccakWasm()).createShake128;
-      runs.push(shakeLimit('wasm (ours)', shake, request.shakeBytes));
-      runs.push(await serialLimit(shake, request.segments));
-      return runs;
+      const { segments, shakeBytes, inFlight, rounds } = request;
+      return allLimits((await loadKeccakWasm()).createShake128, segments, shakeBytes, inFlight, rounds);
     }
     case 'drain': {
       const reader = request.readable.getReader();

@@ -9,13 +9,11 @@ import { receiveWritable, sendReadable, type RelayMode } from './relay.js';
 import {
   CHUNK_BYTES,
   SampledChecksum,
-  aesLimit,
+  allLimits,
   countingSink,
   fromChunks,
   generated,
   rechunk,
-  serialLimit,
-  shakeLimit,
   type LimitRun,
 } from './core.js';
 
@@ -242,16 +240,15 @@ async function seal(impl: Impl, where: Where, bytes: number, chunkBytes = CHUNK_
 }
 
 /** The format's limits, measured in the bench worker (where the libraries run) or on this thread. */
-async function limits(where: 'worker' | 'main', segments: number, shakeBytes: number, inFlight: number[]): Promise<LimitRun[]> {
-  if (where === 'worker') return callWorker<LimitRun[]>({ op: 'limits', segments, shakeBytes, inFlight });
-  const runs: LimitRun[] = [];
-  for (const direction of ['open', 'seal'] as const) {
-    for (const n of inFlight) runs.push(await aesLimit(direction, n, segments));
-  }
-  const shake = (await loadKeccakWasm()).createShake128;
-  runs.push(shakeLimit('wasm (ours)', shake, shakeBytes));
-  runs.push(await serialLimit(shake, segments));
-  return runs;
+async function limits(
+  where: 'worker' | 'main',
+  segments: number,
+  shakeBytes: number,
+  inFlight: number[],
+  rounds: number,
+): Promise<LimitRun[]> {
+  if (where === 'worker') return callWorker<LimitRun[]>({ op: 'limits', segments, shakeBytes, inFlight, rounds });
+  return allLimits((await loadKeccakWasm()).createShake128, segments, shakeBytes, inFlight, rounds);
 }
 
 /** Moves `bytes` between this page and the bench worker with no crypto at all; returns ms. */
