@@ -1,12 +1,24 @@
 /**
  * The streaming benchmark in Chromium: postguard-ts in its crypto worker (PostGuardWorker, streams
- * transferred, as the product runs) beside @e4a/pg-wasm 0.5.10 in a worker of the same page, on the
- * same keys and the same ciphertext; also both on the main thread; and the format's limits in that
- * browser (pipelined WebCrypto AES-128-GCM, our WebAssembly SHAKE128 transcript).
+ * transferred, as the product runs) beside @e4a/pg-wasm 0.5.10 in a worker of the same page
+ * (bench/browser/bench.worker.ts, streams transferred the same way), on the same keys and the same
+ * ciphertext; both again on the main thread; and the format's limits in that browser: WebCrypto
+ * AES-128-GCM over 262 256-byte segments with 1/4/8 in flight, our WebAssembly SHAKE128 transcript
+ * (clone + 64-byte digest per 256 KiB), and both one after the other on one thread (Chromium runs
+ * AES-GCM inside the subtle call, so that is what one thread can reach).
  *
- * The page (bench/browser/) is built by Vite as an application would build it (browserAlias, module
- * workers), served by Vite's preview server on an ephemeral loopback port, and driven by Playwright.
- * Keys are made here in Node and passed in.
+ * Method. The page (bench/browser/) is built by Vite as an application would build it
+ * (browserAlias, module workers), served by Vite's preview server on an ephemeral loopback port
+ * and driven by Playwright; keys are made here in Node and passed in. Plaintext is generated as it
+ * is read (fresh 64 KiB chunks). For decryption, the ciphertext is sealed once by our worker and
+ * held in the page as 64 KiB chunks (256 MiB in memory: the only way not to time a source), then
+ * fed to each library through a ReadableStream; sources and sinks live in the page for every case,
+ * so worker cases pay the same thread crossings for both libraries. Every sink checks the byte count
+ * and a sampled checksum against the generator's (same plaintext out of both libraries). A run ends
+ * when the page's sink has closed. Time to first plaintext byte: from calling StreamUnsealer.new
+ * (header parse and signature) to the first plaintext write reaching the page's sink (includes
+ * decapsulation). Figures are medians of --repeats runs after a warm-up; limits are best of 3.
+ * --variants adds ours with plumbing changes measured without touching worker/ (browser/main.ts).
  *
  *   npx tsx bench/browser-stream.ts                      256 MiB, 3 runs per case (median)
  *   npx tsx bench/browser-stream.ts --mib 64 --repeats 1 a quick look
@@ -60,7 +72,8 @@ const VARIANTS = ['ahead', 'port', 'relay', 'relay-copy', 'relay-batch', 'relay-
 const variants = args.variants === 'all' ? [...VARIANTS] : (args.variants.split(',').filter(Boolean) as Where[]);
 for (const v of variants) if (!(VARIANTS as readonly string[]).includes(v)) throw new Error(`unknown variant ${v}`);
 const places: Where[] = ['worker', ...variants, ...(args['no-main'] ? [] : (['main'] as const))];
-const PROFILE = args.profile === undefined ? [] : (args.profile.split(',') as Where[]);
+/** Profiles to take: 'worker', 'main', ... (a decrypt there) or 'seal:worker', ... */
+const PROFILE = args.profile === undefined ? [] : args.profile.split(',');
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const outDir = `${repo}tmp/bench-browser/`;
@@ -332,7 +345,8 @@ async function run(browser: Browser, page: Page, keys: BenchKeys, label: string)
   printTable(rows);
 
   for (const entry of PROFILE) {
-    const [op, where] = entry.includes(':') ? (entry.split(':') as ['decrypt' | 'seal', Where]) : (['decrypt', entry] as const);
+    const [op, where] = (entry.includes(':') ? entry.split(':') : ['decrypt', entry]) as ['decrypt' | 'seal', Where];
+    if (!(op === 'decrypt' || op === 'seal') || !(where in LABEL)) throw new Error(`--profile: unknown entry ${entry}`);
     if (op === 'decrypt' && !ciphertextHeld) await page.evaluate(([n, c]) => bench.prepare('full', n, c), [BYTES, CHUNK] as const);
     if (op === 'decrypt') ciphertextHeld = true;
     const worker =
