@@ -114,5 +114,18 @@ export async function discloseInWallet(
   }
 }
 
+/** Plays the phone that refuses: presses Cancel on the wallet page for the session the demo shows. */
+export async function cancelInWallet(context: BrowserContext, page: Page, stack: Stack): Promise<void> {
+  const token = await shownSessionToken(page);
+  const wallet = await context.newPage();
+  try {
+    await wallet.goto(stack.walletUrl);
+    await wallet.locator(`form[action="wallet/${token}/cancel"]`).getByRole('button', { name: 'Cancel' }).click();
+    await expect(wallet.getByRole('status')).toHaveText('Cancelled.');
+  } finally {
+    await wallet.close();
+  }
+}
+
 export const EMAIL = 'pbdf.sidn-pbdf.email.email';
 export const MOBILE = 'pbdf.sidn-pbdf.mobilenumber.mobilenumber';

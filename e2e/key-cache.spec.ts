@@ -1,0 +1,71 @@
+import { chooseEncFile, getKey } from './demo.js';
+import { expect, openDemo, test } from './fixtures.js';
+import { policyFor, sealWithPolicy } from './sealing.js';
+
+/**
+ * "Remember my key": one Yivi scan serves every file for the same identity until the session
+ * expires (04:00), kept in IndexedDB across reloads; "Forget my keys" drops it and the next file
+ * asks for a scan again. Unchecked, nothing is kept.
+ */
+
+const BOB = 'bob@example.com';
+
+async function files(stack: Parameters<typeof sealWithPolicy>[0]) {
+  const now = Math.floor(Date.now() / 1000);
+  const seal = async (text: string, ts: number) =>
+    Buffer.from(await sealWithPolicy(stack, policyFor([BOB], ts), 'alice@example.org', new TextEncoder().encode(text)));
+  // Sealed at different times: different keys (the policy timestamp is part of the identity).
+  return { first: await seal('first letter', now - 20), second: await seal('second letter', now - 10), third: await seal('third letter', now - 5) };
+}
+
+async function open(page: import('@playwright/test').Page, name: string, buffer: Buffer): Promise<void> {
+  await chooseEncFile(page, { name, mimeType: 'application/octet-stream', buffer });
+}
+
+async function previewText(page: import('@playwright/test').Page): Promise<string> {
+  await page.getByRole('button', { name: 'Preview' }).click();
+  const pre = page.locator('#preview-area pre');
+  await expect(pre).toBeVisible();
+  return pre.innerText();
+}
+
+test('a remembered key opens the next file for the same identity without a scan; after "forget" the page asks again', async ({ page, context, stack }) => {
+  const f = await files(stack);
+  await openDemo(page, stack, 'decrypt');
+
+  await open(page, 'first.txt.enc', f.first);
+  expect(await getKey(page, context, stack, { remember: true })).toBe('session');
+  expect(await previewText(page)).toBe('first letter');
+
+  // Another file, sealed at another time: the session from the first scan fetches its key.
+  await open(page, 'second.txt.enc', f.second);
+  expect(await getKey(page, context, stack, { remember: true, expectScan: false })).toBe('cached-jwt');
+  await expect(page.locator('#key-status')).toHaveText('Key fetched with your earlier Yivi session: no scan needed.');
+  expect(await previewText(page)).toBe('second letter');
+
+  // Kept in IndexedDB: a reload changes nothing; a key fetched before comes straight from the cache.
+  await openDemo(page, stack, 'decrypt');
+  await expect(page.getByLabel(/Remember my key/)).toBeChecked();
+  await open(page, 'first.txt.enc', f.first);
+  expect(await getKey(page, context, stack, { remember: true, expectScan: false })).toBe('cache');
+  expect(await previewText(page)).toBe('first letter');
+
+  await page.getByRole('button', { name: 'Forget my keys' }).click();
+  await expect(page.locator('#forget-status')).toHaveText('Forgotten. The next file asks for a new Yivi scan.');
+  await expect(page.locator('#open')).toBeHidden();
+
+  await open(page, 'third.txt.enc', f.third);
+  expect(await getKey(page, context, stack, { remember: true })).toBe('session');
+  expect(await previewText(page)).toBe('third letter');
+});
+
+test('without "remember", every file asks for a scan', async ({ page, context, stack }) => {
+  const f = await files(stack);
+  await openDemo(page, stack, 'decrypt');
+  await open(page, 'first.txt.enc', f.first);
+  expect(await getKey(page, context, stack, { remember: false })).toBe('session');
+  await open(page, 'second.txt.enc', f.second);
+  await page.getByRole('button', { name: 'Get my key with Yivi' }).click();
+  await expect(page.locator('.session .qr svg')).toBeVisible();
+  await expect(page.getByRole('status').filter({ hasText: 'Waiting for you to scan the QR code' })).toBeVisible();
+});
