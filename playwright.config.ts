@@ -17,7 +17,8 @@ export default defineConfig({
   workers: 1,
   fullyParallel: false,
   forbidOnly: true,
-  reporter: [['list']],
+  // The HTML report keeps what specs attach (the e2e screenshots): npx playwright show-report.
+  reporter: [['list'], ['html', { open: 'never', outputFolder: 'playwright-report' }]],
   outputDir: 'test-results',
   use: {
     browserName: 'chromium',
