@@ -114,7 +114,7 @@ export async function getKey(page: Page, context: BrowserContext, stack: Stack, 
 /** Presses Download; returns the browser download (not yet awaited for success). */
 export async function startDownload(page: Page): Promise<Download> {
   const download = page.waitForEvent('download', { timeout: 600_000 });
-  await page.getByRole('button', { name: 'Download' }).click();
+  await page.getByRole('button', { name: 'Download', exact: true }).click();
   return download;
 }
 
