@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPkgKeys } from '../lib/keys.js';
-import { DEV_ORIGINS, devSettings, ensureDevKeys } from './dev.js';
+import { createServer, type Server } from 'node:net';
+import { DEV_ORIGINS, devSettings, ensureDevKeys, startDev, type DevSettings } from './dev.js';
 
 /** `npm start`'s pieces that have rules: the dev key directory and the settings. */
 
@@ -70,5 +71,63 @@ describe('devSettings', () => {
 
   it('refuses an unknown demo mode', () => {
     expect(() => devSettings({ DEMO: 'prod' })).toThrow(expect.objectContaining({ name: 'ConfigError', setting: 'DEMO' }));
+  });
+});
+
+describe('startDev', () => {
+  const onFreePorts = (keyDir: string, demo: DevSettings['demo']): DevSettings => ({
+    host: '127.0.0.1',
+    pkgPort: 0,
+    standinPort: 0,
+    demoPort: 0,
+    demo,
+    origins: [],
+    keyDir,
+  });
+
+  it("serves the demo on Vite's dev server beside the PKG and the stand-in; the page learns where they are", async () => {
+    const stack = await startDev(onFreePorts(join(dir, 'stack'), 'dev'), { LOG_LEVEL: 'error' });
+    try {
+      const demoOrigin = new URL(stack.demoUrl!).origin;
+      expect(await (await fetch(`${stack.demoUrl}config.json`)).json()).toEqual({ pkgUrl: stack.pkg.url, walletUrl: `${stack.standinUrl}/standin/wallet` });
+      expect(await (await fetch(stack.demoUrl!)).text()).toContain('<h1>Encrypt</h1>');
+      expect(await (await fetch(`${stack.demoUrl}decrypt.html`)).text()).toContain('<h1>Decrypt</h1>');
+      // The service worker is bundled on request: one classic script with the decrypter and the saver.
+      const sw = await fetch(`${stack.demoUrl}sw.js`);
+      expect(sw.headers.get('content-type')).toMatch(/javascript/);
+      const code = await sw.text();
+      expect(code).toContain('pg-download/');
+      expect(code).toContain('pg-save/');
+      expect(code).not.toMatch(/^\s*(import|export)\s/m);
+      // The PKG on its free port allows the demo's free-port origin.
+      const params = await fetch(`${stack.pkg.url}/v2/parameters`, { headers: { origin: demoOrigin } });
+      expect(params.status).toBe(200);
+      expect(params.headers.get('access-control-allow-origin')).toBe(demoOrigin);
+      expect((await fetch(stack.walletUrl)).status).toBe(200);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it('without the demo, only the PKG and the stand-in run', async () => {
+    const stack = await startDev({ ...onFreePorts(join(dir, 'nodemo'), 'off'), origins: ['http://app.test'] }, { LOG_LEVEL: 'error' });
+    try {
+      expect(stack.demoUrl).toBeUndefined();
+      expect((await fetch(`${stack.pkg.url}/health`)).status).toBe(200);
+    } finally {
+      await stack.close();
+    }
+  });
+
+  it('a taken port is a StartupError that names it', async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const settings = { ...onFreePorts(join(dir, 'busy'), 'off'), standinPort: port };
+      await expect(startDev(settings, { LOG_LEVEL: 'error' })).rejects.toMatchObject({ name: 'StartupError', message: expect.stringContaining(String(port)) });
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
   });
 });
