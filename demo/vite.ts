@@ -146,6 +146,8 @@ export function demoConfig(options: DemoConfigOptions = {}): InlineConfig {
     // Relative URLs: the built demo works from any path on a static host.
     base: './',
     logLevel: 'warn',
+    // Its own dependency cache: other Vite roots in this repository keep theirs.
+    cacheDir: here('../node_modules/.vite-demo'),
     resolve: { alias: browserAlias },
     worker: { format: 'es' },
     plugins: [runtimeConfigPlugin(runtime), serviceWorkerPlugin()],
