@@ -11,6 +11,8 @@ import { defineConfig } from '@playwright/test';
 export default defineConfig({
   testDir: '.',
   testMatch: ['worker/test/**/*.spec.ts', 'e2e/**/*.spec.ts'],
+  // Scratch copies of the sources (benchmarks build old commits under tmp/) are not the suite.
+  testIgnore: ['**/tmp/**', '**/node_modules/**', '**/dist/**'],
   timeout: 180_000,
   expect: { timeout: 15_000 },
   // The machine is small and shared; the specs measure memory and responsiveness.
