@@ -71,10 +71,10 @@ export const test = base.extend<object, { stack: Stack }>({
 export { expect };
 
 /** Opens a demo page and waits until its services (config, workers, service worker) are up. */
-export async function openDemo(page: Page, stack: Stack, which: 'encrypt' | 'decrypt'): Promise<void> {
+export async function openDemo(page: Page, stack: Stack, which: 'encrypt' | 'decrypt', serviceWorker = true): Promise<void> {
   await page.goto(`${stack.demoUrl}${which === 'encrypt' ? '' : 'decrypt.html'}`);
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
-  await expect(page.locator('body')).toHaveAttribute('data-service-worker', 'true');
+  await expect(page.locator('body')).toHaveAttribute('data-service-worker', String(serviceWorker));
 }
 
 /** The client token of the session the page shows, from its same-device link (the QR's pointer). */

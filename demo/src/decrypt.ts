@@ -177,18 +177,27 @@ function showFile(o: Opened): void {
   fileInfo.hidden = false;
 }
 
+/** Counts picked files: the header of a file picked while another was still being read wins. */
+let picked = 0;
+
 async function chooseFile(file: File): Promise<void> {
+  const generation = ++picked;
   resetBelowFile();
   opened?.memory?.free();
   opened = undefined;
   fileInfo.hidden = true;
   dropzone.dataset['file'] = file.name;
   try {
-    opened = await inspect(file);
-    showFile(opened);
+    const result = await inspect(file);
+    if (generation !== picked) {
+      result.memory?.free();
+      return;
+    }
+    opened = result;
+    showFile(result);
     byId<HTMLButtonElement>('get-key').focus();
   } catch (error) {
-    showError(errorRegion, error, `Cannot open ${file.name}`);
+    if (generation === picked) showError(errorRegion, error, `Cannot open ${file.name}`);
   }
 }
 
