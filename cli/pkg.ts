@@ -101,16 +101,19 @@ export async function identitySession(
   }
 
   let timer: NodeJS.Timeout | undefined;
+  let cancelling: Promise<void> | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      void session.cancel();
+      cancelling = session.cancel();
       reject(new CliError(Exit.SESSION, `the identity session was not completed within ${Math.round(display.timeoutMs / 1000)} s`));
     }, display.timeoutMs);
   });
   try {
     return await Promise.race([session.result(), timedOut, interrupted]);
   } catch (error) {
+    // Let the identity server hear the cancellation before the error ends the process.
     if (signal.aborted) await session.cancel();
+    await cancelling;
     throw error;
   } finally {
     clearTimeout(timer);
