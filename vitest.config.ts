@@ -10,7 +10,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['{lib,server,cli,sdk,worker,test}/**/*.test.ts'],
+    include: ['{lib,server,cli,sdk,worker,test}/**/*.test.ts', 'demo/src/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

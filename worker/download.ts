@@ -189,12 +189,13 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
  * manager, past the service worker). The response's Content-Disposition names the file. The frame
  * is removed once `until` settles (pass the download's `done`), or after a minute.
  */
-export function triggerDownload(url: string, until?: Promise<unknown>): void {
+export function triggerDownload(url: string, until?: Promise<unknown>, minimumMs = 30_000): void {
   const frame = document.createElement('iframe');
   frame.hidden = true;
   frame.src = url;
   document.body.append(frame);
-  const remove = () => frame.remove();
-  if (until) void until.then(remove, remove);
-  else setTimeout(remove, 60_000);
+  // A small file can be complete before the browser has turned the frame's navigation into a
+  // download, and removing the frame then cancels it: keep the frame at least `minimumMs`.
+  const lingering = new Promise((resolve) => setTimeout(resolve, minimumMs));
+  void Promise.allSettled([until ?? lingering, lingering]).then(() => frame.remove());
 }

@@ -14,7 +14,7 @@ import { DemoError, errorCode } from './messages.js';
 import { ProgressView } from './progress.js';
 import { normalizeValue } from './recipients.js';
 import { getServices } from './runtime.js';
-import { frameLifetime, offerBlob, saveStream } from './save.js';
+import { offerBlob, saveStream } from './save.js';
 import { SessionPanel } from './session-panel.js';
 
 /**
@@ -355,7 +355,7 @@ async function download(): Promise<void> {
         contentType,
         onProgress: (n) => view.set(n, o.file.size),
       });
-      triggerDownload(prepared.url, frameLifetime(prepared.done));
+      triggerDownload(prepared.url, prepared.done);
       verified = await prepared.done;
       method = 'Decrypted as it streamed to disk; every segment was authenticated before it was written.';
     } else {

@@ -36,15 +36,6 @@ export interface SaveOptions {
   method?: SaveMethod;
 }
 
-/**
- * How long the hidden frame of a download stays: until the download is done and at least half a
- * minute. A small file can be done (the worker sent every byte) before the browser has turned the
- * frame's navigation into a download; removing the frame at that moment cancels the download.
- */
-export function frameLifetime(done: Promise<unknown>, minimumMs = 30_000): Promise<unknown> {
-  return Promise.allSettled([done, new Promise((resolve) => setTimeout(resolve, minimumMs))]);
-}
-
 function counting(onBytes: ((bytes: number) => void) | undefined): TransformStream<Uint8Array, Uint8Array> {
   let bytes = 0;
   return new TransformStream<Uint8Array, Uint8Array>(
@@ -93,7 +84,7 @@ async function viaServiceWorker(filename: string, options: SaveOptions): Promise
     };
     worker.postMessage({ type: MESSAGE_SAVE, request }, [channel.port2, ...transfer]);
   });
-  triggerDownload(url, frameLifetime(done));
+  triggerDownload(url, done);
   return { writable: counter.writable, done, method: 'service-worker' };
 }
 
