@@ -38,37 +38,80 @@ export async function pumpSegments(
 ): Promise<void> {
   const next = typeof source === 'function' ? source : readerSource(source);
   const queue: Promise<Uint8Array>[] = [];
-  // A failed write is noticed before the next read, so a broken sink stops the source promptly.
-  let sinkError: unknown;
-  const checkSink = () => {
-    if (sinkError !== undefined) throw sinkFailed(sinkError);
+  const settled = new WeakSet<Promise<Uint8Array>>();
+
+  // The first failure (a segment, or the sink) ends the pump, even while it waits for the source.
+  // Each wait gets its own interrupt hook: racing every wait against one long-lived promise would
+  // attach a reaction per wait to it, and each reaction would keep its chunk alive.
+  let failure: { error: unknown } | undefined;
+  let interrupt: ((error: unknown) => void) | undefined;
+  const fail = (error: unknown) => {
+    if (failure) return;
+    failure = { error };
+    interrupt?.(error);
+  };
+  const check = () => {
+    if (failure) throw failure.error;
+  };
+  const interruptible = <T>(wait: Promise<T>): Promise<T> => {
+    check();
+    return new Promise<T>((resolve, reject) => {
+      interrupt = reject;
+      wait.then(resolve, reject);
+    }).finally(() => {
+      interrupt = undefined;
+    });
   };
 
+  // Writes happen on one chain, as soon as the segment at the head of the queue is finished: the
+  // first byte does not wait for the queue to fill, nor for a slow source to deliver more.
+  let writes: Promise<void> = Promise.resolve();
   const write = async (bytes: Uint8Array): Promise<void> => {
-    checkSink();
     if (bytes.length === 0) return;
     try {
       await writer.ready;
     } catch (e) {
       throw sinkFailed(e);
     }
-    writer.write(bytes).catch((e) => (sinkError ??= e ?? new Error('write failed')));
+    writer.write(bytes).catch((e) => fail(sinkFailed(e ?? new Error('write failed'))));
   };
-
-  const enqueue = async (segments: Promise<Uint8Array>[]): Promise<void> => {
-    queue.push(...segments);
-    while (queue.length > maxInFlight) await write(await queue.shift()!);
+  const flush = () => {
+    writes = writes
+      .then(async () => {
+        while (!failure && queue.length > 0 && settled.has(queue[0]!)) await write(await queue.shift()!);
+      })
+      .catch(fail);
+  };
+  /** Waits until the queue is no longer than `limit`, or throws the first failure. */
+  const drainTo = async (limit: number) => {
+    while (queue.length > limit) {
+      await interruptible(queue[0]!.then(() => writes, () => writes));
+      check();
+    }
+  };
+  const enqueue = async (segments: Promise<Uint8Array>[]) => {
+    for (const segment of segments) {
+      queue.push(segment);
+      const mark = () => {
+        settled.add(segment);
+        flush();
+      };
+      segment.then(mark, mark);
+    }
+    await drainTo(maxInFlight);
   };
 
   if (head) await write(head);
   for (;;) {
-    checkSink();
-    const chunk = await next();
+    check();
+    const chunk = await interruptible(next());
     if (chunk === undefined) break;
     await enqueue(segmenter.push(chunk));
   }
   await enqueue(segmenter.finish());
-  while (queue.length > 0) await write(await queue.shift()!);
+  await drainTo(0);
+  await writes;
+  check();
   try {
     await writer.close();
   } catch (e) {
