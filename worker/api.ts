@@ -4,7 +4,7 @@ import type { VerificationResult } from '../lib/signatures.js';
 
 /**
  * What the crypto worker exposes over comlink (crypto.worker.ts) and the client wraps (client.ts).
- * Streams in arguments are transferred by the transfer handlers in transfer.ts.
+ * Streams in arguments are relayed by the transfer handlers in transfer.ts.
  */
 
 export interface RemoteUnsealer {
@@ -29,8 +29,6 @@ export interface CryptoWorkerApi {
   ): Promise<void>;
   unsealer(input: Uint8Array, vk: string): Promise<RemoteUnsealer>;
   streamUnsealer(readable: ReadableStream<Uint8Array>, vk: string): Promise<RemoteStreamUnsealer>;
-  /** How streams leave the worker (its return values); arguments follow the sender's choice. */
-  setStreamTransport(transport: 'transfer' | 'port' | undefined): void;
   /** Which SHAKE128 backend the worker runs ('wasm' normally). */
   shakeBackend(): Promise<string>;
 }

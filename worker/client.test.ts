@@ -5,14 +5,14 @@ import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } f
 import type { SealOptions } from '../lib/seal.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, failingSource } from '../test/streams.js';
-import { PostGuardWorker, setStreamTransport } from './client.js';
+import { PostGuardWorker } from './client.js';
 import { cryptoWorkerApi } from './worker-api.js';
 
 /**
  * The client and the worker API over comlink, in Node: one end of a MessageChannel serves
- * worker-api.ts, the client wraps the other, with streams transferred (Node's MessagePort can
- * transfer them, as browsers can) or relayed over a port (the WebKit fallback). The real module
- * worker in Chromium is tested in worker/test/crypto-worker.spec.ts.
+ * worker-api.ts, the client wraps the other, with streams relayed over ports (port-stream.ts) as
+ * in browsers. The real module worker in Chromium is tested in worker/test/crypto-worker.spec.ts;
+ * the relay's own rules in port-stream.test.ts.
  */
 
 const TS = 1_700_000_000;
@@ -25,6 +25,13 @@ let vk: string;
 let usk: string;
 let options: SealOptions;
 const message = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 13 + 5) & 255);
+const MIB = 1_048_576;
+/**
+ * Most a stream through the worker reads ahead of a stalled sink: the sink's window (1 MiB + a
+ * segment), 4 segments in flight in the worker + the one being filled, the source's window (1 MiB +
+ * a batch + a chunk), what the sink took before it failed: ~4.3 MiB.
+ */
+const IN_FLIGHT_BOUND = 5 * MIB;
 
 beforeAll(async () => {
   pgwasm = await loadPgWasm();
@@ -38,19 +45,17 @@ beforeAll(async () => {
   options = { policy: { [ALICE]: alice }, pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender } };
 });
 
-afterAll(() => setStreamTransport(undefined));
-
-function connect(streams: 'transfer' | 'port') {
+function connect() {
   const { port1, port2 } = new MessageChannel();
   expose(cryptoWorkerApi(), port1);
-  const pg = new PostGuardWorker({ endpoint: port2 as never, streams });
+  const pg = new PostGuardWorker({ endpoint: port2 as never });
   return { pg, close: () => (port1.close(), port2.close()) };
 }
 
-describe.each(['transfer', 'port'] as const)('through comlink, streams by %s', (streams) => {
+describe('through comlink', () => {
   let pg: PostGuardWorker;
   let close: () => void;
-  beforeAll(() => ({ pg, close } = connect(streams)));
+  beforeAll(() => ({ pg, close } = connect()));
   afterAll(() => close());
 
   it('seal → Unsealer: inspect, identity, unseal', async () => {
@@ -142,5 +147,88 @@ describe.each(['transfer', 'port'] as const)('through comlink, streams by %s', (
     });
     const error = await pg.sealStream(mpk, options, chunkedSource(message(2_000_000)), sink).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'SINK_FAILED' });
+  });
+
+  it("a sink's coded error reaches the worker's sealer as the cause of SINK_FAILED, and the source is cancelled", async () => {
+    let cancelled: unknown;
+    let offset = 0;
+    const size = 64 * MIB;
+    const source = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offset >= size) return controller.close();
+        controller.enqueue(new Uint8Array(65_536).fill(offset / 65_536));
+        offset += 65_536;
+      },
+      cancel: (reason) => void (cancelled = reason),
+    });
+    let writes = 0;
+    const sink = new WritableStream<Uint8Array>({
+      write() {
+        if (++writes === 3) throw new PostGuardError('SINK_FAILED', 'the disk is full');
+      },
+    });
+    const error = await pg.sealStream(mpk, options, source, sink).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PostGuardError);
+    expect(error).toMatchObject({ code: 'SINK_FAILED', cause: { code: 'SINK_FAILED', message: 'the disk is full' } });
+    await expect.poll(() => cancelled).toBeInstanceOf(PostGuardError);
+    expect(cancelled).toMatchObject({ code: 'SINK_FAILED' });
+    // What was in flight: a window each way, the sealer's segments, a batch; not the whole source.
+    expect(offset).toBeLessThan(IN_FLIGHT_BOUND);
+  });
+
+  it("the worker's cancel reaches the caller's source with the coded reason (a tampered segment)", async () => {
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(new Uint8Array(8 * MIB).fill(7), MIB), sealed.writable);
+    const ct = sealed.bytes();
+    ct[400_000]! ^= 1;
+    let cancelled: unknown;
+    let offset = 0;
+    const source = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (offset >= ct.length) return controller.close();
+        controller.enqueue(ct.slice(offset, (offset += 65_536)));
+      },
+      cancel: (reason) => void (cancelled = reason),
+    });
+    const su = await pg.StreamUnsealer.new(source, vk);
+    const opened = collector();
+    await expect(su.unseal(ALICE, usk, opened.writable)).rejects.toMatchObject({ code: 'TAMPERED' });
+    await expect.poll(() => cancelled).toBeInstanceOf(AuthenticationError);
+    expect(cancelled).toMatchObject({ code: 'TAMPERED' });
+    expect(offset).toBeLessThan(400_000 + IN_FLIGHT_BOUND);
+  });
+
+  it('a source chunk that is not bytes fails the seal with SOURCE_FAILED caused by INVALID_INPUT, on both ends', async () => {
+    const source = new ReadableStream<unknown>({
+      start(controller) {
+        controller.enqueue(message(100));
+        controller.enqueue('not bytes');
+      },
+    });
+    const sealed = collector();
+    const error = await pg.sealStream(mpk, options, source as ReadableStream<Uint8Array>, sealed.writable).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'SOURCE_FAILED', cause: { code: 'INVALID_INPUT' } });
+    expect((error as Error).cause).toBeInstanceOf(InputError);
+    await expect.poll(() => sealed.state()).toBe('aborted');
+    expect(sealed.abortReason()).toMatchObject({ code: 'SOURCE_FAILED' });
+  });
+
+  it('chunks of any byte type and size, empty ones included, seal to what a Uint8Array stream seals to', async () => {
+    const plain = message(600_000);
+    const chunks: unknown[] = [];
+    for (let offset = 0, i = 0; offset < plain.length; i++) {
+      const n = [0, 1, 70_000, 333, 0, 400_000][i % 6]!;
+      const part = plain.slice(offset, offset + n);
+      chunks.push(i % 3 === 0 ? part.buffer : i % 3 === 1 ? new DataView(part.buffer) : part);
+      offset += n;
+    }
+    const source = new ReadableStream<unknown>({
+      pull: (controller) => (chunks.length > 0 ? controller.enqueue(chunks.shift()) : controller.close()),
+    });
+    const sealed = collector();
+    await pg.sealStream(mpk, options, source as ReadableStream<Uint8Array>, sealed.writable);
+    const opened = collector();
+    await (await pg.StreamUnsealer.new(chunkedSource(sealed.bytes()), vk)).unseal(ALICE, usk, opened.writable);
+    expect(opened.bytes()).toEqual(plain);
   });
 });

@@ -11,7 +11,7 @@ import { canTransferStreams, sentWritableSettled, setStreamTransport, streamTran
  *
  *   const pg = new PostGuardWorker();
  *   const ct = await pg.seal(mpk, options, bytes);
- *   await pg.sealStream(mpk, options, readable, writable);     // streams are transferred
+ *   await pg.sealStream(mpk, options, readable, writable);     // streams are relayed to the worker
  *   const u = await pg.Unsealer.new(ct, vk);
  *   (await u.inspect_header()).get(id); const [plain, sender] = await u.unseal(id, usk); u.free();
  *   const su = await pg.StreamUnsealer.new(readable, vk);
@@ -26,8 +26,6 @@ export interface PostGuardWorkerOptions {
   worker?: Worker;
   /** Any comlink endpoint serving worker-api.ts instead of a worker (tests: one end of a MessageChannel). */
   endpoint?: Endpoint;
-  /** 'transfer' (transferable streams) or 'port' (MessagePort relay); default: detect. */
-  streams?: StreamTransport;
 }
 
 /** How long a failed call waits for the abort of its writable to arrive, so the sink has seen it first. */
@@ -113,7 +111,7 @@ export class WorkerStreamUnsealer {
   }
 
   /**
-   * Decrypts the rest of the stream into `writable` (transferred to the worker). Plaintext is
+   * Decrypts the rest of the stream into `writable` (relayed from the worker). Plaintext is
    * written segment by segment after each authenticates; `writable` is closed after the final
    * segment authenticated, or aborted with the error (code intact) if anything fails.
    */
@@ -138,7 +136,7 @@ export class PostGuardWorker {
   };
 
   readonly StreamUnsealer = {
-    /** Transfers `readable` to the worker, which reads and authenticates the header from it. */
+    /** Relays `readable` to the worker, which reads and authenticates the header from it. */
     new: async (readable: ReadableStream<Uint8Array>, vk: string): Promise<WorkerStreamUnsealer> =>
       WorkerStreamUnsealer.wrap((await this.remote.streamUnsealer(readable, vk)) as unknown as Remote<RemoteStreamUnsealer>),
   };
@@ -152,10 +150,6 @@ export class PostGuardWorker {
         options.worker ?? new Worker(new URL('./crypto.worker.js', import.meta.url), { type: 'module', name: 'postguard-crypto' });
       this.remote = wrap<CryptoWorkerApi>(this.worker);
     }
-    if (options.streams !== undefined) {
-      setStreamTransport(options.streams);
-      void this.remote.setStreamTransport(options.streams);
-    }
   }
 
   /** In-memory seal. `plain` is copied to the worker; the ciphertext is transferred back. */
@@ -164,7 +158,8 @@ export class PostGuardWorker {
   }
 
   /**
-   * Streaming seal: both streams are transferred to the worker. Resolves when `writable` was
+   * Streaming seal: both streams are relayed to the worker (the source's chunks are copied as they
+   * are read, so it may reuse them). Resolves when `writable` was
    * closed after the last segment; on failure `writable` is aborted and the promise rejects, both
    * with the same coded error.
    */
@@ -189,6 +184,7 @@ export class PostGuardWorker {
   }
 }
 
+/** @deprecated Compatibility only (transfer.ts): every stream is relayed, there is nothing to choose. */
 export { canTransferStreams, streamTransport, setStreamTransport };
 export type { StreamTransport };
 export { encodeError, reviveError, isWireError } from './errors.js';

@@ -9,7 +9,6 @@ import {
   type RegisterRequest,
   type WireSource,
 } from './sw-protocol.js';
-import { streamTransport } from './transfer.js';
 
 /**
  * The page's side of the decrypting service worker (sw.ts): register the worker once, then hand
@@ -25,7 +24,7 @@ export { DOWNLOAD_PATH } from './sw-protocol.js';
 export type { RegisterRequest } from './sw-protocol.js';
 
 export interface DownloadOptions {
-  /** The ciphertext: a URL (fetched by the worker), a Blob/File, or a stream (transferred). */
+  /** The ciphertext: a URL (fetched by the worker), a Blob/File, or a stream (relayed to the worker, port-stream.ts). */
   source: string | URL | Blob | ReadableStream<Uint8Array>;
   /** For a URL source: request headers (e.g. Authorization) and credentials mode. */
   headers?: Record<string, string>;
@@ -116,9 +115,9 @@ function wireSource(options: DownloadOptions): { source: WireSource; transfer: T
   }
   if (source instanceof Blob) return { source: { kind: 'blob', blob: source }, transfer: [] };
   if (source instanceof ReadableStream) {
-    if (streamTransport() === 'transfer') return { source: { kind: 'stream', stream: source }, transfer: [source as unknown as Transferable] };
+    // Relayed rather than transferred: the stream crosses to another thread as it does to the crypto worker.
     const port = readableToPort(source);
-    return { source: { kind: 'port', port }, transfer: [port] };
+    return { source: { kind: 'relay', port }, transfer: [port] };
   }
   throw new TypeError('source must be a URL, a Blob or a ReadableStream');
 }

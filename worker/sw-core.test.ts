@@ -1,11 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostGuardError } from '../lib/errors.js';
 import { DEFAULT_SEGMENT_SIZE, sealStream, type SealOptions } from '../lib/index.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import { SEGMENT_OVERHEAD } from '../lib/segments.js';
 import { chunkedSource, collector } from '../test/streams.js';
 import { reviveError } from './errors.js';
 import { FramingSniffer } from './plaintext-size.js';
+import { readableToPort } from './port-stream.js';
 import { contentDisposition, installDecrypter, safeFilename, type DecrypterOptions } from './sw-core.js';
 import { MESSAGE_REGISTER, MESSAGE_REVOKE, type DownloadEvent, type RegisterRequest } from './sw-protocol.js';
 
@@ -26,7 +28,7 @@ let otherUsk: string;
 let ciphertext: Uint8Array;
 let plain: Uint8Array;
 let framingBytes: number;
-let sealLarge: () => Promise<Uint8Array>;
+let sealLarge: (segments?: number) => Promise<Uint8Array>;
 let server: Server;
 let serverUrl: string;
 const sender = { ts: TS, con: [{ t: EMAIL, v: 'bob@example.org' }] };
@@ -46,9 +48,9 @@ beforeAll(async () => {
   const sniffer = new FramingSniffer();
   sniffer.push(ciphertext);
   framingBytes = sniffer.framing!.framingBytes;
-  sealLarge = async () => {
+  sealLarge = async (segments = 16) => {
     const big = collector();
-    await sealStream(kem.mpk, options, chunkedSource(new Uint8Array(16 * DEFAULT_SEGMENT_SIZE)), big.writable);
+    await sealStream(kem.mpk, options, chunkedSource(new Uint8Array(segments * DEFAULT_SEGMENT_SIZE)), big.writable);
     return big.bytes();
   };
   server = createServer((req, res) => {
@@ -168,6 +170,15 @@ describe('a registered download', () => {
     expect(await bytesOf(b)).toEqual(plain);
   });
 
+  it("decrypts a page's stream relayed over a port (what download.ts sends) as it arrives", async () => {
+    const w = worker();
+    const { reply, end } = await w.register({ source: { kind: 'relay', port: readableToPort(chunkedSource(ciphertext, 40_000)) }, size: ciphertext.length });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.headers.get('content-length')).toBe(String(plain.length));
+    expect(await bytesOf(res)).toEqual(plain);
+    expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
+  });
+
   it('keeps the worker alive while the body streams, but not past the event cap', async () => {
     const w = worker();
     const { reply } = await w.register({});
@@ -273,6 +284,30 @@ describe('failures', () => {
     await expect.poll(() => cancelled).toBe(true);
     expect(reads * 65_536).toBeLessThan(large.length / 2);
   });
+
+  it("cancelling the body of a relayed source cancels the page's stream with a coded reason", async () => {
+    const w = worker();
+    const large = await sealLarge(48);
+    let cancelled: unknown;
+    let reads = 0;
+    const source = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const offset = reads++ * 65_536;
+        if (offset >= large.length) controller.close();
+        else controller.enqueue(large.slice(offset, offset + 65_536));
+      },
+      cancel: (reason) => void (cancelled = reason ?? 'no reason'),
+    });
+    const { reply } = await w.register({ source: { kind: 'relay', port: readableToPort(source) } });
+    const reader = (await w.get(registeredUrl(reply)).response).body!.getReader();
+    await reader.read();
+    await reader.cancel('user cancelled');
+    await expect.poll(() => cancelled).toBeDefined();
+    expect(cancelled).toBeInstanceOf(PostGuardError);
+    expect(cancelled).toMatchObject({ code: 'SINK_FAILED' });
+    // Read ahead: the relay's window and a batch, the segments in flight; not the whole 12 MiB.
+    expect(reads * 65_536).toBeLessThan(5 * 1_048_576);
+  });
 });
 
 describe('registrations', () => {
@@ -283,6 +318,9 @@ describe('registrations', () => {
       { source: { kind: 'url', url: 'not a url' } },
       { source: { kind: 'blob', blob: 'x' as never } },
       { source: { kind: 'carrier-pigeon' } as never },
+      // The one-chunk-per-round-trip relay of earlier pages: another protocol, refused rather than hung on.
+      { source: { kind: 'port', port: new MessageChannel().port1 } as never },
+      { source: { kind: 'relay', port: 'not a port' } as never },
       { source: undefined as never },
       { contentType: 'text/html\r\nset-cookie: a=b' },
       { disposition: 'open' as never },
@@ -309,6 +347,24 @@ describe('registrations', () => {
     w.revoke((reply as { id: string }).id);
     expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/revoked/) });
     expect((await w.get(registeredUrl(reply)).response).status).toBe(404);
+  });
+
+  it("revoked, a relayed source is cancelled on the page's side without having been read", async () => {
+    const w = worker();
+    let reads = 0;
+    let cancelled = false;
+    const source = new ReadableStream<Uint8Array>(
+      {
+        pull: (c) => void (reads++, c.enqueue(new Uint8Array(1000))),
+        cancel: () => void (cancelled = true),
+      },
+      { highWaterMark: 0 },
+    );
+    const { reply } = await w.register({ source: { kind: 'relay', port: readableToPort(source) } });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(reads).toBe(0); // nothing is read before the download is fetched
+    w.revoke((reply as { id: string }).id);
+    await expect.poll(() => cancelled).toBe(true);
   });
 
   it('are capped', async () => {

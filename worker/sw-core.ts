@@ -91,7 +91,7 @@ function invalidRequest(r: RegisterRequest): string | undefined {
     if (!(s.blob instanceof Blob)) return 'source blob is not a Blob';
   } else if (s.kind === 'stream') {
     if (!(s.stream instanceof ReadableStream)) return 'source stream is not a ReadableStream';
-  } else if (s.kind === 'port') {
+  } else if (s.kind === 'relay') {
     if (!(s.port instanceof MessagePort)) return 'source port is not a MessagePort';
   } else {
     return 'unknown source kind';
@@ -132,7 +132,7 @@ async function openSource(source: WireSource, declaredSize: number | undefined, 
       return { stream: source.blob.stream(), size: source.blob.size };
     case 'stream':
       return { stream: source.stream, size: declaredSize };
-    case 'port':
+    case 'relay':
       return { stream: portToReadable<Uint8Array>(source.port), size: declaredSize };
     case 'url': {
       let response: Response;
@@ -213,7 +213,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
 
   async function cancelSource(source: WireSource): Promise<void> {
     if (source.kind === 'stream') await source.stream.cancel().catch(() => undefined);
-    if (source.kind === 'port') await portToReadable(source.port).cancel().catch(() => undefined);
+    if (source.kind === 'relay') await portToReadable(source.port).cancel().catch(() => undefined);
   }
 
   async function respond(entry: Registration, lifetime: (p: Promise<unknown>) => void): Promise<Response> {

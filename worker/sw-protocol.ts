@@ -22,10 +22,14 @@ export const MESSAGE_KEEPALIVE = 'postguard:keepalive';
 export type WireSource =
   | { kind: 'url'; url: string; headers?: Record<string, string>; credentials?: RequestCredentials }
   | { kind: 'blob'; blob: Blob }
-  /** A transferred ReadableStream. */
-  | { kind: 'stream'; stream: ReadableStream<Uint8Array> }
-  /** A stream served over a MessagePort (where streams cannot be transferred). */
-  | { kind: 'port'; port: MessagePort };
+  /** A page's stream relayed over a MessagePort (port-stream.ts readableToPort): what download.ts sends. */
+  | { kind: 'relay'; port: MessagePort }
+  /**
+   * A transferred ReadableStream: what pages built before the relay sent in browsers that transfer
+   * streams (a worker that took over such a page still answers it). Their MessagePort fallback
+   * ('port', one chunk per round trip) spoke another protocol and is refused as an unknown kind.
+   */
+  | { kind: 'stream'; stream: ReadableStream<Uint8Array> };
 
 export interface RegisterRequest {
   source: WireSource;

@@ -8,145 +8,52 @@ import { portToReadable, portToWritable, readableToPort, writableToPort } from '
  * - 'throw' (comlink's own, replaced): errors cross as WireErrors and are rebuilt with their class
  *   and `code` (PostGuardError, PkgClientError), instead of comlink's bare Error.
  * - 'pg-readable' / 'pg-writable': a ReadableStream or WritableStream argument (or return value)
- *   is transferred, not copied: the stream moves to the other realm and its chunks flow there
- *   directly. Where streams are not transferable (WebKit) it is served over a MessagePort instead
- *   (port-stream.ts). Either way errors and abort/cancel reasons keep their code: each side puts a
- *   thin relay in front of the stream that encodes what leaves and revives what arrives.
+ *   stays where it is and is relayed over a MessagePort with a credit window (port-stream.ts), in
+ *   every browser. The relay is faster than a natively transferred stream (which crosses one
+ *   structured-cloned chunk per round trip) and keeps errors, abort and cancel reasons coded.
+ *
+ * Who owns the chunks. A readable handed over is read by the relay, which copies every chunk: the
+ * caller's source may reuse its buffers. A writable handed over becomes, on the receiving side,
+ * portToWritable, which TRANSFERS the buffer of every chunk written to it. The receiving side is the
+ * crypto worker, whose writers are the library's sealStream and StreamUnsealer.unseal, and the rule
+ * that makes this safe is theirs: lib/ never touches a buffer after writing it to a WritableStream,
+ * and writes each buffer once. sealStream writes the frame (a fresh array from encodeFrame) and then
+ * each segment's fresh WebCrypto output; StreamUnsealer writes one subarray of each segment's fresh
+ * WebCrypto output (lib/segments.ts SegmentSealer.seal / SegmentOpener.verify, written by
+ * lib/pump.ts). A change in lib/ that writes a buffer it later reuses, or two views of one buffer,
+ * must copy before writing (the second view of a transferred buffer fails with INVALID_STATE rather
+ * than arrive empty). The whole buffer moves: for StreamUnsealer that includes, around the plaintext
+ * view, the segment's signature and in segment 0 the signer's policy prefix, which the same caller
+ * gets in the VerificationResult anyway.
  */
 
-export type StreamTransport = 'transfer' | 'port';
-
-let detected: boolean | undefined;
-
-/** Whether this realm can postMessage-transfer ReadableStream and WritableStream. */
-export function canTransferStreams(): boolean {
-  if (detected === undefined) {
-    const { port1, port2 } = new MessageChannel();
-    try {
-      const readable = new ReadableStream();
-      const writable = new WritableStream();
-      port1.postMessage([readable, writable], [readable, writable] as unknown as Transferable[]);
-      detected = true;
-    } catch {
-      detected = false;
-    } finally {
-      port1.close();
-      port2.close();
-    }
-  }
-  return detected;
-}
-
-let forced: StreamTransport | undefined;
-
-/** Forces one transport (tests, or an app that knows better); undefined goes back to detection. */
-export function setStreamTransport(transport: StreamTransport | undefined): void {
-  forced = transport;
-}
-
-export const streamTransport = (): StreamTransport => forced ?? (canTransferStreams() ? 'transfer' : 'port');
-
-type MapError = (error: unknown) => unknown;
-
-/** A readable that reads `inner`, passing its errors through `mapError` and cancel reasons through `mapReason`. */
-function relayReadable<T>(inner: ReadableStream<T>, mapError: MapError, mapReason: MapError): ReadableStream<T> {
-  const reader = inner.getReader();
-  return new ReadableStream<T>(
-    {
-      async pull(controller) {
-        let result: ReadableStreamReadResult<T>;
-        try {
-          result = await reader.read();
-        } catch (error) {
-          controller.error(mapError(error));
-          return;
-        }
-        if (result.done) controller.close();
-        else controller.enqueue(result.value);
-      },
-      cancel: (reason) => reader.cancel(mapReason(reason)).catch(() => undefined),
-    },
-    { highWaterMark: 0 },
-  );
-}
-
 /**
- * A writable that writes to `inner`, passing its errors through `mapError` and abort reasons
- * through `mapReason`. Writes are pipelined as far as `inner` lets them (its `ready`); a failed
- * write is reported by the next write or by close, as any writer would see it.
- */
-function relayWritable<T>(inner: WritableStream<T>, mapError: MapError, mapReason: MapError): WritableStream<T> {
-  return relayWritableSettled(inner, mapError, mapReason).stream;
-}
-
-/** relayWritable, and when `inner` ended: resolves once it is closed, rejects once it failed or was aborted. */
-function relayWritableSettled<T>(
-  inner: WritableStream<T>,
-  mapError: MapError,
-  mapReason: MapError,
-): { stream: WritableStream<T>; settled: Promise<void> } {
-  const writer = inner.getWriter();
-  const settled = writer.closed;
-  settled.catch(() => undefined);
-  const mapped = async (step: () => Promise<void>) => {
-    try {
-      await step();
-    } catch (error) {
-      throw mapError(error);
-    }
-  };
-  const stream = new WritableStream<T>({
-    write: (chunk) =>
-      mapped(async () => {
-        await writer.ready;
-        writer.write(chunk).catch(() => undefined);
-      }),
-    close: () => mapped(() => writer.close()),
-    abort: (reason) => writer.abort(mapReason(reason)).catch(() => undefined),
-  });
-  return { stream, settled };
-}
-
-/**
- * Sent writables, by the caller's stream: when each one ended on this side. Over a transfer, the
- * other realm's close() resolves when its message is sent, before this side's sink has closed;
- * a call that hands a writable over awaits this to keep "resolved means the sink is closed".
+ * Sent writables, by the caller's stream: when each one ended on this side. A call that hands a
+ * writable over awaits this to keep "resolved means your sink is closed", and on failure to let
+ * the abort reach the sink before the promise rejects.
  */
 const settlements = new WeakMap<WritableStream<unknown>, Promise<void>>();
 
 /** When a writable that was sent to another realm ended here (undefined if it was never sent). */
 export const sentWritableSettled = (writable: WritableStream<unknown>): Promise<void> | undefined => settlements.get(writable);
 
-type WireStream<S> = { via: 'transfer'; stream: S } | { via: 'port'; port: MessagePort };
-
-const readableHandler: TransferHandler<ReadableStream<unknown>, WireStream<ReadableStream<unknown>>> = {
+const readableHandler: TransferHandler<ReadableStream<unknown>, MessagePort> = {
   canHandle: (value): value is ReadableStream<unknown> => typeof ReadableStream !== 'undefined' && value instanceof ReadableStream,
   serialize(stream) {
-    if (streamTransport() === 'port') {
-      const port = readableToPort(stream);
-      return [{ via: 'port', port }, [port]];
-    }
-    const relay = relayReadable(stream, encodeError, reviveError);
-    return [{ via: 'transfer', stream: relay }, [relay as unknown as Transferable]];
+    const port = readableToPort(stream);
+    return [port, [port]];
   },
-  deserialize: (wire) =>
-    wire.via === 'port' ? portToReadable(wire.port) : relayReadable(wire.stream, reviveError, encodeError),
+  deserialize: (port) => portToReadable(port),
 };
 
-const writableHandler: TransferHandler<WritableStream<unknown>, WireStream<WritableStream<unknown>>> = {
-  canHandle: (value): value is WritableStream<unknown> => typeof WritableStream !== 'undefined' && value instanceof WritableStream,
+const writableHandler: TransferHandler<WritableStream<Uint8Array>, MessagePort> = {
+  canHandle: (value): value is WritableStream<Uint8Array> => typeof WritableStream !== 'undefined' && value instanceof WritableStream,
   serialize(stream) {
-    if (streamTransport() === 'port') {
-      const { port, settled } = writableToPort(stream);
-      settlements.set(stream, settled);
-      return [{ via: 'port', port }, [port]];
-    }
-    const relay = relayWritableSettled(stream, encodeError, reviveError);
-    settlements.set(stream, relay.settled);
-    return [{ via: 'transfer', stream: relay.stream }, [relay.stream as unknown as Transferable]];
+    const { port, settled } = writableToPort(stream);
+    settlements.set(stream, settled);
+    return [port, [port]];
   },
-  deserialize: (wire) =>
-    wire.via === 'port' ? portToWritable(wire.port) : relayWritable(wire.stream, reviveError, encodeError),
+  deserialize: (port) => portToWritable(port),
 };
 
 let installed = false;
@@ -169,3 +76,44 @@ export function installTransferHandlers(): void {
 }
 
 installTransferHandlers();
+
+// ---- Compatibility with code written when streams were transferred natively where possible ----
+
+/** @deprecated postguard-ts relays every stream (port-stream.ts); kept for code that still asks. */
+export type StreamTransport = 'transfer' | 'port';
+
+/**
+ * @deprecated Always 'port': every stream postguard-ts hands to another thread goes over the
+ * MessagePort relay. Code that chose between transferring a stream and `readableToPort` on this
+ * answer (demo/src/save.ts) now relays.
+ */
+export const streamTransport = (): StreamTransport => 'port';
+
+/**
+ * @deprecated Has no effect any more: there is one transport. Kept so that code which forced one
+ * (bench/browser/main.ts) still builds; it can simply drop the call.
+ */
+export function setStreamTransport(transport: StreamTransport | undefined): void {
+  void transport;
+}
+
+let detected: boolean | undefined;
+
+/** Whether this realm can postMessage-transfer ReadableStream and WritableStream (postguard-ts no longer needs it). */
+export function canTransferStreams(): boolean {
+  if (detected === undefined) {
+    const { port1, port2 } = new MessageChannel();
+    try {
+      const readable = new ReadableStream();
+      const writable = new WritableStream();
+      port1.postMessage([readable, writable], [readable, writable] as unknown as Transferable[]);
+      detected = true;
+    } catch {
+      detected = false;
+    } finally {
+      port1.close();
+      port2.close();
+    }
+  }
+  return detected;
+}

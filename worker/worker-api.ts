@@ -3,7 +3,7 @@ import { loadShake128, shakeBackend } from '#shake';
 import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
-import { setStreamTransport } from './transfer.js';
+import { installTransferHandlers } from './transfer.js';
 
 /**
  * What the crypto worker serves: postguard-ts's seal / sealStream / Unsealer / StreamUnsealer.
@@ -52,21 +52,24 @@ class StreamUnsealerHandle implements RemoteStreamUnsealer {
   }
 }
 
-export const cryptoWorkerApi = (): CryptoWorkerApi => ({
-  async seal(mpk: string, options: SealOptions, plain: Uint8Array) {
-    const out = handOver(await seal(mpk, options, plain));
-    return transfer(out, [out.buffer as ArrayBuffer]);
-  },
-  sealStream: (mpk, options, readable, writable) => sealStream(mpk, options, readable, writable),
-  async unsealer(input, vk) {
-    return proxy(new UnsealerHandle(await Unsealer.new(input, vk)));
-  },
-  async streamUnsealer(readable, vk) {
-    return proxy(new StreamUnsealerHandle(await StreamUnsealer.new(readable, vk)));
-  },
-  setStreamTransport,
-  async shakeBackend() {
-    await loadShake128();
-    return shakeBackend;
-  },
-});
+/** The API to expose; installs the transfer handlers (relayed streams in, coded errors out) first. */
+export function cryptoWorkerApi(): CryptoWorkerApi {
+  installTransferHandlers();
+  return {
+    async seal(mpk: string, options: SealOptions, plain: Uint8Array) {
+      const out = handOver(await seal(mpk, options, plain));
+      return transfer(out, [out.buffer as ArrayBuffer]);
+    },
+    sealStream: (mpk, options, readable, writable) => sealStream(mpk, options, readable, writable),
+    async unsealer(input, vk) {
+      return proxy(new UnsealerHandle(await Unsealer.new(input, vk)));
+    },
+    async streamUnsealer(readable, vk) {
+      return proxy(new StreamUnsealerHandle(await StreamUnsealer.new(readable, vk)));
+    },
+    async shakeBackend() {
+      await loadShake128();
+      return shakeBackend;
+    },
+  };
+}

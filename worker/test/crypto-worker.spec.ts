@@ -4,9 +4,9 @@ import { createHash } from 'node:crypto';
 import { test, expect, type Keys } from './fixtures.js';
 
 /**
- * The crypto worker in Chromium, bundled by Vite: round trips with streams transferred (and over
- * the MessagePort relay), interop with @e4a/pg-wasm in both directions, error codes across the
- * boundary, and a main thread that keeps drawing frames while 64 MiB are sealed.
+ * The crypto worker in Chromium, bundled by Vite: round trips with streams relayed (port-stream.ts),
+ * the relay's rules in the real worker, interop with @e4a/pg-wasm in both directions, error codes
+ * across the boundary, and a main thread that keeps drawing frames while 64 MiB are sealed.
  */
 
 type Pgt = import('./app/main.js').Pgt;
@@ -32,72 +32,86 @@ test.beforeAll(async () => {
   pgwasm = await loadPgWasm();
 });
 
-for (const transport of ['transfer', 'port'] as const) {
-  test.describe(`streams by ${transport}`, () => {
-    test.beforeEach(async ({ app, page }) => {
-      void app;
-      expect(await page.evaluate((t) => pgt.init(t), transport)).toBe('wasm');
-    });
-
-    test('seal and unseal in memory through the worker', async ({ page, keys }) => {
-      const r = await page.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [keys, 1_000_000] as const);
-      expect(r.equal).toBe(true);
-      expect(r.header).toEqual({ [keys.id]: { ts: 1_700_000_000, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: '' }] } });
-      expect(r.sender).toEqual({ public: keys.sender });
-    });
-
-    test('sealStream into StreamUnsealer, both streams transferred to the worker', async ({ page, keys }) => {
-      const size = 8 * 1024 * 1024 + 12_345;
-      const r = await page.evaluate(([k, n]) => pgt.streamRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
-      expect(r).toMatchObject({ equal: true, bytes: size, state: 'closed', sender: { public: keys.sender } });
-    });
-
-    test('opens what @e4a/pg-wasm sealed (streaming and in memory)', async ({ page, keys }) => {
-      const plain = pattern(700_000);
-      const out = collector();
-      await pgwasm.sealStream(keys.mpk, keys.options, chunkedSource(plain), out.writable);
-      const streamed = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'stream'), [b64(out.bytes()), keys] as const);
-      expect(streamed).toMatchObject({ sha: sha(plain), state: 'closed', sender: { public: keys.sender } });
-      const memory = await pgwasm.seal(keys.mpk, keys.options, plain);
-      const opened = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'memory'), [b64(memory), keys] as const);
-      expect(opened).toMatchObject({ sha: sha(plain), sender: { public: keys.sender } });
-    });
-
-    test('@e4a/pg-wasm opens what the worker sealed', async ({ page, keys }) => {
-      const plain = pattern(600_000);
-      const streamed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, plain.length] as const);
-      expect(streamed.sha).toBe(sha(plain));
-      const out = collector();
-      const unsealer = await pgwasm.StreamUnsealer.new(chunkedSource(unb64(streamed.ct)), keys.vk);
-      await unsealer.unseal(keys.id, keys.usk, out.writable);
-      expect(sha(out.bytes())).toBe(sha(plain));
-      const memory = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'memory'), [keys, plain.length] as const);
-      const [back] = await (await pgwasm.Unsealer.new(unb64(memory.ct), keys.vk)).unseal(keys.id, keys.usk);
-      expect(sha(back)).toBe(sha(plain));
-    });
-
-    test('error codes and classes survive the boundary', async ({ page, keys }) => {
-      const r = await page.evaluate((k) => pgt.errors(k.mpk, k.options, k.vk, k.id, k.usk), keys);
-      expect(r.garbage).toMatchObject({ code: 'NOT_POSTGUARD', className: 'FormatError', postguard: true });
-      expect(r.unknownRecipient).toMatchObject({ code: 'UNKNOWN_RECIPIENT', className: 'InputError' });
-      expect(r.badKey).toMatchObject({ code: 'INVALID_KEY', className: 'InputError' });
-      expect(r.wrongMode).toMatchObject({ code: 'WRONG_MODE', className: 'FormatError' });
-      expect(r.badOptions).toMatchObject({ code: 'INVALID_POLICY', postguard: true });
-      expect(r.sourceFailed).toMatchObject({ code: 'SOURCE_FAILED', postguard: true });
-      expect(r.sourceFailedSink).toMatchObject({ state: 'aborted', reason: { code: 'SOURCE_FAILED', postguard: true } });
-    });
-
-    test('a tampered segment: rejected with TAMPERED, and the sink aborted with TAMPERED', async ({ page, keys }) => {
-      const sealed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, 1_000_000] as const);
-      const ct = unb64(sealed.ct);
-      const r = await page.evaluate(([c, at, k]) => pgt.tamperedStream(c, at, k.vk, k.id, k.usk), [sealed.ct, ct.length - 300_000, keys] as const);
-      expect(r.error).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
-      expect(r.state).toBe('aborted');
-      expect(r.abortReason).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
-      expect(r.delivered).toBeLessThan(1_000_000);
-    });
+test.describe('through the worker', () => {
+  test.beforeEach(async ({ app, page }) => {
+    void app;
+    expect(await page.evaluate(() => pgt.init())).toBe('wasm');
   });
-}
+
+  test('seal and unseal in memory through the worker', async ({ page, keys }) => {
+    const r = await page.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [keys, 1_000_000] as const);
+    expect(r.equal).toBe(true);
+    expect(r.header).toEqual({ [keys.id]: { ts: 1_700_000_000, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: '' }] } });
+    expect(r.sender).toEqual({ public: keys.sender });
+  });
+
+  test('sealStream into StreamUnsealer, both streams relayed to the worker', async ({ page, keys }) => {
+    const size = 8 * 1024 * 1024 + 12_345;
+    const r = await page.evaluate(([k, n]) => pgt.streamRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
+    expect(r).toMatchObject({ equal: true, bytes: size, state: 'closed', sender: { public: keys.sender } });
+  });
+
+  test('opens what @e4a/pg-wasm sealed (streaming and in memory)', async ({ page, keys }) => {
+    const plain = pattern(700_000);
+    const out = collector();
+    await pgwasm.sealStream(keys.mpk, keys.options, chunkedSource(plain), out.writable);
+    const streamed = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'stream'), [b64(out.bytes()), keys] as const);
+    expect(streamed).toMatchObject({ sha: sha(plain), state: 'closed', sender: { public: keys.sender } });
+    const memory = await pgwasm.seal(keys.mpk, keys.options, plain);
+    const opened = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'memory'), [b64(memory), keys] as const);
+    expect(opened).toMatchObject({ sha: sha(plain), sender: { public: keys.sender } });
+  });
+
+  test('@e4a/pg-wasm opens what the worker sealed', async ({ page, keys }) => {
+    const plain = pattern(600_000);
+    const streamed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, plain.length] as const);
+    expect(streamed.sha).toBe(sha(plain));
+    const out = collector();
+    const unsealer = await pgwasm.StreamUnsealer.new(chunkedSource(unb64(streamed.ct)), keys.vk);
+    await unsealer.unseal(keys.id, keys.usk, out.writable);
+    expect(sha(out.bytes())).toBe(sha(plain));
+    const memory = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'memory'), [keys, plain.length] as const);
+    const [back] = await (await pgwasm.Unsealer.new(unb64(memory.ct), keys.vk)).unseal(keys.id, keys.usk);
+    expect(sha(back)).toBe(sha(plain));
+  });
+
+  test('error codes and classes survive the boundary', async ({ page, keys }) => {
+    const r = await page.evaluate((k) => pgt.errors(k.mpk, k.options, k.vk, k.id, k.usk), keys);
+    expect(r.garbage).toMatchObject({ code: 'NOT_POSTGUARD', className: 'FormatError', postguard: true });
+    expect(r.unknownRecipient).toMatchObject({ code: 'UNKNOWN_RECIPIENT', className: 'InputError' });
+    expect(r.badKey).toMatchObject({ code: 'INVALID_KEY', className: 'InputError' });
+    expect(r.wrongMode).toMatchObject({ code: 'WRONG_MODE', className: 'FormatError' });
+    expect(r.badOptions).toMatchObject({ code: 'INVALID_POLICY', postguard: true });
+    expect(r.sourceFailed).toMatchObject({ code: 'SOURCE_FAILED', postguard: true });
+    expect(r.sourceFailedSink).toMatchObject({ state: 'aborted', reason: { code: 'SOURCE_FAILED', postguard: true } });
+  });
+
+  test('a tampered segment: rejected with TAMPERED, and the sink aborted with TAMPERED', async ({ page, keys }) => {
+    const sealed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, 1_000_000] as const);
+    const ct = unb64(sealed.ct);
+    const r = await page.evaluate(([c, at, k]) => pgt.tamperedStream(c, at, k.vk, k.id, k.usk), [sealed.ct, ct.length - 300_000, keys] as const);
+    expect(r.error).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
+    expect(r.state).toBe('aborted');
+    expect(r.abortReason).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
+    expect(r.delivered).toBeLessThan(1_000_000);
+  });
+
+  test("the stream relay's rules: copied reads, coded errors and cancels both ways, bounded read-ahead", async ({ page, keys }) => {
+    const r = await page.evaluate((k) => pgt.relayRules(k.mpk, k.options, k.id, k.usk, k.vk), keys);
+    // A source that overwrites its one buffer for every chunk still seals what it produced.
+    expect(r.reuse).toEqual({ equal: true, bytes: 3 * 1024 * 1024 + 5 });
+    // A chunk that is not bytes: the worker's read fails, typed.
+    expect(r.notBytes).toMatchObject({ code: 'SOURCE_FAILED', postguard: true, cause: { code: 'INVALID_INPUT', className: 'InputError' } });
+    // The page's sink fails: the worker's sealer stops with SINK_FAILED and cancels the page's source with it.
+    expect(r.sinkFailed).toMatchObject({ code: 'SINK_FAILED', postguard: true, cause: { name: 'QuotaExceededError' } });
+    expect(r.sinkFailed.sourceCancel).toMatchObject({ code: 'SINK_FAILED', postguard: true });
+    expect(r.sinkFailed.read).toBeLessThan(8 * 1024 * 1024);
+    // The worker finds a tampered segment: the page's source is cancelled with TAMPERED.
+    expect(r.tampered).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
+    expect(r.tampered.sourceCancel).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
+    expect(r.tampered.read).toBeLessThan(r.tampered.ctLength);
+  });
+});
 
 test.describe('the main thread', () => {
   /**

@@ -8,8 +8,8 @@ import { test, expect, type Keys } from './fixtures.js';
 
 /**
  * The decrypting service worker in Chromium: a ciphertext generated on the fly (sealed in the
- * crypto worker) streams into the service worker and comes back as plaintext from a URL, with
- * flat memory in every thread; real downloads via <a download>; tampered and truncated
+ * crypto worker) streams into the service worker (both hops relayed, port-stream.ts) and comes back
+ * as plaintext from a URL, with flat memory in every thread; a cancelled download stops the seal; real downloads via <a download>; tampered and truncated
  * ciphertexts make the body fail and the download be marked failed.
  */
 
@@ -100,9 +100,14 @@ test('64 MiB generated on the fly stream through the service worker: same bytes,
   for (const [target, mib] of Object.entries(growth)) expect(mib, target).toBeLessThan(16);
 });
 
-test('through the MessagePort relay (browsers without transferable streams)', async ({ page, keys }) => {
-  const r = await page.evaluate(([k, n]) => pgt.swStream(k.mpk, k.options, k.id, k.usk, k.vk, n, 'port'), [keys, 3 * MiB + 7] as const);
-  expect(r).toMatchObject({ ok: true, bytes: 3 * MiB + 7, status: 200, sender: { public: keys.sender } });
+test('a cancelled download stops the sealing behind it: the cancel crosses every relay back to the source', async ({ page, keys }) => {
+  const size = 256 * MiB;
+  const r = await page.evaluate(([k, n]) => pgt.swCancel(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
+  expect(r.sealError).toMatchObject({ code: 'SINK_FAILED', postguard: true });
+  expect(r.done).toMatchObject({ code: 'SINK_FAILED', postguard: true });
+  expect(r.sourceCancel).toMatchObject({ code: 'SINK_FAILED', postguard: true });
+  // Read ahead: a window and a batch per relay and the segments in flight in each worker.
+  expect(r.read).toBeLessThan(16 * MiB);
 });
 
 test('a Blob source: Content-Length, file name, and a real download with the same bytes', async ({ page, keys }) => {

@@ -11,9 +11,7 @@ import {
   prepareDownload,
   qrSvg,
   registerDecryptingServiceWorker,
-  setStreamTransport,
   triggerDownload,
-  canTransferStreams,
   type IdentitySession,
   type SealOptions,
 } from '../../client.js';
@@ -111,14 +109,87 @@ const describeError = (e: unknown) => ({
 
 let pg: PostGuardWorker;
 
-const pgt = {
-  canTransferStreams,
+/** A source of `size` bytes in `chunk`-byte chunks that records how far it was read and why it was cancelled. */
+function watchedSource(size: number, chunk = 65_536, reuse = false) {
+  const state = { read: 0, cancelled: undefined as unknown };
+  const hash = sha256.create();
+  const shared = new Uint8Array(chunk);
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        if (state.read >= size) return controller.close();
+        const n = Math.min(chunk, size - state.read);
+        // With `reuse`, one buffer is overwritten for every chunk, as soon as the next is asked for.
+        const bytes = reuse ? shared.subarray(0, n) : new Uint8Array(n);
+        for (let i = 0; i < n; i += 997) bytes[i] = (state.read + i) >>> 9;
+        hash.update(bytes);
+        state.read += n;
+        controller.enqueue(bytes);
+      },
+      cancel: (reason) => void (state.cancelled = reason),
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, state, digest: () => hex(hash.digest()) };
+}
 
-  async init(streams?: 'transfer' | 'port'): Promise<string> {
+const pgt = {
+  async init(): Promise<string> {
     pg?.terminate();
-    setStreamTransport(streams);
-    pg = new PostGuardWorker(streams === undefined ? {} : { streams });
+    pg = new PostGuardWorker();
     return pg.shakeBackend();
+  },
+
+  /**
+   * The stream relay's rules through the real worker: a source that reuses its buffer, a chunk
+   * that is not bytes, a failing sink in this page, a cancel from the worker (tampered segment).
+   */
+  async relayRules(mpk: string, options: SealOptions, id: string, usk: string, vk: string) {
+    const reused = watchedSource(3 * 1024 * 1024 + 5, 65_536, true);
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const sealing = pg.sealStream(mpk, options, reused.stream, writable);
+    const [, ct] = await Promise.all([sealing, collect(readable)]);
+    const opened = hashingSink();
+    await (await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk)).unseal(id, usk, opened.writable);
+
+    const notBytes = new ReadableStream<unknown>({ start: (c) => (c.enqueue(new Uint8Array(10)), c.enqueue({ not: 'bytes' })) });
+    const notBytesError = await pg
+      .sealStream(mpk, options, notBytes as ReadableStream<Uint8Array>, hashingSink().writable)
+      .then(() => undefined, (e: unknown) => e);
+
+    const big = watchedSource(64 * 1024 * 1024);
+    let writes = 0;
+    const failingSink = new WritableStream<Uint8Array>({
+      write() {
+        if (++writes === 3) throw new DOMException('the disk is full', 'QuotaExceededError');
+      },
+    });
+    const sinkError = await pg.sealStream(mpk, options, big.stream, failingSink).then(() => undefined, (e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    const tampered = ct.slice();
+    tampered[600_000]! ^= 1;
+    let offset = 0;
+    let cancelled: unknown;
+    const tamperedSource = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (offset >= tampered.length) return controller.close();
+          controller.enqueue(tampered.slice(offset, (offset += 65_536)));
+        },
+        cancel: (reason) => void (cancelled = reason),
+      },
+      { highWaterMark: 0 },
+    );
+    const su = await pg.StreamUnsealer.new(tamperedSource, vk);
+    const tamperError = await su.unseal(id, usk, hashingSink().writable).then(() => undefined, (e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return {
+      reuse: { equal: opened.digest() === reused.digest(), bytes: opened.bytes() },
+      notBytes: { ...describeError(notBytesError), cause: describeError((notBytesError as Error).cause) },
+      sinkFailed: { ...describeError(sinkError), cause: describeError((sinkError as Error).cause), read: big.state.read, sourceCancel: describeError(big.state.cancelled) },
+      tampered: { ...describeError(tamperError), read: offset, ctLength: tampered.length, sourceCancel: describeError(cancelled) },
+    };
   },
 
   /** In-memory seal and unseal through the worker. */
@@ -252,8 +323,7 @@ const pgt = {
    * `size` pattern bytes sealed in the crypto worker, streamed as ciphertext straight into the
    * service worker (transferred), fetched back as plaintext and hashed as it arrives.
    */
-  async swStream(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number, transport?: 'transfer' | 'port') {
-    setStreamTransport(transport);
+  async swStream(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number) {
     const source = pattern(size);
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const sealing = pg.sealStream(mpk, options, source.stream, writable);
@@ -271,6 +341,25 @@ const pgt = {
     await sealing;
     const sender = await download.done;
     return { ok: hex(hash.digest()) === source.digest(), bytes, status: response.status, sender, contentLength: response.headers.get('content-length') };
+  },
+
+  /**
+   * A download of a ciphertext being sealed, cancelled after its first chunk: the cancel travels
+   * back through the service worker, this page and the crypto worker to the plaintext source.
+   */
+  async swCancel(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number) {
+    const source = watchedSource(size);
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const sealing = pg.sealStream(mpk, options, source.stream, writable).then(() => undefined, (e: unknown) => e);
+    const download = await prepareDownload({ source: readable, recipientId: id, usk, vk, filename: 'cancelled.bin' });
+    const response = await fetch(download.url);
+    const reader = response.body!.getReader();
+    await reader.read();
+    await reader.cancel(new DOMException('the user cancelled', 'AbortError'));
+    const sealError = await sealing;
+    const done = await download.done.then(() => undefined, (e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { sealError: describeError(sealError), done: describeError(done), read: source.state.read, sourceCancel: describeError(source.state.cancelled) };
   },
 
   /** Seals pattern bytes into a Blob (kept here under a name), optionally tampered or cut. */
