@@ -62,33 +62,13 @@ async function openCapsule(header: Header, recipientId: unknown, usk: unknown): 
   return importAesKey(ss.subarray(0, AES_KEY_BYTES));
 }
 
-function inspect(header: Header): Map<string, Policy> {
-  return new Map([...header.recipients].map(([id, r]) => [id, policyToJs(r.policy)]));
-}
-
-/** Smallest in-memory payload: length (8) + signature + empty policy (16) + tag. */
-const MIN_MEMORY_PAYLOAD = 8 + SIGNATURE_BYTES + 16 + GCM_TAG_BYTES;
-
-export class Unsealer {
-  private constructor(
-    private readonly verified: VerifiedHeader,
-    private readonly payload: Uint8Array,
-  ) {}
-
-  /** Parses and authenticates the header of an in-memory ciphertext. */
-  static async new(input: Uint8Array, vk: string): Promise<Unsealer> {
-    if (!(input instanceof Uint8Array)) throw new InputError(ErrorCode.INVALID_INPUT, 'ciphertext must be a Uint8Array');
-    const frame = splitFrame(input);
-    const verified = await verifyHeader(frame.header, frame.signature, vk);
-    if (verified.header.mode.type !== 'InMemory') {
-      throw new FormatError(ErrorCode.WRONG_MODE, 'this is a streaming ciphertext: use StreamUnsealer');
-    }
-    return new Unsealer(verified, frame.payload);
-  }
+/** What both unsealers show once the header is authenticated. */
+abstract class VerifiedHeaderView {
+  protected constructor(protected readonly verified: VerifiedHeader) {}
 
   /** Recipient id → that recipient's hidden policy (use it to request the key). */
   inspect_header(): Map<string, Policy> {
-    return inspect(this.verified.header);
+    return new Map([...this.verified.header.recipients].map(([id, r]) => [id, policyToJs(r.policy)]));
   }
 
   inspectHeader(): Map<string, Policy> {
@@ -102,6 +82,29 @@ export class Unsealer {
 
   publicIdentity(): Policy {
     return this.public_identity();
+  }
+}
+
+/** Smallest in-memory payload: length (8) + signature + empty policy (16) + tag. */
+const MIN_MEMORY_PAYLOAD = 8 + SIGNATURE_BYTES + 16 + GCM_TAG_BYTES;
+
+export class Unsealer extends VerifiedHeaderView {
+  private constructor(
+    verified: VerifiedHeader,
+    private readonly payload: Uint8Array,
+  ) {
+    super(verified);
+  }
+
+  /** Parses and authenticates the header of an in-memory ciphertext. */
+  static async new(input: Uint8Array, vk: string): Promise<Unsealer> {
+    if (!(input instanceof Uint8Array)) throw new InputError(ErrorCode.INVALID_INPUT, 'ciphertext must be a Uint8Array');
+    const frame = splitFrame(input);
+    const verified = await verifyHeader(frame.header, frame.signature, vk);
+    if (verified.header.mode.type !== 'InMemory') {
+      throw new FormatError(ErrorCode.WRONG_MODE, 'this is a streaming ciphertext: use StreamUnsealer');
+    }
+    return new Unsealer(verified, frame.payload);
   }
 
   async unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
@@ -128,14 +131,16 @@ export class Unsealer {
   }
 }
 
-export class StreamUnsealer {
+export class StreamUnsealer extends VerifiedHeaderView {
   private consumed = false;
 
   private constructor(
-    private readonly verified: VerifiedHeader,
+    verified: VerifiedHeader,
     private readonly segmentSize: number,
     private readonly reader: StreamReader,
-  ) {}
+  ) {
+    super(verified);
+  }
 
   /**
    * Reads and authenticates the header from the start of `readable`, which stays locked
@@ -158,22 +163,6 @@ export class StreamUnsealer {
       await reader.cancel(e);
       throw e;
     }
-  }
-
-  inspect_header(): Map<string, Policy> {
-    return inspect(this.verified.header);
-  }
-
-  inspectHeader(): Map<string, Policy> {
-    return this.inspect_header();
-  }
-
-  public_identity(): Policy {
-    return policyToJs(this.verified.publicPolicy);
-  }
-
-  publicIdentity(): Policy {
-    return this.public_identity();
   }
 
   /**
