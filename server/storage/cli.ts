@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { CliError, parseServerCli, runServerCli, type ServerCommand } from '../dev-server-cli.js';
 import { buildStorage, storageDataDir } from './app.js';
 import type { StorageOptions } from './settings.js';
 import { resolveSettings } from './settings.js';
@@ -23,94 +23,50 @@ not sent: GET /standin/outbox lists what would have been mailed.
 
 Logs go to stderr; stdout gets one "listening on <url>" line.`;
 
-export class CliError extends Error {
-  override readonly name = 'CliError';
-}
+export { CliError };
 
-export type CliCommand = { kind: 'help' } | { kind: 'run'; port: number; host: string; options: StorageOptions };
+export type CliCommand = ServerCommand<StorageOptions>;
 
 export function parseCli(argv: readonly string[]): CliCommand {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        'data-dir': { type: 'string' },
-        'pkg-url': { type: 'string' },
-        'public-url': { type: 'string' },
-        'chunk-size': { type: 'string' },
-        'email-attribute': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (e) {
-    throw new CliError((e as Error).message.split('\n')[0] ?? 'invalid arguments');
-  }
-  if (values.help === true) return { kind: 'help' };
-  if (values.port === undefined) throw new CliError('--port is required');
-  if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65_535) {
-    throw new CliError(`--port must be a number from 0 to 65535, got ${JSON.stringify(values.port)}`);
-  }
-  const options: StorageOptions = { logger: { level: 'info', stream: process.stderr } };
-  if (values['data-dir'] !== undefined) {
-    if (values['data-dir'] === '') throw new CliError('--data-dir must not be empty');
-    options.dataDir = values['data-dir'];
-  }
-  if (values['pkg-url'] !== undefined) options.pkgUrl = values['pkg-url'];
-  if (values['public-url'] !== undefined) options.publicUrl = values['public-url'];
-  if (values['email-attribute'] !== undefined) options.emailAttribute = values['email-attribute'];
-  if (values['chunk-size'] !== undefined) {
-    if (!/^\d{1,15}$/.test(values['chunk-size'])) throw new CliError('--chunk-size must be a positive integer');
-    options.chunkSize = Number(values['chunk-size']);
-  }
-  try {
-    resolveSettings(options);
-  } catch (e) {
-    throw new CliError((e as Error).message.replace(/^storage option (\w+)/, (_, name: string) => `--${kebab(name)}`));
-  }
-  return { kind: 'run', port: Number(values.port), host: values.host ?? '127.0.0.1', options };
+  return parseServerCli(
+    argv,
+    {
+      'data-dir': { type: 'string' },
+      'pkg-url': { type: 'string' },
+      'public-url': { type: 'string' },
+      'chunk-size': { type: 'string' },
+      'email-attribute': { type: 'string' },
+    },
+    (values) => {
+      const text = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
+      const options: StorageOptions = { logger: { level: 'info', stream: process.stderr } };
+      const dataDir = text('data-dir');
+      if (dataDir !== undefined) {
+        if (dataDir === '') throw new CliError('--data-dir must not be empty');
+        options.dataDir = dataDir;
+      }
+      if (text('pkg-url') !== undefined) options.pkgUrl = text('pkg-url')!;
+      if (text('public-url') !== undefined) options.publicUrl = text('public-url')!;
+      if (text('email-attribute') !== undefined) options.emailAttribute = text('email-attribute')!;
+      const chunkSize = text('chunk-size');
+      if (chunkSize !== undefined) {
+        if (!/^\d{1,15}$/.test(chunkSize)) throw new CliError('--chunk-size must be a positive integer');
+        options.chunkSize = Number(chunkSize);
+      }
+      try {
+        resolveSettings(options);
+      } catch (e) {
+        throw new CliError((e as Error).message.replace(/^storage option (\w+)/, (_, name: string) => `--${kebab(name)}`));
+      }
+      return options;
+    },
+  );
 }
 
 const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** Runs the command; resolves with the exit code (the server keeps running until a signal). */
-export async function runCli(argv: readonly string[]): Promise<number> {
-  let command: CliCommand;
-  try {
-    command = parseCli(argv);
-  } catch (e) {
-    if (!(e instanceof CliError)) throw e;
-    process.stderr.write(`pg-storage: ${e.message} (see --help)\n`);
-    return 2;
-  }
-  if (command.kind === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const app = buildStorage(command.options);
-  const stop = (): void => {
-    app.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  try {
-    await app.listen({ port: command.port, host: command.host });
-  } catch (e) {
-    process.stderr.write(`pg-storage: ${(e as Error).message}\n`);
-    await app.close().catch(() => undefined);
-    return 1;
-  }
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : command.port;
-  const host = command.host.includes(':') ? `[${command.host}]` : command.host;
-  app.log.info({ dataDir: storageDataDir(app) }, 'storing uploads');
-  process.stdout.write(`listening on http://${host}:${port}\n`);
-  return 0;
-}
+export const runCli = (argv: readonly string[]): Promise<number> =>
+  runServerCli('pg-storage', USAGE, argv, parseCli, buildStorage, (app) =>
+    app.log.info({ dataDir: storageDataDir(app) }, 'storing uploads'),
+  );
