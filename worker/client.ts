@@ -3,7 +3,7 @@ import type { Policy } from '../lib/policy.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
-import { canTransferStreams, sentWritableSettled, setStreamTransport, streamTransport, type StreamTransport } from './transfer.js';
+import { sentWritableSettled } from './transfer.js';
 
 /**
  * postguard-ts/worker: the library's API on the main thread, with the work done in a module
@@ -185,8 +185,6 @@ export class PostGuardWorker {
 }
 
 /** @deprecated Compatibility only (transfer.ts): every stream is relayed, there is nothing to choose. */
-export { canTransferStreams, streamTransport, setStreamTransport };
-export type { StreamTransport };
 export { encodeError, reviveError, isWireError } from './errors.js';
 export * from './download.js';
 export { installDecrypter, contentDisposition, safeFilename } from './sw-core.js';

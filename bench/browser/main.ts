@@ -1,7 +1,7 @@
 import pgInit, { StreamUnsealer as PgStreamUnsealer, sealStream as pgSealStream } from '@e4a/pg-wasm/web';
 import { StreamUnsealer, sealStream } from '../../lib/index.js';
 import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
-import { PostGuardWorker, canTransferStreams, setStreamTransport } from '../../worker/client.js';
+import { PostGuardWorker } from '../../worker/client.js';
 import type { SealOptions } from '../../lib/seal.js';
 import type { BenchReply, BenchRequest } from './bench.worker.js';
 import type { RelayRequest } from './ours-relay.worker.js';
@@ -34,15 +34,14 @@ export interface BenchKeys {
 
 export type Impl = 'ours' | 'pgwasm';
 /**
- * worker: the product's setup (PostGuardWorker, streams transferred; pg-wasm: bench.worker.ts, streams
+ * worker: the product's setup (PostGuardWorker over its windowed relay; pg-wasm: bench.worker.ts, streams
  * transferred). Variants of ours, to measure plumbing changes: ahead: PostGuardWorker driving
- * ahead-crypto.worker.ts (the received streams buffered 1 MiB on the worker's side); port:
- * PostGuardWorker with its MessagePort relay; relay: lib/ in ours-relay.worker.ts behind relay.ts with
+ * ahead-crypto.worker.ts (the received streams buffered 1 MiB on the worker's side); relay: lib/ in ours-relay.worker.ts behind relay.ts with
  * chunks cloned; relay-copy: the same with input copied here and transferred, output transferred;
  * relay-batch: relay-copy with the input copied into 256 KiB batches; relay-aes: relay-batch with
  * AES-GCM on a helper thread (aes-offload.ts). main: this thread.
  */
-export type Where = 'worker' | 'ahead' | 'port' | 'relay' | 'relay-copy' | 'relay-batch' | 'relay-aes' | 'main';
+export type Where = 'worker' | 'ahead' | 'relay' | 'relay-copy' | 'relay-batch' | 'relay-aes' | 'main';
 
 /** What plumbing alone is timed: page to worker (in) or back (out), by transferred stream or relay.ts (by mode). */
 export type Plumbing = 'in-transfer' | `in-relay-${RelayMode}` | 'out-transfer' | `out-relay-${RelayMode}`;
@@ -119,7 +118,7 @@ async function init(k: BenchKeys, wasmUrl: string, windowBytes = WINDOW) {
     callRelayAes({ op: 'warm', offloadAes: true }),
     pgInit({ module_or_path: wasmUrl }),
   ]);
-  return { userAgent: navigator.userAgent, shakeBackend: shake, transferableStreams: canTransferStreams() };
+  return { userAgent: navigator.userAgent, shakeBackend: shake, };
 }
 
 /**
@@ -143,14 +142,8 @@ function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: Wri
 
 const worker = (where: Where) => (where === 'ahead' ? ahead : ours);
 
-/** Streams are transferred unless the run asks for the relay (the page-wide choice is set per call). */
-function useTransport(where: Where) {
-  setStreamTransport(where === 'port' ? 'port' : 'transfer');
-}
-
 /** Seals `bytes` of generated plaintext once, with our worker, into `chunkBytes` chunks kept here. */
 async function prepare(which: 'full' | 'warm', bytes: number, chunkBytes = CHUNK_BYTES) {
-  useTransport('worker');
   const sum = new SampledChecksum();
   const kept: Uint8Array[] = [];
   const sink = countingSink(kept);
@@ -193,7 +186,6 @@ async function decrypt(impl: Impl, where: Where, which: 'full' | 'warm'): Promis
       ports.transfer,
     ));
   } else {
-    useTransport(where);
     const u = await worker(where).StreamUnsealer.new(source, keys.vk);
     newMs = performance.now() - start;
     await u.unseal(keys.rid, keys.usk, sink.writable);
@@ -232,7 +224,6 @@ async function seal(impl: Impl, where: Where, bytes: number, chunkBytes = CHUNK_
       ports.transfer,
     );
   } else {
-    useTransport(where);
     await worker(where).sealStream(keys.mpk, keys.options, source, sink.writable);
   }
   await sink.closed;

@@ -1,5 +1,5 @@
 import { readableToPort } from '../../worker/port-stream.js';
-import { streamTransport, triggerDownload } from '../../worker/client.js';
+import { triggerDownload } from '../../worker/client.js';
 import { MESSAGE_SAVE, type SaveEvent, type SaveRequest, type SaveSource } from './save-protocol.js';
 
 /**
@@ -52,7 +52,6 @@ function counting(onBytes: ((bytes: number) => void) | undefined): TransformStre
 }
 
 function wire(readable: ReadableStream<Uint8Array>): { source: SaveSource; transfer: Transferable[] } {
-  if (streamTransport() === 'transfer') return { source: { kind: 'stream', stream: readable }, transfer: [readable as unknown as Transferable] };
   const port = readableToPort(readable);
   return { source: { kind: 'port', port }, transfer: [port] };
 }
