@@ -1,4 +1,7 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@playwright/test';
+
+const root = fileURLToPath(new URL('.', import.meta.url));
 
 /**
  * Browser tests: worker/test/*.spec.ts (the crypto worker, the decrypting service worker and the
@@ -10,9 +13,10 @@ import { defineConfig } from '@playwright/test';
  */
 export default defineConfig({
   testDir: '.',
-  testMatch: ['worker/test/**/*.spec.ts', 'e2e/**/*.spec.ts'],
-  // Scratch copies of the sources (benchmarks build old commits under tmp/) are not the suite.
-  testIgnore: ['**/tmp/**', '**/node_modules/**', '**/dist/**'],
+  // Only the suites at this checkout's root: scratch copies of the sources (benchmarks build old
+  // commits under tmp/) are not the suite. Matched relative to the root, since Playwright matches
+  // globs against absolute paths and a checkout may itself live under /tmp.
+  testMatch: new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(worker/test|e2e)/.+\\.spec\\.ts$`),
   timeout: 180_000,
   expect: { timeout: 15_000 },
   // The machine is small and shared; the specs measure memory and responsiveness.
