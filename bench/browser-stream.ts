@@ -46,6 +46,7 @@ import { browserAlias } from '../vite.config.js';
 import type { LimitRun } from './browser/core.js';
 import type { Bench, BenchKeys, DecryptRun, Impl, Plumbing, SealRun, Where } from './browser/main.js';
 import { profileDuring, summarizeProfile } from './browser-profile.js';
+import { chromiumLaunchOptions } from '../test/chromium.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -384,18 +385,7 @@ const server = await preview({
 });
 const address = server.httpServer.address();
 if (typeof address !== 'object' || address === null) throw new Error('the preview server has no port');
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--no-first-run',
-  ],
-});
+const browser = await chromium.launch(chromiumLaunchOptions);
 try {
   const page = await browser.newPage();
   page.on('pageerror', (e) => console.error('page error:', e));

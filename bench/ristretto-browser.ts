@@ -7,55 +7,20 @@
  *   npx tsx bench/ristretto-browser.ts --repeats 9
  *   CHROMIUM=/path/to/chrome npx tsx bench/ristretto-browser.ts
  */
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
-import { build } from 'vite';
 import type { PageReport } from './ristretto-browser-page.js';
 import { formatReport } from './ristretto-core.js';
+import { chromiumLaunchOptions } from '../test/chromium.js';
+import { bundleEntry } from './bundle.js';
 
 const { values: args } = parseArgs({ options: { repeats: { type: 'string', default: '5' } } });
 const repeats = Number(args.repeats);
 if (!(repeats >= 1)) throw new Error('--repeats must be positive');
 
-async function bundle(): Promise<string> {
-  const result = await build({
-    configFile: false,
-    root: fileURLToPath(new URL('..', import.meta.url)),
-    logLevel: 'warn',
-    build: {
-      write: false,
-      minify: false,
-      target: 'es2022',
-      lib: {
-        entry: fileURLToPath(new URL('./ristretto-browser-page.ts', import.meta.url)),
-        formats: ['es'],
-        fileName: 'ristretto-bench',
-      },
-    },
-  });
-  const outputs = Array.isArray(result) ? result : [result];
-  for (const out of outputs) {
-    if (!('output' in out)) continue;
-    const chunk = out.output.find((o) => o.type === 'chunk' && o.isEntry);
-    if (chunk && chunk.type === 'chunk') return chunk.code;
-  }
-  throw new Error('vite produced no entry chunk');
-}
 
-const code = await bundle();
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--no-first-run',
-  ],
-});
+const code = await bundleEntry(new URL('./ristretto-browser-page.ts', import.meta.url), 'ristretto-bench');
+const browser = await chromium.launch(chromiumLaunchOptions);
 try {
   const page = await browser.newPage();
   page.on('pageerror', (e) => console.error('page error:', e));

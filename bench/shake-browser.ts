@@ -7,12 +7,12 @@
  *   npx tsx bench/shake-browser.ts --mib 64 --repeats 5
  *   CHROMIUM=/path/to/chrome npx tsx bench/shake-browser.ts
  */
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
-import { build } from 'vite';
 import type { PageReport } from './shake-browser-page.js';
 import { formatRun } from './shake-core.js';
+import { chromiumLaunchOptions } from '../test/chromium.js';
+import { bundleEntry } from './bundle.js';
 
 const { values: args } = parseArgs({
   options: { mib: { type: 'string', default: '256' }, repeats: { type: 'string', default: '3' } },
@@ -20,44 +20,9 @@ const { values: args } = parseArgs({
 const total = Number(args.mib) * 2 ** 20;
 const repeats = Number(args.repeats);
 
-async function bundle(): Promise<string> {
-  const result = await build({
-    configFile: false,
-    root: fileURLToPath(new URL('..', import.meta.url)),
-    logLevel: 'warn',
-    build: {
-      write: false,
-      minify: false,
-      target: 'es2022',
-      lib: {
-        entry: fileURLToPath(new URL('./shake-browser-page.ts', import.meta.url)),
-        formats: ['es'],
-        fileName: 'shake-bench',
-      },
-    },
-  });
-  const outputs = Array.isArray(result) ? result : [result];
-  for (const out of outputs) {
-    if (!('output' in out)) continue;
-    const chunk = out.output.find((o) => o.type === 'chunk' && o.isEntry);
-    if (chunk && chunk.type === 'chunk') return chunk.code;
-  }
-  throw new Error('vite produced no entry chunk');
-}
 
-const code = await bundle();
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--no-first-run',
-  ],
-});
+const code = await bundleEntry(new URL('./shake-browser-page.ts', import.meta.url), 'shake-bench');
+const browser = await chromium.launch(chromiumLaunchOptions);
 try {
   const page = await browser.newPage();
   page.on('pageerror', (e) => console.error('page error:', e));

@@ -4,6 +4,7 @@ import { numberToBytesLE } from '@noble/curves/utils.js';
 import { chromium, type Browser, type Page } from '@playwright/test';
 import { build, type Plugin } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumLaunchOptions } from '../../test/chromium.js';
 
 /**
  * The WebAssembly ristretto255 module in Chromium, bundled by Vite the way an application would
@@ -73,18 +74,7 @@ let page: Page;
 beforeAll(async () => {
   const code = await bundle();
   expect(code).not.toMatch(/from ["']node:/);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await chromium.launch(chromiumLaunchOptions);
   page = await browser.newPage();
   await page.setContent('<!doctype html><title>ristretto255</title>');
   await page.addScriptTag({ content: code, type: 'module' });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStandin } from './testing.js';
 import type { RunningStandin } from './testing.js';
 import type { SessionPackage } from './protocol.js';
+import { chromiumLaunchOptions } from '../../test/chromium.js';
 
 /**
  * wallet.ts is meant to run in a browser page too (the demo's wallet simulator). Here it runs in
@@ -53,18 +54,7 @@ beforeAll(async () => {
   if (typeof address !== 'object' || address === null) throw new Error('no port');
   // "localhost" versus the stand-in's "127.0.0.1": a different origin, so CORS applies.
   pageOrigin = `http://localhost:${address.port}`;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  browser = await chromium.launch(chromiumLaunchOptions);
 });
 
 afterAll(async () => {
