@@ -7,15 +7,17 @@ import type { VerificationResult } from '../lib/signatures.js';
  * Streams in arguments are relayed by the transfer handlers in transfer.ts.
  */
 
-export interface RemoteUnsealer {
+/** What both worker-side unsealers answer about the authenticated header. */
+export interface RemoteHeaderView {
   inspect_header(): Map<string, Policy>;
   public_identity(): Policy;
+}
+
+export interface RemoteUnsealer extends RemoteHeaderView {
   unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]>;
 }
 
-export interface RemoteStreamUnsealer {
-  inspect_header(): Map<string, Policy>;
-  public_identity(): Policy;
+export interface RemoteStreamUnsealer extends RemoteHeaderView {
   unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult>;
 }
 

@@ -2,7 +2,7 @@ import { releaseProxy, wrap, type Endpoint, type Remote } from 'comlink';
 import type { Policy } from '../lib/policy.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { VerificationResult } from '../lib/signatures.js';
-import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
+import type { CryptoWorkerApi, RemoteHeaderView, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
 import { sentWritableSettled } from './transfer.js';
 
 /**
@@ -50,17 +50,16 @@ async function afterWritable<T>(writable: WritableStream<Uint8Array>, call: () =
   return result;
 }
 
-/** An Unsealer that lives in the worker. Call free() when done with it. */
-export class WorkerUnsealer {
-  private constructor(private readonly remote: Remote<RemoteUnsealer>) {}
+/** What both worker-side unsealers show, and how they are released. */
+abstract class WorkerHeaderView<R extends RemoteHeaderView> {
+  protected constructor(protected readonly remote: Remote<R>) {}
 
-  /** @internal */
-  static wrap(remote: Remote<RemoteUnsealer>): WorkerUnsealer {
-    return new WorkerUnsealer(remote);
+  private get view(): Remote<RemoteHeaderView> {
+    return this.remote as unknown as Remote<RemoteHeaderView>;
   }
 
   inspect_header(): Promise<Map<string, Policy>> {
-    return this.remote.inspect_header();
+    return this.view.inspect_header();
   }
 
   inspectHeader(): Promise<Map<string, Policy>> {
@@ -68,15 +67,11 @@ export class WorkerUnsealer {
   }
 
   public_identity(): Promise<Policy> {
-    return this.remote.public_identity();
+    return this.view.public_identity();
   }
 
   publicIdentity(): Promise<Policy> {
     return this.public_identity();
-  }
-
-  unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
-    return this.remote.unseal(recipientId, usk);
   }
 
   /** Releases the worker-side object (pg-wasm objects have free() too). */
@@ -85,29 +80,23 @@ export class WorkerUnsealer {
   }
 }
 
-/** A StreamUnsealer that lives in the worker; it reads the ciphertext stream there. */
-export class WorkerStreamUnsealer {
-  private constructor(private readonly remote: Remote<RemoteStreamUnsealer>) {}
+/** An Unsealer that lives in the worker. Call free() when done with it. */
+export class WorkerUnsealer extends WorkerHeaderView<RemoteUnsealer> {
+  /** @internal */
+  static wrap(remote: Remote<RemoteUnsealer>): WorkerUnsealer {
+    return new WorkerUnsealer(remote);
+  }
 
+  unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
+    return this.remote.unseal(recipientId, usk);
+  }
+}
+
+/** A StreamUnsealer that lives in the worker; it reads the ciphertext stream there. */
+export class WorkerStreamUnsealer extends WorkerHeaderView<RemoteStreamUnsealer> {
   /** @internal */
   static wrap(remote: Remote<RemoteStreamUnsealer>): WorkerStreamUnsealer {
     return new WorkerStreamUnsealer(remote);
-  }
-
-  inspect_header(): Promise<Map<string, Policy>> {
-    return this.remote.inspect_header();
-  }
-
-  inspectHeader(): Promise<Map<string, Policy>> {
-    return this.inspect_header();
-  }
-
-  public_identity(): Promise<Policy> {
-    return this.remote.public_identity();
-  }
-
-  publicIdentity(): Promise<Policy> {
-    return this.public_identity();
   }
 
   /**
@@ -117,10 +106,6 @@ export class WorkerStreamUnsealer {
    */
   unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
     return afterWritable(writable, () => this.remote.unseal(recipientId, usk, writable));
-  }
-
-  free(): void {
-    this.remote[releaseProxy]();
   }
 }
 
