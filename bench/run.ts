@@ -9,6 +9,7 @@
 import { createHash, webcrypto } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { loadPgWasm } from '../test/pgwasm.js';
+import { rechunk } from './browser/core.js';
 import { StreamUnsealer, Unsealer, seal, sealStream, type Policy } from '../lib/index.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import { shake128 } from '@noble/hashes/sha3.js';
@@ -224,28 +225,6 @@ async function main() {
     rows.push({ name: 'limit: SHAKE128 @noble/hashes', unit: 'MB/s', ours: mbps((n / 8) * SEGMENT, performance.now() - t) });
   }
   print();
-}
-
-function rechunk(chunks: Uint8Array[], size: number): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  let buf = new Uint8Array(size);
-  let fill = 0;
-  for (const c of chunks) {
-    let o = 0;
-    while (o < c.length) {
-      const take = Math.min(size - fill, c.length - o);
-      buf.set(c.subarray(o, o + take), fill);
-      fill += take;
-      o += take;
-      if (fill === size) {
-        out.push(buf);
-        buf = new Uint8Array(size);
-        fill = 0;
-      }
-    }
-  }
-  if (fill > 0) out.push(buf.subarray(0, fill));
-  return out;
 }
 
 function print() {
