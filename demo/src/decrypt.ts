@@ -329,6 +329,28 @@ async function decryptToBlob(o: Opened, k: Key, onBytes: (n: number) => void, co
   }
 }
 
+/** Registers the opened file with the decrypting service worker; progress goes to `view`. */
+function prepareDecryption(
+  o: Opened,
+  k: Key,
+  vk: string,
+  filename: string,
+  contentType: string,
+  view: ProgressView,
+  disposition: 'attachment' | 'inline',
+) {
+  return prepareDownload({
+    source: o.file,
+    recipientId: k.recipientId,
+    usk: k.usk,
+    vk,
+    filename,
+    contentType,
+    disposition,
+    onProgress: (n) => view.set(n, o.file.size),
+  });
+}
+
 async function download(): Promise<void> {
   const o = opened;
   const k = key;
@@ -346,15 +368,7 @@ async function download(): Promise<void> {
     let verified: VerificationResult;
     let method: string;
     if (o.mode === 'stream' && (await serviceWorker)) {
-      const prepared = await prepareDownload({
-        source: o.file,
-        recipientId: k.recipientId,
-        usk: k.usk,
-        vk: await pkg.verificationKey(),
-        filename,
-        contentType,
-        onProgress: (n) => view.set(n, o.file.size),
-      });
+      const prepared = await prepareDecryption(o, k, await pkg.verificationKey(), filename, contentType, view, 'attachment');
       triggerDownload(prepared.url, prepared.done);
       verified = await prepared.done;
       method = 'Decrypted as it streamed to disk; every segment was authenticated before it was written.';
@@ -393,16 +407,7 @@ async function preview(): Promise<void> {
     let blob: Blob;
     let verified: VerificationResult;
     if (o.mode === 'stream' && (await serviceWorker)) {
-      const prepared = await prepareDownload({
-        source: o.file,
-        recipientId: k.recipientId,
-        usk: k.usk,
-        vk: await pkg.verificationKey(),
-        filename,
-        contentType,
-        disposition: 'inline',
-        onProgress: (n) => view.set(n, o.file.size),
-      });
+      const prepared = await prepareDecryption(o, k, await pkg.verificationKey(), filename, contentType, view, 'inline');
       const response = await fetch(prepared.url);
       try {
         if (!response.ok) await response.body?.cancel();
