@@ -41,6 +41,15 @@ export interface DownloadOptions {
   ttlMs?: number;
   /** Plaintext bytes delivered so far (a few times a second). */
   onProgress?: (bytes: number) => void;
+  /** Plaintext bytes authenticated so far, before the response starts (see `verifyFirst`). */
+  onVerifying?: (bytes: number) => void;
+  /**
+   * Authenticate the whole file before its first byte is sent (default true), so a damaged file
+   * never becomes a download: a file up to 16 MiB is held in the worker's memory, a larger Blob or
+   * URL source is read twice (a URL is fetched twice). A larger stream source cannot be read twice
+   * and streams after its first 16 MiB verified. False streams at once.
+   */
+  verifyFirst?: boolean;
   /** How long to wait for the service worker to accept the registration. 10 s. */
   registrationTimeoutMs?: number;
 }
@@ -137,6 +146,7 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   if (options.disposition !== undefined) request.disposition = options.disposition;
   if (options.size !== undefined) request.size = options.size;
   if (options.ttlMs !== undefined) request.ttlMs = options.ttlMs;
+  if (options.verifyFirst !== undefined) request.verifyFirst = options.verifyFirst;
 
   const channel = new MessageChannel();
   let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };
@@ -153,6 +163,9 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
             settle.reject(error);
             channel.port1.close();
           }
+          break;
+        case 'verifying':
+          options.onVerifying?.(data.bytes);
           break;
         case 'progress':
           options.onProgress?.(data.bytes);

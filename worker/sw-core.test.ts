@@ -158,16 +158,42 @@ describe('a registered download', () => {
     expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'SOURCE_FAILED' });
   });
 
-  it('a stream source has a Content-Length only when its size is declared', async () => {
+  it('a stream within the hold limit is verified whole first and has an exact Content-Length', async () => {
     const w = worker();
+    const { reply, events, end } = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) } });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.headers.get('x-postguard-verified')).toBe('complete');
+    expect(res.headers.get('content-length')).toBe(String(plain.length));
+    expect(await bytesOf(res)).toEqual(plain);
+    await end;
+    expect(events.some((e) => e.type === 'verifying')).toBe(true);
+  });
+
+  it('a stream beyond the hold limit streams, with a Content-Length only when its size is declared', async () => {
+    const w = worker({ holdLimitBytes: 100_000 });
     const without = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) } });
     const a = await w.get(registeredUrl(without.reply)).response;
+    expect(a.headers.get('x-postguard-verified')).toBe('streaming');
     expect(a.headers.get('content-length')).toBeNull();
     expect(await bytesOf(a)).toEqual(plain);
     const withSize = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) }, size: ciphertext.length });
     const b = await w.get(registeredUrl(withSize.reply)).response;
     expect(b.headers.get('content-length')).toBe(String(plain.length));
     expect(await bytesOf(b)).toEqual(plain);
+  });
+
+  it('a Blob beyond the hold limit is read twice: verified completely, then sent with an exact Content-Length', async () => {
+    const w = worker({ holdLimitBytes: 100_000 });
+    const { reply, events, end } = await w.register({});
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.headers.get('x-postguard-verified')).toBe('complete');
+    expect(res.headers.get('content-length')).toBe(String(plain.length));
+    expect(await bytesOf(res)).toEqual(plain);
+    expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
+    // Everything was verified before the first byte went out.
+    const firstSent = events.findIndex((e) => e.type === 'progress');
+    const verifying = events.slice(0, firstSent).filter((e) => e.type === 'verifying').map((e) => (e as { bytes: number }).bytes);
+    expect(Math.max(...verifying)).toBeGreaterThan(plain.length / 2);
   });
 
   it("decrypts a page's stream relayed over a port (what download.ts sends) as it arrives", async () => {
@@ -213,25 +239,124 @@ describe('failures', () => {
     return bad;
   };
 
-  it('a segment that fails after the response started errors the body (the download fails)', async () => {
-    const w = worker();
+  it('a segment that fails is an HTTP error before any byte, whether the file is held or read twice', async () => {
     const bad = tamperedAt(ciphertext.length - DEFAULT_SEGMENT_SIZE - 500); // inside segment 2
-    const { reply, end } = await w.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) } });
-    const res = await w.get(registeredUrl(reply)).response;
-    expect(res.status).toBe(200);
-    const error = await bytesOf(res).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'TAMPERED' });
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+    for (const holdLimitBytes of [undefined, 100_000]) {
+      const w = worker({ holdLimitBytes });
+      const { reply, end, events } = await w.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) } });
+      const res = await w.get(registeredUrl(reply)).response;
+      expect([res.status, res.headers.get('x-postguard-error')]).toEqual([422, 'TAMPERED']);
+      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+      expect(events.some((e) => e.type === 'progress')).toBe(false);
+    }
   });
 
-  it('a ciphertext cut at a segment boundary errors the body', async () => {
-    const w = worker();
+  it('streaming (a one-shot stream past the hold limit, or verifyFirst: false): a late failure errors the body', async () => {
+    const bad = tamperedAt(ciphertext.length - DEFAULT_SEGMENT_SIZE - 500); // inside segment 2
+    const w = worker({ holdLimitBytes: 100_000 });
+    const one = await w.register({ source: { kind: 'stream', stream: chunkedSource(bad) } });
+    const a = await w.get(registeredUrl(one.reply)).response;
+    expect([a.status, a.headers.get('x-postguard-verified')]).toEqual([200, 'streaming']);
+    await expect(bytesOf(a)).rejects.toMatchObject({ code: 'TAMPERED' });
+    expect(reviveError((await one.end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+    const v = worker();
+    const two = await v.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) }, verifyFirst: false });
+    const b = await v.get(registeredUrl(two.reply)).response;
+    expect([b.status, b.headers.get('x-postguard-verified')]).toEqual([200, 'streaming']);
+    await expect(bytesOf(b)).rejects.toMatchObject({ code: 'TAMPERED' });
+  });
+
+  it('streaming holds back the last authenticated chunk until the final segment verified', async () => {
+    const w = worker({ holdLimitBytes: 0 });
+    const bad = tamperedAt(ciphertext.length - 20); // the final segment
+    const { reply } = await w.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) }, verifyFirst: false });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.headers.get('content-length')).toBe(String(plain.length));
+    const reader = res.body!.getReader();
+    let received = 0;
+    const error = await (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return undefined;
+        received += value.byteLength;
+      }
+    })().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'TAMPERED' });
+    // Segments 0 and 1 went out; segment 2 (good, but the last before the bad final one) was held.
+    expect(received).toBeLessThanOrEqual(2 * DEFAULT_SEGMENT_SIZE);
+  });
+
+  it('a cut at a segment boundary is TRUNCATED, in either mode', async () => {
     // The framing and the first two segments: whole segments, just no final one.
     const cut = ciphertext.slice(0, framingBytes + 2 * (DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD));
-    const { reply } = await w.register({ source: { kind: 'stream', stream: chunkedSource(cut) } });
-    const res = await w.get(registeredUrl(reply)).response;
-    expect(res.status).toBe(200);
-    await expect(bytesOf(res)).rejects.toMatchObject({ code: expect.stringMatching(/^(TAMPERED|TRUNCATED)$/) });
+    const w = worker();
+    const again = await w.register({ source: { kind: 'stream', stream: chunkedSource(cut) } });
+    const a = await w.get(registeredUrl(again.reply)).response;
+    expect([a.status, a.headers.get('x-postguard-error')]).toEqual([422, 'TRUNCATED']);
+    const s = worker({ holdLimitBytes: 0 });
+    const streamed = await s.register({ source: { kind: 'stream', stream: chunkedSource(cut) } });
+    const b = await s.get(registeredUrl(streamed.reply)).response;
+    expect(b.status).toBe(200);
+    await expect(bytesOf(b)).rejects.toMatchObject({ code: 'TRUNCATED' });
+    expect(reviveError((await streamed.end as { error: unknown }).error)).toMatchObject({ code: 'TRUNCATED' });
+  });
+
+  it('a source that ends before its announced size is TRUNCATED, not TAMPERED, wherever it is cut', async () => {
+    for (const cutAt of [framingBytes + 1000, ciphertext.length - 1, ciphertext.length - DEFAULT_SEGMENT_SIZE]) {
+      for (const holdLimitBytes of [undefined, 0]) {
+        const w = worker({ holdLimitBytes });
+        const { reply, end } = await w.register({
+          source: { kind: 'relay', port: readableToPort(chunkedSource(ciphertext.slice(0, cutAt), 40_000)) },
+          size: ciphertext.length,
+        });
+        const res = await w.get(registeredUrl(reply)).response;
+        if (res.status === 200) await expect(bytesOf(res)).rejects.toMatchObject({ code: 'TRUNCATED' });
+        else expect([res.status, res.headers.get('x-postguard-error')]).toEqual([422, 'TRUNCATED']);
+        const error = reviveError((await end as { error: unknown }).error);
+        expect(error, `cut at ${cutAt}`).toMatchObject({ code: 'TRUNCATED' });
+        expect((error as Error).message).toContain(`of its ${ciphertext.length} bytes`);
+      }
+    }
+  });
+
+  it('a URL whose body ends short of its Content-Length is TRUNCATED', async () => {
+    const cutting = createServer((req, res) => {
+      res.writeHead(200, { 'content-length': ciphertext.length });
+      res.write(ciphertext.subarray(0, ciphertext.length - 5000), () => res.destroy());
+    });
+    await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
+    try {
+      const w = worker();
+      const { reply, end } = await w.register({ source: { kind: 'url', url: `http://127.0.0.1:${(cutting.address() as { port: number }).port}/ct` } });
+      const res = await w.get(registeredUrl(reply)).response;
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: expect.stringMatching(/^(TRUNCATED|SOURCE_FAILED)$/) });
+    } finally {
+      await new Promise((resolve) => cutting.close(resolve));
+    }
+  });
+
+  it('a source that stalls fails within the stall timeout instead of waiting forever', async () => {
+    for (const holdLimitBytes of [undefined, 0]) {
+      const w = worker({ stallTimeoutMs: 300, holdLimitBytes });
+      let sent = false;
+      const stalling = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (sent) return new Promise<void>(() => undefined); // never again
+          sent = true;
+          controller.enqueue(ciphertext.slice(0, framingBytes + 2 * (DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD)));
+        },
+      });
+      const started = Date.now();
+      const { reply, end } = await w.register({ source: { kind: 'stream', stream: stalling } });
+      const res = await w.get(registeredUrl(reply)).response;
+      if (res.status === 200) await expect(bytesOf(res)).rejects.toMatchObject({ code: 'SOURCE_FAILED' });
+      else expect([res.status, res.headers.get('x-postguard-error')]).toEqual([502, 'SOURCE_FAILED']);
+      const error = reviveError((await end as { error: unknown }).error);
+      expect(error).toMatchObject({ code: 'SOURCE_FAILED' });
+      expect((error as Error).message).toContain('stopped arriving');
+      expect(Date.now() - started).toBeLessThan(5000);
+    }
   });
 
   it('a failure before any plaintext is an HTTP error naming the code', async () => {
@@ -252,16 +377,17 @@ describe('failures', () => {
     }
   });
 
-  it('a Content-Length that the plaintext does not match fails the body instead of ending it', async () => {
-    const w = worker();
-    const { reply } = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext) }, size: ciphertext.length + 1 });
+  it('a declared size one byte too large never gives a complete response', async () => {
+    const w = worker({ holdLimitBytes: 0 });
+    const { reply, end } = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) }, size: ciphertext.length + 1 });
     const res = await w.get(registeredUrl(reply)).response;
-    expect(res.headers.get('content-length')).toBe(String(plain.length + 1));
-    await expect(bytesOf(res)).rejects.toMatchObject({ code: 'MALFORMED' });
+    if (res.status === 200) await expect(bytesOf(res)).rejects.toMatchObject({ code: expect.stringMatching(/^(MALFORMED|TRUNCATED)$/) });
+    else expect(res.headers.get('x-postguard-error')).toBe('TRUNCATED');
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TRUNCATED' });
   });
 
   it('cancelling the body stops the decryption and the source', async () => {
-    const w = worker();
+    const w = worker({ holdLimitBytes: 0 });
     const large = await sealLarge();
     let cancelled = false;
     let reads = 0;
@@ -286,7 +412,7 @@ describe('failures', () => {
   });
 
   it("cancelling the body of a relayed source cancels the page's stream with a coded reason", async () => {
-    const w = worker();
+    const w = worker({ holdLimitBytes: 0 });
     const large = await sealLarge(48);
     let cancelled: unknown;
     let reads = 0;

@@ -2,8 +2,10 @@
 import { ErrorCode, PostGuardError, isPostGuardError } from '../lib/errors.js';
 import { StreamUnsealer } from '../lib/unseal.js';
 import { encodeError } from './errors.js';
+import type { VerificationResult } from '../lib/signatures.js';
 import { FramingSniffer, streamingPlaintextSize } from './plaintext-size.js';
 import { portToReadable } from './port-stream.js';
+import { openSource, rereadable, type OpenedSource } from './sw-source.js';
 import {
   DOWNLOAD_PATH,
   MESSAGE_KEEPALIVE,
@@ -38,6 +40,13 @@ export interface DecrypterOptions {
   progressIntervalMs?: number;
   /** Longest a fetch event is extended while its body streams. 270 s (Chromium stops workers at 300). */
   maxEventMs?: number;
+  /**
+   * Most plaintext held in memory to authenticate a file before its first byte is sent: a file up
+   * to this size is served only once it verified completely. 16 MiB.
+   */
+  holdLimitBytes?: number;
+  /** A source read that brings nothing for this long fails the download with SOURCE_FAILED. 30 s. */
+  stallTimeoutMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -77,6 +86,7 @@ function invalidRequest(r: RegisterRequest): string | undefined {
   if (typeof r.usk !== 'string' || typeof r.vk !== 'string') return 'usk and vk must be base64 strings';
   if (r.contentType !== undefined && (typeof r.contentType !== 'string' || !MEDIA_TYPE.test(r.contentType))) return 'contentType is not a media type';
   if (r.disposition !== undefined && r.disposition !== 'attachment' && r.disposition !== 'inline') return 'disposition must be attachment or inline';
+  if (r.verifyFirst !== undefined && typeof r.verifyFirst !== 'boolean') return 'verifyFirst must be a boolean';
   if (r.size !== undefined && (!Number.isSafeInteger(r.size) || r.size < 0)) return 'size must be a non-negative integer';
   const s = r.source as WireSource | undefined;
   if (typeof s !== 'object' || s === null) return 'source is missing';
@@ -120,42 +130,6 @@ function statusFor(error: unknown): number {
   }
 }
 
-interface Source {
-  stream: ReadableStream<Uint8Array>;
-  /** Ciphertext bytes, when known (for Content-Length). */
-  size: number | undefined;
-}
-
-async function openSource(source: WireSource, declaredSize: number | undefined, doFetch: typeof fetch, signal: AbortSignal): Promise<Source> {
-  switch (source.kind) {
-    case 'blob':
-      return { stream: source.blob.stream(), size: source.blob.size };
-    case 'stream':
-      return { stream: source.stream, size: declaredSize };
-    case 'relay':
-      return { stream: portToReadable<Uint8Array>(source.port), size: declaredSize };
-    case 'url': {
-      let response: Response;
-      try {
-        response = await doFetch(source.url, {
-          headers: source.headers ?? {},
-          credentials: source.credentials ?? 'same-origin',
-          signal,
-        });
-      } catch (cause) {
-        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be fetched: ${String(cause)}`, { cause });
-      }
-      if (!response.ok || response.body === null) {
-        await response.body?.cancel().catch(() => undefined);
-        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext URL answered HTTP ${response.status}`);
-      }
-      // A compressed transfer hides the size of what we read.
-      const length = response.headers.get('content-encoding') === null ? Number(response.headers.get('content-length') ?? NaN) : NaN;
-      return { stream: response.body, size: Number.isSafeInteger(length) ? length : declaredSize };
-    }
-  }
-}
-
 export function installDecrypter(scope: ServiceWorkerGlobalScope, options: DecrypterOptions = {}): void {
   const path = options.path ?? DOWNLOAD_PATH;
   const defaultTtl = options.defaultTtlMs ?? 5 * 60_000;
@@ -163,6 +137,8 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   const maxRegistrations = options.maxRegistrations ?? 64;
   const progressInterval = options.progressIntervalMs ?? 250;
   const maxEventMs = options.maxEventMs ?? 270_000;
+  const holdLimit = options.holdLimitBytes ?? 16 * 1024 * 1024;
+  const stallMs = options.stallTimeoutMs ?? 30_000;
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => scope.fetch(input, init));
   const registrations = new Map<string, Registration>();
   const prefix = new URL(path, scope.registration.scope).pathname;
@@ -216,110 +192,235 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     if (source.kind === 'relay') await portToReadable(source.port).cancel().catch(() => undefined);
   }
 
-  async function respond(entry: Registration, lifetime: (p: Promise<unknown>) => void): Promise<Response> {
-    const r = entry.request;
-    const reply = entry.reply;
-    const abort = new AbortController();
-    const fail = (error: unknown) => post(reply, { type: 'error', error: encodeError(error) });
+  /** A running unseal of the registration's source: its plaintext, one chunk (segment) at a time. */
+  interface Unsealing {
+    /** The next authenticated plaintext chunk, or undefined once the final segment (and the signature) verified. */
+    next(): Promise<Uint8Array | undefined>;
+    result: Promise<VerificationResult>;
+    source: OpenedSource;
+    sniffer: FramingSniffer;
+    cancel(reason: unknown): Promise<void>;
+  }
 
-    let source: Source;
-    try {
-      source = await openSource(r.source, r.size, doFetch, abort.signal);
-    } catch (error) {
-      fail(error);
-      return errorResponse(statusFor(error), (error as PostGuardError).code ?? 'SOURCE_FAILED', (error as Error).message);
-    }
-
+  /** Opens the source and starts unsealing it; throws the coded error if the header or the key fails. */
+  async function startUnsealing(r: RegisterRequest, signal: AbortSignal): Promise<Unsealing> {
+    const source = await openSource(r.source, r.size, doFetch, signal, stallMs);
     const sniffer = new FramingSniffer();
     let unsealer: StreamUnsealer;
     try {
       unsealer = await StreamUnsealer.new(source.stream.pipeThrough(sniffer.stream()), r.vk);
     } catch (error) {
-      fail(error);
-      return errorResponse(statusFor(error), isPostGuardError(error) ? error.code : 'MALFORMED', (error as Error).message);
+      await source.stream.cancel(error).catch(() => undefined);
+      throw source.failure ?? error;
     }
-
-    // Plaintext goes through here; its readable side becomes the response body.
+    // Plaintext goes through here; nothing is decrypted ahead of what its reader asks for.
     const plain = new TransformStream<Uint8Array, Uint8Array>();
     const reader = plain.readable.getReader();
-    const unsealing = unsealer.unseal(r.recipientId, r.usk, plain.writable);
-    unsealing.catch(() => undefined);
-
-    // Wait for the first authenticated plaintext (or the end, or a failure) before answering: a
-    // wrong key or recipient then gets an HTTP error instead of a broken download, and segment 0
-    // tells the plaintext length.
-    let first: ReadableStreamReadResult<Uint8Array>;
-    try {
-      first = await reader.read();
-    } catch (error) {
-      fail(error);
-      return errorResponse(statusFor(error), isPostGuardError(error) ? error.code : 'TAMPERED', (error as Error).message);
-    }
-
-    const framing = sniffer.framing;
-    const length =
-      source.size !== undefined && framing
-        ? streamingPlaintextSize(source.size, framing, first.done ? undefined : first.value.byteLength)
-        : undefined;
-
-    let sent = 0;
-    let lastProgress = 0;
-    const progress = () => {
-      const now = Date.now();
-      if (now - lastProgress >= progressInterval) {
-        lastProgress = now;
-        post(reply, { type: 'progress', bytes: sent });
-      }
+    const result = unsealer
+      .unseal(r.recipientId, r.usk, plain.writable)
+      .catch((error: unknown) => Promise.reject(source.failure ?? error));
+    result.catch(() => undefined);
+    return {
+      async next() {
+        try {
+          const { done, value } = await reader.read();
+          return done ? undefined : value;
+        } catch (error) {
+          // A stall or a short source is what really happened; the unsealer only saw its read fail.
+          throw source.failure ?? error;
+        }
+      },
+      result,
+      source,
+      sniffer,
+      cancel: (reason) => reader.cancel(reason).catch(() => undefined),
     };
-    const overrun = () =>
-      new PostGuardError(ErrorCode.MALFORMED, `the plaintext does not have the announced length ${length}`);
+  }
 
-    let pending: Uint8Array | undefined = first.done ? undefined : first.value;
-    let bodyError: unknown;
-    const body = new ReadableStream<Uint8Array>(
+  /**
+   * The response body: `prefix` (already authenticated chunks), then whatever `more` yields. The
+   * last chunk is held back until `more` reports the authenticated end, so a body never reaches
+   * its Content-Length (and never ends cleanly) before the whole file verified. Pulled only as
+   * the browser reads (high-water mark 0): decryption follows the reader.
+   */
+  function body(
+    prefix: Uint8Array[],
+    more: (() => Promise<Uint8Array | undefined>) | undefined,
+    length: number | undefined,
+    events: { sent(bytes: number): void; end(bytes: number): void; fail(error: unknown): void; cancelled(reason: unknown): void },
+  ): ReadableStream<Uint8Array> {
+    let ahead: Uint8Array | undefined;
+    let primed = false;
+    let sent = 0;
+    const take = async (): Promise<Uint8Array | undefined> => (prefix.length > 0 ? prefix.shift() : more ? await more() : undefined);
+    const mismatch = () => new PostGuardError(ErrorCode.MALFORMED, `the plaintext does not have the announced length ${length}`);
+    return new ReadableStream<Uint8Array>(
       {
         async pull(controller) {
           try {
-            let chunk: Uint8Array | undefined = pending;
-            pending = undefined;
-            if (chunk === undefined) {
-              const next = first.done ? { done: true as const, value: undefined } : await reader.read();
-              if (next.done) {
-                // The unsealer closes its output only after the final segment authenticated.
-                if (length !== undefined && sent !== length) throw overrun();
-                controller.close();
-                return;
-              }
-              chunk = next.value;
+            if (!primed) {
+              ahead = await take();
+              primed = true;
             }
-            sent += chunk.byteLength;
-            if (length !== undefined && sent > length) throw overrun();
-            controller.enqueue(chunk);
-            progress();
+            if (ahead === undefined) {
+              if (length !== undefined && sent !== length) throw mismatch();
+              controller.close();
+              events.end(sent);
+              return;
+            }
+            const following = await take();
+            sent += ahead.byteLength;
+            if (length !== undefined && sent > length) throw mismatch();
+            controller.enqueue(ahead);
+            ahead = following;
+            events.sent(sent);
           } catch (error) {
             // Erroring the body makes the browser fail the download (and a fetch's body read reject).
-            bodyError ??= error;
             controller.error(error);
-            abort.abort(error);
-            await reader.cancel(error).catch(() => undefined);
+            events.fail(error);
           }
         },
-        async cancel(reason) {
-          // The reader went away (download cancelled): stop decrypting and reading the source.
-          bodyError ??= new PostGuardError(ErrorCode.SINK_FAILED, 'the download was cancelled', { cause: reason });
-          abort.abort(reason);
-          await reader.cancel(reason).catch(() => undefined);
+        cancel(reason) {
+          events.cancelled(reason);
         },
       },
       { highWaterMark: 0 },
     );
+  }
 
-    lifetime(
-      unsealing.then(
-        (verified) => (bodyError === undefined ? post(reply, { type: 'done', bytes: sent, result: verified }) : fail(bodyError)),
-        (error) => fail(bodyError ?? error),
-      ),
-    );
+  async function respond(entry: Registration, lifetime: (p: Promise<unknown>) => void): Promise<Response> {
+    const r = entry.request;
+    const reply = entry.reply;
+    const abort = new AbortController();
+    let reported = false;
+    const report = (error: unknown) => {
+      if (reported) return;
+      reported = true;
+      post(reply, { type: 'error', error: encodeError(error) });
+      abort.abort(error);
+    };
+    /** A failure before any byte: an HTTP error with the code, and no download at all. */
+    const refuse = (error: unknown): Response => {
+      report(error);
+      return errorResponse(statusFor(error), isPostGuardError(error) ? error.code : 'SOURCE_FAILED', (error as Error)?.message ?? String(error));
+    };
+
+    let first: Unsealing;
+    try {
+      first = await startUnsealing(r, abort.signal);
+    } catch (error) {
+      return refuse(error);
+    }
+
+    // 1. Authenticate before answering. The plaintext is held (up to holdLimit) until the final
+    //    segment and the sender's signature verified: a small file is then served from memory and a
+    //    bad one never becomes a download in any engine (Firefox and WebKit keep what a failed
+    //    download wrote; worker/README.md).
+    const held: Uint8Array[] = [];
+    let heldBytes = 0;
+    let overflow: Uint8Array | undefined;
+    let lastVerifying = 0;
+    const verifying = (bytes: number) => {
+      const now = Date.now();
+      if (now - lastVerifying >= progressInterval) {
+        lastVerifying = now;
+        post(reply, { type: 'verifying', bytes });
+      }
+    };
+    try {
+      for (;;) {
+        const chunk = await first.next();
+        if (chunk === undefined) break;
+        if (heldBytes + chunk.byteLength > (r.verifyFirst === false ? 0 : holdLimit)) {
+          overflow = chunk;
+          break;
+        }
+        held.push(chunk);
+        heldBytes += chunk.byteLength;
+        verifying(heldBytes);
+      }
+    } catch (error) {
+      await first.cancel(error);
+      return refuse(error);
+    }
+
+    let verified: VerificationResult | undefined;
+    let source = first;
+    let length: number | undefined;
+    let prefix: Uint8Array[];
+    let more: (() => Promise<Uint8Array | undefined>) | undefined;
+    let mode: 'complete' | 'streaming';
+    if (overflow === undefined) {
+      // 1a. The whole file is in hand and authentic.
+      try {
+        verified = await first.result;
+      } catch (error) {
+        return refuse(error);
+      }
+      prefix = held;
+      length = heldBytes;
+      mode = 'complete';
+    } else if (r.verifyFirst !== false && rereadable(r.source)) {
+      // 1b. Too big to hold, but the source can be read again: authenticate it all (counting, keeping
+      //     nothing), then decrypt it a second time for the response, whose length is now exact.
+      let total = heldBytes + overflow.byteLength;
+      held.length = 0;
+      overflow = undefined;
+      try {
+        for (let chunk = await first.next(); chunk !== undefined; chunk = await first.next()) {
+          total += chunk.byteLength;
+          verifying(total);
+        }
+        verified = await first.result;
+        source = await startUnsealing(r, abort.signal);
+      } catch (error) {
+        await first.cancel(error);
+        return refuse(error);
+      }
+      prefix = [];
+      more = () => source.next();
+      length = total;
+      mode = 'complete';
+    } else {
+      // 1c. A one-shot stream too big to hold: stream what authenticated, hold back the last chunk,
+      //     and error the body if anything fails later.
+      prefix = [...held, overflow];
+      more = () => first.next();
+      const framing = first.sniffer.framing;
+      length =
+        first.source.size !== undefined && framing
+          ? streamingPlaintextSize(first.source.size, framing, prefix[0]!.byteLength)
+          : undefined;
+      mode = 'streaming';
+    }
+
+    let lastProgress = 0;
+    let settle!: () => void;
+    lifetime(new Promise<void>((resolve) => (settle = resolve)));
+    const stream = body(prefix, more, length, {
+      sent(bytes) {
+        const now = Date.now();
+        if (now - lastProgress >= progressInterval) {
+          lastProgress = now;
+          post(reply, { type: 'progress', bytes });
+        }
+      },
+      end(bytes) {
+        void (verified !== undefined ? Promise.resolve(verified) : source.result).then(
+          (result) => post(reply, { type: 'done', bytes, result }),
+          report,
+        ).finally(settle);
+      },
+      fail(error) {
+        report(error);
+        void source.cancel(error).finally(settle);
+      },
+      cancelled(reason) {
+        // The reader went away (download cancelled): stop decrypting and reading the source.
+        report(new PostGuardError(ErrorCode.SINK_FAILED, 'the download was cancelled', { cause: reason }));
+        void source.cancel(reason).finally(settle);
+      },
+    });
 
     const headers = new Headers({
       'content-type': r.contentType ?? 'application/octet-stream',
@@ -329,9 +430,11 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       // A decrypted HTML or SVG file previewed inline must not run script in the app's origin.
       'content-security-policy': 'sandbox',
       'referrer-policy': 'no-referrer',
+      // complete: every byte and the sender's signature verified before this response was sent.
+      'x-postguard-verified': mode,
     });
     if (length !== undefined) headers.set('content-length', String(length));
-    return new Response(body, { status: 200, headers });
+    return new Response(stream, { status: 200, headers });
   }
 
   scope.addEventListener('message', (event: ExtendableMessageEvent) => {

@@ -7,7 +7,8 @@ import type { VerificationResult } from '../lib/signatures.js';
  *     {type: 'postguard:register', request: RegisterRequest}
  *   worker → page, on the reply port:
  *     {type: 'registered', ok: true, id, url} | {type: 'registered', ok: false, error}
- *     then {type: 'progress', bytes}*, and {type: 'done', bytes, result} or {type: 'error', error}
+ *     then {type: 'verifying', bytes}* (plaintext authenticated before the response), {type: 'progress', bytes}*
+ *     (plaintext sent), and {type: 'done', bytes, result} or {type: 'error', error}
  *   page → worker: {type: 'postguard:revoke', id}, {type: 'postguard:keepalive'}
  *
  * Errors are WireErrors (errors.ts). The id is 128 random bits: knowing the URL is the only
@@ -47,6 +48,13 @@ export interface RegisterRequest {
   size?: number;
   /** How long the registration waits for its fetch. */
   ttlMs?: number;
+  /**
+   * Authenticate the whole file before the first byte is sent (default true). A file up to the
+   * worker's hold limit is held in memory; a larger Blob or URL source is read twice (once to
+   * verify, once to send; a URL is fetched twice). False streams at once: a failure then errors a
+   * download that has started, which Firefox and WebKit leave on disk (worker/README.md).
+   */
+  verifyFirst?: boolean;
 }
 
 export type RegisterReply =
@@ -55,6 +63,7 @@ export type RegisterReply =
 
 export type DownloadEvent =
   | RegisterReply
+  | { type: 'verifying'; bytes: number }
   | { type: 'progress'; bytes: number }
   | { type: 'done'; bytes: number; result: VerificationResult }
   | { type: 'error'; error: unknown };

@@ -380,8 +380,8 @@ const pgt = {
 
   /** Registers a stored blob; the URL and a promise for the outcome (read with swOutcome). */
   outcomes: new Map<string, Promise<{ sender?: unknown; error?: ReturnType<typeof describeError> }>>(),
-  async swPrepare(name: string, id: string, usk: string, vk: string, filename: string) {
-    const download = await prepareDownload({ source: pgt.blobs.get(name)!, recipientId: id, usk, vk, filename });
+  async swPrepare(name: string, id: string, usk: string, vk: string, filename: string, options: { verifyFirst?: boolean } = {}) {
+    const download = await prepareDownload({ source: pgt.blobs.get(name)!, recipientId: id, usk, vk, filename, ...options });
     pgt.outcomes.set(download.id, download.done.then((sender) => ({ sender }), (e: unknown) => ({ error: describeError(e) })));
     return { id: download.id, url: download.url };
   },

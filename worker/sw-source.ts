@@ -1,0 +1,123 @@
+import { ErrorCode, PostGuardError } from '../lib/errors.js';
+import { portToReadable } from './port-stream.js';
+import type { WireSource } from './sw-protocol.js';
+
+/**
+ * The ciphertext behind a service-worker download (sw-core.ts): opened from what the page
+ * registered, and watched as it is read so that no read waits forever and a source that ends
+ * before its announced size is reported as TRUNCATED (an incomplete file: ask for it again), not
+ * as a decryption failure.
+ */
+
+export interface OpenedSource {
+  stream: ReadableStream<Uint8Array>;
+  /** Ciphertext bytes, when known (for Content-Length and the short-read check). */
+  size: number | undefined;
+  /** The error the watch raised (a stall, a short or long source), if any: the truer cause of a failure. */
+  readonly failure: PostGuardError | undefined;
+}
+
+/** A source that can be opened again for a second pass: a Blob, or a URL (fetched again). */
+export const rereadable = (source: WireSource): boolean => source.kind === 'blob' || source.kind === 'url';
+
+async function rawSource(
+  source: WireSource,
+  declaredSize: number | undefined,
+  doFetch: typeof fetch,
+  signal: AbortSignal,
+): Promise<{ stream: ReadableStream<Uint8Array>; size: number | undefined }> {
+  switch (source.kind) {
+    case 'blob':
+      return { stream: source.blob.stream(), size: source.blob.size };
+    case 'stream':
+      return { stream: source.stream, size: declaredSize };
+    case 'relay':
+      return { stream: portToReadable<Uint8Array>(source.port), size: declaredSize };
+    case 'url': {
+      let response: Response;
+      try {
+        response = await doFetch(source.url, {
+          headers: source.headers ?? {},
+          credentials: source.credentials ?? 'same-origin',
+          signal,
+        });
+      } catch (cause) {
+        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be fetched: ${String(cause)}`, { cause });
+      }
+      if (!response.ok || response.body === null) {
+        await response.body?.cancel().catch(() => undefined);
+        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext URL answered HTTP ${response.status}`);
+      }
+      // A compressed transfer hides the size of what we read.
+      const length = response.headers.get('content-encoding') === null ? Number(response.headers.get('content-length') ?? NaN) : NaN;
+      return { stream: response.body, size: Number.isSafeInteger(length) ? length : declaredSize };
+    }
+  }
+}
+
+/**
+ * Opens `source` and watches it: a read that brings nothing for `stallMs` fails with
+ * SOURCE_FAILED (a stalled network body, a page closed in the middle of relaying its stream); a
+ * source that ends short of its known size fails with TRUNCATED, one that runs past it with
+ * MALFORMED. The watch pulls only when its reader does (high-water mark 0), so it adds no buffering.
+ */
+export async function openSource(
+  source: WireSource,
+  declaredSize: number | undefined,
+  doFetch: typeof fetch,
+  signal: AbortSignal,
+  stallMs: number,
+): Promise<OpenedSource> {
+  const raw = await withTimeout(rawSource(source, declaredSize, doFetch, signal), stallMs, () =>
+    new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext did not start arriving within ${stallMs / 1000} s`),
+  );
+  const reader = raw.stream.getReader();
+  let read = 0;
+  let failure: PostGuardError | undefined;
+  const fail = (error: PostGuardError): never => {
+    failure ??= error;
+    void reader.cancel(error).catch(() => undefined);
+    throw error;
+  };
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const next = await withTimeout(reader.read(), stallMs, () =>
+          new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext stopped arriving: nothing for ${stallMs / 1000} s after ${read} bytes`),
+        ).catch((error: unknown) => fail(error instanceof PostGuardError ? error : new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be read: ${String(error)}`, { cause: error })));
+        if (next.done) {
+          if (raw.size !== undefined && read < raw.size) {
+            fail(new PostGuardError(ErrorCode.TRUNCATED, `the ciphertext ended after ${read} of its ${raw.size} bytes: the file is incomplete`));
+          }
+          controller.close();
+          return;
+        }
+        read += next.value.byteLength;
+        if (raw.size !== undefined && read > raw.size) {
+          fail(new PostGuardError(ErrorCode.MALFORMED, `the ciphertext is longer than its announced ${raw.size} bytes`));
+        }
+        controller.enqueue(next.value);
+      },
+      async cancel(reason) {
+        await reader.cancel(reason).catch(() => undefined);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return {
+    stream,
+    size: raw.size,
+    get failure() {
+      return failure;
+    },
+  };
+}
+
+/** `promise`, or `onTimeout()` thrown if it takes longer than `ms`. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
