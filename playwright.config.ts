@@ -1,34 +1,51 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from '@playwright/test';
+import type { EngineOptions } from './e2e/engines/fixtures.js';
 import { chromiumLaunchOptions } from './test/chromium.js';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
+const under = (pattern: string) => new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}${pattern}$`);
 
 /**
- * Browser tests: worker/test/*.spec.ts (the crypto worker, the decrypting service worker and the
- * PKG client in Chromium) and e2e/*.spec.ts (the demo, end to end). Every server a spec needs is
- * started by the spec itself on an ephemeral loopback port.
+ * Browser tests. Every server a spec needs is started by the spec itself on an ephemeral loopback
+ * port. Two sets:
  *
- *   npx playwright test                       all of them
- *   npx playwright test worker/test           the browser runtime only
+ *   chromium          worker/test/*.spec.ts and e2e/*.spec.ts in Chromium through Playwright: the
+ *                     whole runtime and demo, with what needs Chromium's DevTools protocol (per-thread
+ *                     heap, frame timing) and the 1 GiB run
+ *   engine-chromium   e2e/engines/*.spec.ts: the product's browser parts, one test body per test run
+ *   engine-firefox    on each engine through e2e/engines/driver.ts (Firefox ESR over WebDriver BiDi,
+ *   engine-webkit     WebKitGTK over WebDriver under xvfb)
+ *
+ *   npx playwright test                                   all of them
+ *   npx playwright test --project=chromium                the Chromium-only set
+ *   npx playwright test --project='engine-*' --workers=3  the cross-engine set, engines side by side
  */
-export default defineConfig({
+export default defineConfig<EngineOptions>({
   testDir: '.',
-  // Only the suites at this checkout's root: scratch copies of the sources (benchmarks build old
-  // commits under tmp/) are not the suite. Matched relative to the root, since Playwright matches
-  // globs against absolute paths and a checkout may itself live under /tmp.
-  testMatch: new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(worker/test|e2e)/.+\\.spec\\.ts$`),
   timeout: 180_000,
   expect: { timeout: 15_000 },
-  // The machine is small and shared; the specs measure memory and responsiveness.
+  // The machine is small and shared, and the Chromium specs measure memory and responsiveness:
+  // one at a time unless asked (--workers) for the cross-engine set.
   workers: 1,
   fullyParallel: false,
   forbidOnly: true,
   // The HTML report keeps what specs attach (the e2e screenshots): npx playwright show-report.
   reporter: [['list'], ['html', { open: 'never', outputFolder: 'playwright-report' }]],
   outputDir: 'test-results',
-  use: {
-    browserName: 'chromium',
-    launchOptions: chromiumLaunchOptions,
-  },
+  projects: [
+    {
+      name: 'chromium',
+      // Only the suites at this checkout's root: scratch copies of the sources (benchmarks build old
+      // commits under tmp/) are not the suite. Matched relative to the root, since Playwright matches
+      // globs against absolute paths and a checkout may itself live under /tmp.
+      testMatch: under('(worker/test|e2e)/[^/]+\\.spec\\.ts'),
+      use: { browserName: 'chromium', launchOptions: chromiumLaunchOptions },
+    },
+    ...(['chromium', 'firefox', 'webkit'] as const).map((engine) => ({
+      name: `engine-${engine}`,
+      testMatch: under('e2e/engines/[^/]+\\.spec\\.ts'),
+      use: { engine },
+    })),
+  ],
 });

@@ -35,33 +35,50 @@ export interface Stack {
 export const API_KEY_EMAIL = 'newsletter@example.com';
 export const API_KEY_ORG = 'Example BV';
 
+/**
+ * Builds the demo into `demoBuild` and starts the stack around it; `close` stops it and removes
+ * what it made. Also used by the cross-engine specs (e2e/engines/), one stack per test worker.
+ */
+export async function startStack(demoBuild: string): Promise<Stack & { close(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'pg-e2e-'));
+  let schema: TestSchema | undefined;
+  let dev: DevStack | undefined;
+  const close = async () => {
+    await dev?.close();
+    await schema?.drop();
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await build({ ...demoConfig({ outDir: demoBuild }), build: { ...demoConfig().build, outDir: demoBuild, sourcemap: false } });
+    schema = await createTestSchema();
+    const apiKey = await createApiKey(schema.url, { email: API_KEY_EMAIL, org: API_KEY_ORG });
+    const keyDir = join(dir, 'keys');
+    dev = await startDev(
+      { host: '127.0.0.1', pkgPort: 0, standinPort: 0, demoPort: 0, demo: 'build', demoDir: demoBuild, origins: [], keyDir },
+      // The specs ask for many keys in a few seconds; the limits have their own tests.
+      { LOG_LEVEL: 'error', PKG_RATELIMIT_DISABLED: 'true', DATABASE_URL: schema.url },
+    );
+    const keys = await readPkgKeys({
+      ibePublic: join(keyDir, 'pkg_ibe.pub'),
+      ibeSecret: join(keyDir, 'pkg_ibe.sec'),
+      ibsPublic: join(keyDir, 'pkg_ibs.pub'),
+      ibsSecret: join(keyDir, 'pkg_ibs.sec'),
+    });
+    return { demoUrl: dev.demoUrl!, pkgUrl: dev.pkg.url, walletUrl: dev.walletUrl, keys, apiKey, dir, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
 export const test = base.extend<object, { stack: Stack }>({
   stack: [
     async ({}, use) => {
-      const dir = await mkdtemp(join(tmpdir(), 'pg-e2e-'));
-      let schema: TestSchema | undefined;
-      let dev: DevStack | undefined;
+      const stack = await startStack(DEMO_BUILD);
       try {
-        await build({ ...demoConfig({ outDir: DEMO_BUILD }), build: { ...demoConfig().build, outDir: DEMO_BUILD, sourcemap: false } });
-        schema = await createTestSchema();
-        const apiKey = await createApiKey(schema.url, { email: API_KEY_EMAIL, org: API_KEY_ORG });
-        const keyDir = join(dir, 'keys');
-        dev = await startDev(
-          { host: '127.0.0.1', pkgPort: 0, standinPort: 0, demoPort: 0, demo: 'build', demoDir: DEMO_BUILD, origins: [], keyDir },
-          // The specs ask for many keys in a few seconds; the limits have their own tests.
-          { LOG_LEVEL: 'error', PKG_RATELIMIT_DISABLED: 'true', DATABASE_URL: schema.url },
-        );
-        const keys = await readPkgKeys({
-          ibePublic: join(keyDir, 'pkg_ibe.pub'),
-          ibeSecret: join(keyDir, 'pkg_ibe.sec'),
-          ibsPublic: join(keyDir, 'pkg_ibs.pub'),
-          ibsSecret: join(keyDir, 'pkg_ibs.sec'),
-        });
-        await use({ demoUrl: dev.demoUrl!, pkgUrl: dev.pkg.url, walletUrl: dev.walletUrl, keys, apiKey, dir });
+        await use(stack);
       } finally {
-        await dev?.close();
-        await schema?.drop();
-        await rm(dir, { recursive: true, force: true });
+        await stack.close();
       }
     },
     { scope: 'worker', timeout: 120_000 },

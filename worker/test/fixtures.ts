@@ -16,8 +16,8 @@ import { browserAlias, postguardServiceWorker } from '../../vite.config.js';
 const APP = fileURLToPath(new URL('./app/', import.meta.url));
 const OUT = fileURLToPath(new URL('../../tmp/worker-test-app/', import.meta.url));
 
-async function buildApp(): Promise<void> {
-  await rm(OUT, { recursive: true, force: true });
+async function buildApp(out = OUT): Promise<void> {
+  await rm(out, { recursive: true, force: true });
   await build({
     configFile: false,
     root: APP,
@@ -25,8 +25,23 @@ async function buildApp(): Promise<void> {
     resolve: { alias: browserAlias },
     worker: { format: 'es' },
     plugins: [postguardServiceWorker()],
-    build: { outDir: OUT, emptyOutDir: true, target: 'es2022', minify: false, sourcemap: false },
+    build: { outDir: out, emptyOutDir: true, target: 'es2022', minify: false, sourcemap: false },
   });
+}
+
+/** Builds the test app into `out` and serves it on an ephemeral loopback port (the cross-engine specs use this too). */
+export async function serveApp(out = OUT): Promise<{ url: string; close(): Promise<void> }> {
+  await buildApp(out);
+  const server = await preview({
+    configFile: false,
+    root: APP,
+    logLevel: 'warn',
+    build: { outDir: out },
+    preview: { host: '127.0.0.1', port: 0, strictPort: true },
+  });
+  const address = server.httpServer.address();
+  if (typeof address !== 'object' || address === null) throw new Error('preview server has no port');
+  return { url: `http://127.0.0.1:${address.port}/`, close: () => server.close() };
 }
 
 export interface Keys {

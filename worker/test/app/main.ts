@@ -401,6 +401,57 @@ const pgt = {
 
   trigger: (url: string) => triggerDownload(url),
 
+  /**
+   * A ciphertext relayed to the service worker as a page stream, cut to `cutAt` bytes while the
+   * registration announces `size`: what a network read that dies part way looks like.
+   */
+  async swRelay(ctB64: string, cutAt: number, size: number, id: string, usk: string, vk: string) {
+    const ct = unb64(ctB64).subarray(0, cutAt);
+    let offset = 0;
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (offset >= ct.length) return controller.close();
+          controller.enqueue(ct.slice(offset, (offset += 65_536)));
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const download = await prepareDownload({ source: stream, size, recipientId: id, usk, vk, filename: 'relayed.bin' });
+    const fetched = await pgt.swFetch(download.url);
+    const outcome = await download.done.then((sender) => ({ sender }), (e: unknown) => ({ error: describeError(e) }));
+    return { ...fetched, outcome };
+  },
+
+  /** An image sealed here and previewed through the service worker in an <img>: its decoded size. */
+  async swPreviewImage(mpk: string, options: SealOptions, id: string, usk: string, vk: string) {
+    const canvas = document.createElement('canvas');
+    canvas.width = 123;
+    canvas.height = 45;
+    const context = canvas.getContext('2d')!;
+    context.fillStyle = '#3a7';
+    context.fillRect(0, 0, 123, 45);
+    const png = await new Promise<Blob>((resolve) => canvas.toBlob((b) => resolve(b!), 'image/png'));
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const [, ct] = await Promise.all([pg.sealStream(mpk, options, png.stream(), writable), collect(readable)]);
+    const download = await prepareDownload({
+      source: new Blob([ct as BlobPart]),
+      recipientId: id,
+      usk,
+      vk,
+      filename: 'picture.png',
+      contentType: 'image/png',
+      disposition: 'inline',
+    });
+    const img = document.createElement('img');
+    img.src = download.url;
+    document.body.append(img);
+    await img.decode();
+    const sender = await download.done;
+    img.remove();
+    return { width: img.naturalWidth, height: img.naturalHeight, sender };
+  },
+
   // ---- PKG client ----
 
   pkgClient: undefined as PkgClient | undefined,
