@@ -251,6 +251,11 @@ export async function launch(engine: Engine): Promise<EngineBrowser> {
   }
 }
 
+/** Empties a download folder (between tests: a browser renames a download whose name is taken). */
+export async function clearDownloads(dir: string): Promise<void> {
+  for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
+}
+
 /** The files in a download folder with their sizes (name → bytes). */
 export async function listDownloads(dir: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
