@@ -3,6 +3,7 @@ import { reviveError } from './errors.js';
 import { readableToPort } from './port-stream.js';
 import {
   MESSAGE_KEEPALIVE,
+  MESSAGE_READ,
   MESSAGE_REGISTER,
   MESSAGE_REVOKE,
   type DownloadEvent,
@@ -50,6 +51,14 @@ export interface DownloadOptions {
    * and streams after its first 16 MiB verified. False streams at once.
    */
   verifyFirst?: boolean;
+  /**
+   * Read through `PreparedDownload.fetch`, which tells the worker what this page has read, so the
+   * worker decrypts at most a window (4 MiB) ahead of a slow reader. Firefox and WebKit otherwise
+   * drain the response into their own buffers as fast as it is decrypted. Only for a page that
+   * reads the body itself: a paced URL handed to a navigation or a media element stops after the
+   * window.
+   */
+  paced?: boolean;
   /** How long to wait for the service worker to accept the registration. 10 s. */
   registrationTimeoutMs?: number;
 }
@@ -62,6 +71,44 @@ export interface PreparedDownload {
   done: Promise<VerificationResult>;
   /** Forgets the registration (if it was not fetched yet). */
   revoke(): void;
+  /**
+   * `fetch(url)`, whose body acknowledges to the worker what it has read (the `paced` protocol;
+   * for a download prepared without `paced` it is a plain fetch).
+   */
+  fetch(init?: RequestInit): Promise<Response>;
+}
+
+/** How often a paced reader acknowledges: after this many bytes read. */
+const ACK_EVERY = 256 * 1024;
+
+/** `response` with a body that reports the bytes read so far on `port` as they are read. */
+function acknowledging(response: Response, port: MessagePort): Response {
+  if (response.body === null) return response;
+  let read = 0;
+  let acknowledged = 0;
+  const ack = () => {
+    acknowledged = read;
+    try {
+      port.postMessage({ type: MESSAGE_READ, bytes: read });
+    } catch {
+      // the download ended
+    }
+  };
+  const counted = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>(
+      {
+        transform(chunk, controller) {
+          controller.enqueue(chunk);
+          read += chunk.byteLength;
+          if (read - acknowledged >= ACK_EVERY) ack();
+        },
+        flush: ack,
+      },
+      undefined,
+      { highWaterMark: 0 },
+    ),
+  );
+  return new Response(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 function container(): ServiceWorkerContainer {
@@ -147,6 +194,7 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   if (options.size !== undefined) request.size = options.size;
   if (options.ttlMs !== undefined) request.ttlMs = options.ttlMs;
   if (options.verifyFirst !== undefined) request.verifyFirst = options.verifyFirst;
+  if (options.paced !== undefined) request.paced = options.paced;
 
   const channel = new MessageChannel();
   let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };
@@ -192,7 +240,16 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   });
   const { id, url } = await Promise.race([registered, timeout]).finally(() => clearTimeout(timer));
   trackDownload(worker, done);
-  return { id, url, done, revoke: () => worker.postMessage({ type: MESSAGE_REVOKE, id }) };
+  return {
+    id,
+    url,
+    done,
+    revoke: () => worker.postMessage({ type: MESSAGE_REVOKE, id }),
+    fetch: async (init) => {
+      const response = await fetch(url, init);
+      return options.paced === true && response.ok ? acknowledging(response, channel.port1) : response;
+    },
+  };
 }
 
 /**

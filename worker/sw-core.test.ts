@@ -9,7 +9,7 @@ import { reviveError } from './errors.js';
 import { FramingSniffer } from './plaintext-size.js';
 import { readableToPort } from './port-stream.js';
 import { contentDisposition, installDecrypter, safeFilename, type DecrypterOptions } from './sw-core.js';
-import { MESSAGE_REGISTER, MESSAGE_REVOKE, type DownloadEvent, type RegisterRequest } from './sw-protocol.js';
+import { MESSAGE_READ, MESSAGE_REGISTER, MESSAGE_REVOKE, type DownloadEvent, type RegisterRequest } from './sw-protocol.js';
 
 /**
  * The service worker's logic in Node, behind a minimal stand-in for ServiceWorkerGlobalScope
@@ -66,6 +66,7 @@ afterAll(() => new Promise((resolve) => server?.close(resolve)));
 type Scope = EventTarget & { registration: { scope: string } };
 
 function worker(options: DecrypterOptions = {}) {
+  let lastPort: MessagePort | undefined;
   const scope: Scope = Object.assign(new EventTarget(), { registration: { scope: SCOPE }, fetch: globalThis.fetch });
   installDecrypter(scope as unknown as ServiceWorkerGlobalScope, { progressIntervalMs: 0, ...options });
 
@@ -85,6 +86,7 @@ function worker(options: DecrypterOptions = {}) {
         }
       };
     });
+    lastPort = port1;
     const base = { recipientId: ALICE, usk, vk, filename: 'report.bin', source: { kind: 'blob', blob: new Blob([ciphertext as BlobPart]) } };
     // The message event as a browser dispatches it: the worker reads only event.data and event.ports.
     scope.dispatchEvent(Object.assign(new Event('message'), { data: { type: MESSAGE_REGISTER, request: { ...base, ...request } }, ports: [port2], waitUntil() {} }));
@@ -106,7 +108,9 @@ function worker(options: DecrypterOptions = {}) {
   }
 
   const revoke = (id: string) => scope.dispatchEvent(Object.assign(new Event('message'), { data: { type: MESSAGE_REVOKE, id }, ports: [], waitUntil() {} }));
-  return { scope, register, get, revoke };
+  /** The page's side of a paced download: what it has read, on the last registration's reply port. */
+  const acknowledge = (bytes: number) => lastPort!.postMessage({ type: MESSAGE_READ, bytes });
+  return { scope, register, get, revoke, acknowledge };
 }
 
 const registeredUrl = (reply: DownloadEvent) => {
@@ -433,6 +437,57 @@ describe('failures', () => {
     expect(cancelled).toMatchObject({ code: 'SINK_FAILED' });
     // Read ahead: the relay's window and a batch, the segments in flight; not the whole 12 MiB.
     expect(reads * 65_536).toBeLessThan(5 * 1_048_576);
+  });
+});
+
+describe('pacing', () => {
+  it('a paced download runs at most a window ahead of what the page acknowledged, and completes as it acknowledges', async () => {
+    const w = worker({ holdLimitBytes: 0, pacingWindowBytes: 300_000 });
+    const { reply, end } = await w.register({ paced: true });
+    const res = await w.get(registeredUrl(reply)).response;
+    const reader = res.body!.getReader();
+    let read = 0;
+    // Without acknowledgements the worker stops at the window (plus the chunk in hand).
+    let pending = reader.read();
+    for (;;) {
+      const next = await Promise.race([pending, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 300))]);
+      if (next === 'waiting') break;
+      if (next.done) throw new Error('a paced body ran to its end unacknowledged');
+      read += next.value.byteLength;
+      pending = reader.read();
+    }
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThanOrEqual(300_000 + DEFAULT_SEGMENT_SIZE);
+    expect(read).toBeLessThan(plain.length);
+    // Acknowledge as we read: it runs to the end.
+    w.acknowledge(read);
+    for (;;) {
+      const next = await pending;
+      pending = reader.read();
+      if (next.done) break;
+      read += next.value.byteLength;
+      w.acknowledge(read);
+    }
+    expect(read).toBe(plain.length);
+    expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
+  });
+
+  it('a paced download whose page stops acknowledging fails with SINK_FAILED after the stall timeout', async () => {
+    const w = worker({ holdLimitBytes: 0, pacingWindowBytes: 100_000, stallTimeoutMs: 300 });
+    const { reply, end } = await w.register({ paced: true });
+    const res = await w.get(registeredUrl(reply)).response;
+    const started = Date.now();
+    await expect(bytesOf(res)).rejects.toMatchObject({ code: 'SINK_FAILED' });
+    const error = reviveError((await end as { error: unknown }).error);
+    expect(error).toMatchObject({ code: 'SINK_FAILED' });
+    expect((error as Error).message).toContain('stopped reading');
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('an unpaced download ignores acknowledgements and is not held back', async () => {
+    const w = worker({ holdLimitBytes: 0, pacingWindowBytes: 1 });
+    const { reply } = await w.register({});
+    expect(await bytesOf(await w.get(registeredUrl(reply)).response)).toEqual(plain);
   });
 });
 

@@ -5,10 +5,11 @@ import { encodeError } from './errors.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import { FramingSniffer, streamingPlaintextSize } from './plaintext-size.js';
 import { portToReadable } from './port-stream.js';
-import { openSource, rereadable, type OpenedSource } from './sw-source.js';
+import { openSource, rereadable, withTimeout, type OpenedSource } from './sw-source.js';
 import {
   DOWNLOAD_PATH,
   MESSAGE_KEEPALIVE,
+  MESSAGE_READ,
   MESSAGE_REGISTER,
   MESSAGE_REVOKE,
   type DownloadEvent,
@@ -47,6 +48,11 @@ export interface DecrypterOptions {
   holdLimitBytes?: number;
   /** A source read that brings nothing for this long fails the download with SOURCE_FAILED. 30 s. */
   stallTimeoutMs?: number;
+  /**
+   * For a download registered with `paced` (read through PreparedDownload.fetch): how far the
+   * worker may run ahead of what the page acknowledged reading. 4 MiB.
+   */
+  pacingWindowBytes?: number;
   fetch?: typeof fetch;
 }
 
@@ -87,6 +93,7 @@ function invalidRequest(r: RegisterRequest): string | undefined {
   if (r.contentType !== undefined && (typeof r.contentType !== 'string' || !MEDIA_TYPE.test(r.contentType))) return 'contentType is not a media type';
   if (r.disposition !== undefined && r.disposition !== 'attachment' && r.disposition !== 'inline') return 'disposition must be attachment or inline';
   if (r.verifyFirst !== undefined && typeof r.verifyFirst !== 'boolean') return 'verifyFirst must be a boolean';
+  if (r.paced !== undefined && typeof r.paced !== 'boolean') return 'paced must be a boolean';
   if (r.size !== undefined && (!Number.isSafeInteger(r.size) || r.size < 0)) return 'size must be a non-negative integer';
   const s = r.source as WireSource | undefined;
   if (typeof s !== 'object' || s === null) return 'source is missing';
@@ -139,6 +146,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   const maxEventMs = options.maxEventMs ?? 270_000;
   const holdLimit = options.holdLimitBytes ?? 16 * 1024 * 1024;
   const stallMs = options.stallTimeoutMs ?? 30_000;
+  const pacingWindow = options.pacingWindowBytes ?? 4 * 1024 * 1024;
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => scope.fetch(input, init));
   const registrations = new Map<string, Registration>();
   const prefix = new URL(path, scope.registration.scope).pathname;
@@ -247,6 +255,8 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     prefix: Uint8Array[],
     more: (() => Promise<Uint8Array | undefined>) | undefined,
     length: number | undefined,
+    /** Resolves when the next chunk may be sent (a paced download waits for its reader here). */
+    gate: (sent: number) => Promise<void>,
     events: { sent(bytes: number): void; end(bytes: number): void; fail(error: unknown): void; cancelled(reason: unknown): void },
   ): ReadableStream<Uint8Array> {
     let ahead: Uint8Array | undefined;
@@ -268,6 +278,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
               events.end(sent);
               return;
             }
+            await gate(sent);
             const following = await take();
             sent += ahead.byteLength;
             if (length !== undefined && sent > length) throw mismatch();
@@ -286,6 +297,32 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       },
       { highWaterMark: 0 },
     );
+  }
+
+  /**
+   * Firefox and WebKit drain a response body as fast as the worker makes it, whatever the page's
+   * reader does (they buffer it in their own pipes; worker/README.md). A `paced` registration is
+   * read through PreparedDownload.fetch, which acknowledges what the page has read on the reply
+   * port; the worker then stays within `pacingWindow` of it. A page that acknowledges nothing for
+   * `stallMs` fails the download with SINK_FAILED rather than holding it forever.
+   */
+  function pacer(r: RegisterRequest, reply: MessagePort): (sent: number) => Promise<void> {
+    if (r.paced !== true) return async () => undefined;
+    let acknowledged = 0;
+    let wake: (() => void) | undefined;
+    reply.onmessage = ({ data }: MessageEvent<{ type?: unknown; bytes?: unknown }>) => {
+      if (data?.type === MESSAGE_READ && typeof data.bytes === 'number' && Number.isSafeInteger(data.bytes)) {
+        acknowledged = Math.max(acknowledged, data.bytes);
+        wake?.();
+      }
+    };
+    return async (sent) => {
+      while (sent - acknowledged > pacingWindow) {
+        await withTimeout(new Promise<void>((resolve) => (wake = resolve)), stallMs, () =>
+          new PostGuardError(ErrorCode.SINK_FAILED, `the page stopped reading the download: nothing acknowledged for ${stallMs / 1000} s`),
+        );
+      }
+    };
   }
 
   async function respond(entry: Registration, lifetime: (p: Promise<unknown>) => void): Promise<Response> {
@@ -397,7 +434,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     let lastProgress = 0;
     let settle!: () => void;
     lifetime(new Promise<void>((resolve) => (settle = resolve)));
-    const stream = body(prefix, more, length, {
+    const stream = body(prefix, more, length, pacer(r, reply), {
       sent(bytes) {
         const now = Date.now();
         if (now - lastProgress >= progressInterval) {

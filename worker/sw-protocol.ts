@@ -10,6 +10,7 @@ import type { VerificationResult } from '../lib/signatures.js';
  *     then {type: 'verifying', bytes}* (plaintext authenticated before the response), {type: 'progress', bytes}*
  *     (plaintext sent), and {type: 'done', bytes, result} or {type: 'error', error}
  *   page → worker: {type: 'postguard:revoke', id}, {type: 'postguard:keepalive'}
+ *   page → worker, on the reply port, for a `paced` download: {type: 'postguard:read', bytes} (read so far)
  *
  * Errors are WireErrors (errors.ts). The id is 128 random bits: knowing the URL is the only
  * credential a fetch needs, and it works once.
@@ -19,6 +20,7 @@ export const DOWNLOAD_PATH = 'pg-download/';
 export const MESSAGE_REGISTER = 'postguard:register';
 export const MESSAGE_REVOKE = 'postguard:revoke';
 export const MESSAGE_KEEPALIVE = 'postguard:keepalive';
+export const MESSAGE_READ = 'postguard:read';
 
 export type WireSource =
   | { kind: 'url'; url: string; headers?: Record<string, string>; credentials?: RequestCredentials }
@@ -55,6 +57,8 @@ export interface RegisterRequest {
    * download that has started, which Firefox and WebKit leave on disk (worker/README.md).
    */
   verifyFirst?: boolean;
+  /** The page acknowledges what it reads (PreparedDownload.fetch); the worker stays a window ahead. */
+  paced?: boolean;
 }
 
 export type RegisterReply =

@@ -129,6 +129,18 @@ test('a relayed stream cut short of its announced size is TRUNCATED wherever it 
   expect(whole).toMatchObject({ status: 200, sha: sealed.sha, outcome: { sender: { public: keys.sender } } });
 });
 
+test('a slow reader of a paced download: the worker stays within its window of what the page read', async ({ tab, runtimeApp }) => {
+  await openApp(tab, runtimeApp);
+  const size = 24 * 1024 * 1024;
+  // Read at 30 MB/s, slower than any engine decrypts here. (Unpaced, Firefox and WebKit buffer the
+  // difference: e2e/engines/slow-reader.ts measures it.)
+  const r = await tab.evaluate(([k, n]) => pgt.swSlowRead(k.mpk, k.options, k.id, k.usk, k.vk, n, 30e6, true), [keys, size] as const);
+  expect(r).toMatchObject({ ok: true, bytes: size });
+  // The 4 MiB window, the segment in hand and the acknowledgement interval.
+  expect(r.maxAhead).toBeLessThan(5 * 1024 * 1024);
+  expect(r.aheadAtDone).toBeLessThan(5 * 1024 * 1024);
+});
+
 test('a preview through the service worker: an image decodes in an <img>', async ({ tab, runtimeApp }) => {
   await openApp(tab, runtimeApp);
   const r = await tab.evaluate((k) => pgt.swPreviewImage(k.mpk, k.options, k.id, k.usk, k.vk), keys);

@@ -344,6 +344,42 @@ const pgt = {
   },
 
   /**
+   * `size` pattern bytes sealed in the crypto worker and relayed into the service worker, fetched
+   * back and read at `bytesPerSecond` (a slow consumer): what the service worker may buffer then.
+   */
+  async swSlowRead(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number, bytesPerSecond: number, paced = false) {
+    const source = pattern(size);
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const sealing = pg.sealStream(mpk, options, source.stream, writable);
+    // The worker reports what it has handed to the browser; minus what this page read, that is what
+    // sits in between (the engine's buffer), sampled at every read.
+    let sent = 0;
+    let maxAhead = 0;
+    const download = await prepareDownload({ source: readable, recipientId: id, usk, vk, filename: 'slow.bin', paced, onProgress: (n) => (sent = n) });
+    const response = await download.fetch();
+    const hash = sha256.create();
+    let bytes = 0;
+    // When the worker has pulled its last byte out (done), how much had this page read?
+    let readWhenDone = -1;
+    void download.done.then(() => (readWhenDone = bytes), () => undefined);
+    const started = performance.now();
+    const reader = response.body!.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      hash.update(value);
+      bytes += value.length;
+      maxAhead = Math.max(maxAhead, sent - bytes);
+      const due = started + (bytes / bytesPerSecond) * 1000;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    await sealing;
+    const sender = await download.done;
+    return { ok: hex(hash.digest()) === source.digest(), bytes, maxAhead, aheadAtDone: size - readWhenDone, seconds: (performance.now() - started) / 1000, sender: sender.public.con };
+  },
+
+  /**
    * A download of a ciphertext being sealed, cancelled after its first chunk: the cancel travels
    * back through the service worker, this page and the crypto worker to the plaintext source.
    */
