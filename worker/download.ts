@@ -1,4 +1,5 @@
 import type { VerificationResult } from '../lib/signatures.js';
+import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import { reviveError } from './errors.js';
 import { readableToPort } from './port-stream.js';
 import {
@@ -77,6 +78,9 @@ export interface PreparedDownload {
    */
   fetch(init?: RequestInit): Promise<Response>;
 }
+
+/** Longest silence from a worker answering a download (it sends a heartbeat every 10 s). */
+const SILENCE_MS = 45_000;
 
 /** How often a paced reader acknowledges: after this many bytes read. */
 const ACK_EVERY = 256 * 1024;
@@ -200,8 +204,22 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };
   const done = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
   done.catch(() => undefined);
+  // A browser may stop the worker in the middle (a crash, a limit): then no message ever comes.
+  // Until the URL is fetched the registration's lifetime bounds the silence; once it is being
+  // answered, the worker speaks at least every 10 s (its heartbeat).
+  const ttl = Math.min(60 * 60_000, options.ttlMs ?? 5 * 60_000);
+  let watchdog: ReturnType<typeof setTimeout> | undefined;
+  const silence = (ms: number) => {
+    clearTimeout(watchdog);
+    watchdog = setTimeout(() => {
+      settle.reject(new PostGuardError(ErrorCode.SOURCE_FAILED, `the service worker stopped answering (nothing for ${Math.round(ms / 1000)} s)`));
+      channel.port1.close();
+    }, ms);
+  };
+  void done.catch(() => undefined).finally(() => clearTimeout(watchdog));
   const registered = new Promise<{ id: string; url: string }>((resolve, reject) => {
     channel.port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
+      silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
       switch (data.type) {
         case 'registered':
           if (data.ok) resolve({ id: data.id, url: data.url });

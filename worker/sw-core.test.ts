@@ -491,6 +491,22 @@ describe('pacing', () => {
   });
 });
 
+describe('heartbeat', () => {
+  it('a download being answered says it is alive while its body is paused, and stops once it ends', async () => {
+    const w = worker({ heartbeatMs: 50, holdLimitBytes: 0 });
+    const { reply, events, end } = await w.register({});
+    const res = await w.get(registeredUrl(reply)).response;
+    await new Promise((resolve) => setTimeout(resolve, 400)); // nobody reads
+    const alive = events.filter((e) => e.type === 'alive').length;
+    expect(alive).toBeGreaterThanOrEqual(3);
+    await bytesOf(res);
+    await end;
+    const after = events.length;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(events.length).toBe(after);
+  });
+});
+
 describe('registrations', () => {
   it('refuses what it cannot serve, with INVALID_INPUT', async () => {
     const w = worker();

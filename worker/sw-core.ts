@@ -53,6 +53,8 @@ export interface DecrypterOptions {
    * worker may run ahead of what the page acknowledged reading. 4 MiB.
    */
   pacingWindowBytes?: number;
+  /** How often a download being answered tells its page the worker is still there. 10 s (download.ts waits 45 s). */
+  heartbeatMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -62,6 +64,9 @@ interface Registration {
   expiresAt: number;
   timer: ReturnType<typeof setTimeout>;
 }
+
+/** How often a worker with a download in progress tells its page that it is still there. */
+export const HEARTBEAT_MS = 10_000;
 
 const randomId = (): string => {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -147,6 +152,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   const holdLimit = options.holdLimitBytes ?? 16 * 1024 * 1024;
   const stallMs = options.stallTimeoutMs ?? 30_000;
   const pacingWindow = options.pacingWindowBytes ?? 4 * 1024 * 1024;
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const doFetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => scope.fetch(input, init));
   const registrations = new Map<string, Registration>();
   const prefix = new URL(path, scope.registration.scope).pathname;
@@ -329,6 +335,9 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     const r = entry.request;
     const reply = entry.reply;
     const abort = new AbortController();
+    // While this download lives, the page hears from the worker at least every 10 s, even with the
+    // body paused (download.ts gives up on a worker that went silent: stopped by the browser).
+    const heartbeat = setInterval(() => post(reply, { type: 'alive' }), heartbeatMs);
     let reported = false;
     const report = (error: unknown) => {
       if (reported) return;
@@ -338,6 +347,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     };
     /** A failure before any byte: an HTTP error with the code, and no download at all. */
     const refuse = (error: unknown): Response => {
+      clearInterval(heartbeat);
       report(error);
       return errorResponse(statusFor(error), isPostGuardError(error) ? error.code : 'SOURCE_FAILED', (error as Error)?.message ?? String(error));
     };
@@ -433,7 +443,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
 
     let lastProgress = 0;
     let settle!: () => void;
-    lifetime(new Promise<void>((resolve) => (settle = resolve)));
+    lifetime(new Promise<void>((resolve) => (settle = resolve)).finally(() => clearInterval(heartbeat)));
     const stream = body(prefix, more, length, pacer(r, reply), {
       sent(bytes) {
         const now = Date.now();

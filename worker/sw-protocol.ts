@@ -8,7 +8,8 @@ import type { VerificationResult } from '../lib/signatures.js';
  *   worker → page, on the reply port:
  *     {type: 'registered', ok: true, id, url} | {type: 'registered', ok: false, error}
  *     then {type: 'verifying', bytes}* (plaintext authenticated before the response), {type: 'progress', bytes}*
- *     (plaintext sent), and {type: 'done', bytes, result} or {type: 'error', error}
+ *     (plaintext sent), {type: 'alive'} every 10 s while answering, and {type: 'done', bytes, result} or
+ *     {type: 'error', error}
  *   page → worker: {type: 'postguard:revoke', id}, {type: 'postguard:keepalive'}
  *   page → worker, on the reply port, for a `paced` download: {type: 'postguard:read', bytes} (read so far)
  *
@@ -68,6 +69,8 @@ export type RegisterReply =
 export type DownloadEvent =
   | RegisterReply
   | { type: 'verifying'; bytes: number }
+  /** Sent every 10 s while the fetch is being answered, whatever the body's reader does. */
+  | { type: 'alive' }
   | { type: 'progress'; bytes: number }
   | { type: 'done'; bytes: number; result: VerificationResult }
   | { type: 'error'; error: unknown };
