@@ -340,6 +340,27 @@ describe('failures', () => {
     }
   });
 
+  it('a URL that answers with other bytes the second time: those are authenticated as they stream', async () => {
+    let requests = 0;
+    const bad = tamperedAt(ciphertext.length - 20);
+    const changing = createServer((req, res) => {
+      const body = requests++ === 0 ? ciphertext : bad;
+      res.writeHead(200, { 'content-length': body.length }).end(body);
+    });
+    await new Promise<void>((resolve) => changing.listen(0, '127.0.0.1', resolve));
+    try {
+      const w = worker({ holdLimitBytes: 100_000 });
+      const { reply, end } = await w.register({ source: { kind: 'url', url: `http://127.0.0.1:${(changing.address() as { port: number }).port}/ct` } });
+      const res = await w.get(registeredUrl(reply)).response;
+      expect([res.status, res.headers.get('x-postguard-verified')]).toEqual([200, 'complete']);
+      await expect(bytesOf(res)).rejects.toMatchObject({ code: 'TAMPERED' });
+      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+      expect(requests).toBe(2);
+    } finally {
+      await new Promise((resolve) => changing.close(resolve));
+    }
+  });
+
   it('a source that stalls fails within the stall timeout instead of waiting forever', async () => {
     for (const holdLimitBytes of [undefined, 0]) {
       const w = worker({ stallTimeoutMs: 300, holdLimitBytes });

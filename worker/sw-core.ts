@@ -453,7 +453,9 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
         }
       },
       end(bytes) {
-        void (verified !== undefined ? Promise.resolve(verified) : source.result).then(
+        // What was sent is described by the pass that sent it: a URL may answer differently the
+        // second time (then that pass's own authentication decides, as when streaming).
+        void (source === first && verified !== undefined ? Promise.resolve(verified) : source.result).then(
           (result) => post(reply, { type: 'done', bytes, result }),
           report,
         ).finally(settle);
