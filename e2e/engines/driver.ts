@@ -259,7 +259,11 @@ export async function clearDownloads(dir: string): Promise<void> {
 /** The files in a download folder with their sizes (name → bytes). */
 export async function listDownloads(dir: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const name of await readdir(dir)) out[name] = (await stat(join(dir, name))).size;
+  for (const name of await readdir(dir)) {
+    // A browser may rename or remove a file between the listing and its stat (a .crdownload).
+    const size = await stat(join(dir, name)).then((s) => s.size, () => undefined);
+    if (size !== undefined) out[name] = size;
+  }
   return out;
 }
 
