@@ -9,7 +9,8 @@ import { ThreadMemory, type MemoryReport } from './memory.js';
 
 /**
  * A 1 GiB file through the demo: encrypted from File.stream() in the crypto worker into a download
- * the service worker streams to disk, then decrypted by the service worker into another download.
+ * the service worker streams to disk, then decrypted by the service worker into another download
+ * (read twice: authenticated completely first, then decrypted again as the download streams).
  * Every JavaScript thread's live memory stays flat (a few segments in flight), and the bytes that
  * come back hash to what went in. PG_E2E_BIG_MIB sets another size.
  */
@@ -75,7 +76,8 @@ test(`${SIZE_MIB} MiB encrypted and decrypted through the workers with flat memo
     const ciphertext = join(dir, 'archive.bin.enc');
     await keepAs(encPath, ciphertext);
 
-    // Decrypt: the service worker reads the File, decrypts and answers the download as it goes.
+    // Decrypt: the service worker reads the File once to authenticate all of it, then again to
+    // answer the download as it decrypts.
     await openDemo(page, stack, 'decrypt');
     await chooseEncFile(page, ciphertext);
     await getKey(page, context, stack);
