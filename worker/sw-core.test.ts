@@ -361,6 +361,29 @@ describe('failures', () => {
     }
   });
 
+  it('a URL with a strong ETag is asked for the same bytes the second time: a changed file is refused before any byte', async () => {
+    let version = 'v1';
+    const headersSeen: Array<string | undefined> = [];
+    const server = createServer((req, res) => {
+      headersSeen.push(req.headers['if-match']);
+      const etag = `"${version}"`;
+      if (req.headers['if-match'] !== undefined && req.headers['if-match'] !== etag) return void res.writeHead(412).end();
+      res.writeHead(200, { 'content-length': ciphertext.length, etag }).end(ciphertext);
+      version = 'v2'; // the file changes after the first answer
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const w = worker({ holdLimitBytes: 100_000 });
+      const { reply, end } = await w.register({ source: { kind: 'url', url: `http://127.0.0.1:${(server.address() as { port: number }).port}/ct` } });
+      const res = await w.get(registeredUrl(reply)).response;
+      expect([res.status, res.headers.get('x-postguard-error')]).toEqual([502, 'SOURCE_FAILED']);
+      expect((reviveError((await end as { error: unknown }).error) as Error).message).toContain('412');
+      expect(headersSeen).toEqual([undefined, '"v1"']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('a source that stalls fails within the stall timeout instead of waiting forever', async () => {
     for (const holdLimitBytes of [undefined, 0]) {
       const w = worker({ stallTimeoutMs: 300, holdLimitBytes });

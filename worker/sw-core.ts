@@ -217,8 +217,8 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   }
 
   /** Opens the source and starts unsealing it; throws the coded error if the header or the key fails. */
-  async function startUnsealing(r: RegisterRequest, signal: AbortSignal): Promise<Unsealing> {
-    const source = await openSource(r.source, r.size, doFetch, signal, stallMs);
+  async function startUnsealing(r: RegisterRequest, signal: AbortSignal, ifMatch?: string): Promise<Unsealing> {
+    const source = await openSource(r.source, r.size, doFetch, signal, stallMs, ifMatch);
     const sniffer = new FramingSniffer();
     let unsealer: StreamUnsealer;
     try {
@@ -419,7 +419,9 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
           verifying(total);
         }
         verified = await first.result;
-        source = await startUnsealing(r, abort.signal);
+        // A URL with a strong ETag is asked for the very bytes just verified (a changed file is then
+        // an HTTP 412, refused before any byte).
+        source = await startUnsealing(r, abort.signal, first.source.etag);
       } catch (error) {
         await first.cancel(error);
         return refuse(error);

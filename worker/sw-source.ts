@@ -15,6 +15,8 @@ export interface OpenedSource {
   size: number | undefined;
   /** The error the watch raised (a stall, a short or long source), if any: the truer cause of a failure. */
   readonly failure: PostGuardError | undefined;
+  /** A URL source's strong ETag: a second fetch asks for exactly these bytes again (If-Match). */
+  etag?: string;
 }
 
 /** A source that can be opened again for a second pass: a Blob, or a URL (fetched again). */
@@ -25,7 +27,8 @@ async function rawSource(
   declaredSize: number | undefined,
   doFetch: typeof fetch,
   signal: AbortSignal,
-): Promise<{ stream: ReadableStream<Uint8Array>; size: number | undefined }> {
+  ifMatch: string | undefined,
+): Promise<{ stream: ReadableStream<Uint8Array>; size: number | undefined; etag?: string }> {
   switch (source.kind) {
     case 'blob':
       return { stream: source.blob.stream(), size: source.blob.size };
@@ -37,7 +40,7 @@ async function rawSource(
       let response: Response;
       try {
         response = await doFetch(source.url, {
-          headers: source.headers ?? {},
+          headers: { ...(source.headers ?? {}), ...(ifMatch !== undefined ? { 'if-match': ifMatch } : {}) },
           credentials: source.credentials ?? 'same-origin',
           signal,
         });
@@ -46,11 +49,21 @@ async function rawSource(
       }
       if (!response.ok || response.body === null) {
         await response.body?.cancel().catch(() => undefined);
-        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext URL answered HTTP ${response.status}`);
+        throw new PostGuardError(
+          ErrorCode.SOURCE_FAILED,
+          response.status === 412
+            ? 'the ciphertext URL no longer serves the file it served before (HTTP 412 to If-Match)'
+            : `the ciphertext URL answered HTTP ${response.status}`,
+        );
       }
       // A compressed transfer hides the size of what we read.
       const length = response.headers.get('content-encoding') === null ? Number(response.headers.get('content-length') ?? NaN) : NaN;
-      return { stream: response.body, size: Number.isSafeInteger(length) ? length : declaredSize };
+      const etag = response.headers.get('etag') ?? undefined;
+      return {
+        stream: response.body,
+        size: Number.isSafeInteger(length) ? length : declaredSize,
+        ...(etag !== undefined && !etag.startsWith('W/') ? { etag } : {}),
+      };
     }
   }
 }
@@ -67,8 +80,9 @@ export async function openSource(
   doFetch: typeof fetch,
   signal: AbortSignal,
   stallMs: number,
+  ifMatch?: string,
 ): Promise<OpenedSource> {
-  const raw = await withTimeout(rawSource(source, declaredSize, doFetch, signal), stallMs, () =>
+  const raw = await withTimeout(rawSource(source, declaredSize, doFetch, signal, ifMatch), stallMs, () =>
     new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext did not start arriving within ${stallMs / 1000} s`),
   );
   const reader = raw.stream.getReader();
@@ -107,6 +121,7 @@ export async function openSource(
   return {
     stream,
     size: raw.size,
+    ...(raw.etag !== undefined ? { etag: raw.etag } : {}),
     get failure() {
       return failure;
     },
