@@ -38,12 +38,16 @@ async function rawSource(
       return { stream: portToReadable<Uint8Array>(source.port), size: declaredSize };
     case 'url': {
       let response: Response;
-      try {
-        response = await doFetch(source.url, {
-          headers: { ...(source.headers ?? {}), ...(ifMatch !== undefined ? { 'if-match': ifMatch } : {}) },
+      const get = (pin: string | undefined) =>
+        doFetch(source.url, {
+          headers: { ...(source.headers ?? {}), ...(pin !== undefined ? { 'if-match': pin } : {}) },
           credentials: source.credentials ?? 'same-origin',
           signal,
         });
+      try {
+        // If-Match is not a CORS-safelisted header: a host whose CORS policy refuses it is asked
+        // again without (the bytes are then authenticated as they stream).
+        response = await get(ifMatch).catch((error: unknown) => (ifMatch !== undefined && !signal.aborted ? get(undefined) : Promise.reject(error)));
       } catch (cause) {
         throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be fetched: ${String(cause)}`, { cause });
       }
