@@ -64,7 +64,7 @@ const exists = (path: string): Promise<boolean> => stat(path).then(() => true, (
 
 describe('help, version and usage', () => {
   it('prints the version and every command help on stdout with exit 0', async () => {
-    const version = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version;
+    const version = JSON.parse(await readFile(new URL('./package.json', import.meta.url), 'utf8')).version;
     const v = await runCliProcess(['--version'], { noPointerFd: true });
     expect(v).toMatchObject({ code: 0, stdout: `pg-cli ${version}\n` });
     const main = await runCliProcess(['--help'], { noPointerFd: true });

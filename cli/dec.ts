@@ -1,9 +1,9 @@
-import { StreamUnsealer } from '../lib/unseal.js';
-import type { Policy } from '../lib/policy.js';
-import type { DisclosureAttribute } from '../lib/pkg/keyrequest.js';
+import { ErrorCode, FormatError, StreamUnsealer, type Policy } from 'postguard-ts';
+import { PREAMBLE_BYTES, decodeHeader, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
+import type { DisclosureAttribute } from 'postguard-ts/pkg';
 import { COMMON_HELP, COMMON_OPTIONS, bool, commonSettings, onePositional, parseCommand, str, type CliIo } from './args.js';
 import { Exit, usage, type ExitCode } from './exit.js';
-import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput } from './files.js';
+import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput, type InputFile } from './files.js';
 import { defaultValue, describePolicy, hiddenValue, matchesHint, parseAttrs } from './identity.js';
 import { identitySession, pkgClient } from './pkg.js';
 import { Prompter } from './prompt.js';
@@ -53,6 +53,8 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
   const input = await openInput(file);
   let out: AtomicOutput | undefined;
   try {
+    // Garbage is refused before the PKG is asked or the output path is looked at.
+    await checkContainer(input);
     await refuseExisting(output, settings.force);
     const client = pkgClient(settings.pkgUrl, io.version);
     const vk = await client.verificationKey({ signal });
@@ -105,6 +107,21 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     await out?.discard();
     await input.close().catch(() => undefined);
   }
+}
+
+/**
+ * Reads the preamble, the header and the signature length straight from the file and checks
+ * them (NOT_POSTGUARD, UNSUPPORTED_VERSION, HEADER_TOO_LARGE, MALFORMED, TRUNCATED), without a key
+ * and so without the network. The signature itself is verified by StreamUnsealer with the PKG's key.
+ */
+async function checkContainer(input: InputFile): Promise<void> {
+  const headerLength = parsePreamble(await input.read(0, PREAMBLE_BYTES));
+  const framed = await input.read(PREAMBLE_BYTES, headerLength + 4);
+  if (framed.length < headerLength + 4) {
+    throw new FormatError(ErrorCode.TRUNCATED, 'the file ends inside its header: it is incomplete');
+  }
+  decodeHeader(framed.subarray(0, headerLength));
+  parseSignatureLength(framed.subarray(headerLength));
 }
 
 /** --recipient, the only recipient, or a choice on the terminal. */

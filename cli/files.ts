@@ -42,6 +42,8 @@ export interface InputFile {
   readonly size: number;
   /** The file's bytes; `onRead` sees every chunk's length (progress). Errors when `signal` fires. */
   readable(onRead?: (bytes: number) => void, signal?: AbortSignal): ReadableStream<Uint8Array>;
+  /** Up to `length` bytes from `position` (fewer at the end of the file). */
+  read(position: number, length: number): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 
@@ -72,6 +74,16 @@ export async function openInput(path: string): Promise<InputFile> {
     path,
     size,
     close,
+    async read(position, length) {
+      const buffer = new Uint8Array(Math.max(0, Math.min(length, size - position)));
+      let filled = 0;
+      while (filled < buffer.length) {
+        const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return buffer.subarray(0, filled);
+    },
     readable(onRead, signal) {
       return new ReadableStream<Uint8Array>(
         {

@@ -26,10 +26,11 @@ Run 'pg-cli <command> --help' for a command's options. Exit codes are listed in 
 
 /** The version in package.json (two levels up from dist/cli, one from cli/ when run from source). */
 export function readVersion(): string {
-  for (const relative of ['../package.json', '../../package.json']) {
+  // cli/package.json: beside dist/ when installed, the folder above in the sources.
+  for (const relative of ['../package.json', './package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: unknown; version?: unknown };
-      if (pkg.name === 'postguard-ts' && typeof pkg.version === 'string') return pkg.version;
+      if (pkg.name === '@postguard-ts/cli' && typeof pkg.version === 'string') return pkg.version;
     } catch {
       // try the next
     }
