@@ -42,6 +42,12 @@ export default defineConfig<EngineOptions>({
       testMatch: under('(worker/test|e2e)/[^/]+\\.spec\\.ts'),
       use: { browserName: 'chromium', launchOptions: chromiumLaunchOptions },
     },
+    {
+      // e2e/consumer: the packed packages installed into fresh apps (npm run test:consumers).
+      name: 'consumers',
+      testMatch: under('e2e/consumer/[^/]+\\.spec\\.ts'),
+      use: { browserName: 'chromium', launchOptions: chromiumLaunchOptions },
+    },
     ...(['chromium', 'firefox', 'webkit'] as const).map((engine) => ({
       name: `engine-${engine}`,
       testMatch: under('e2e/engines/[^/]+\\.spec\\.ts'),

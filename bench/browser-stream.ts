@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import { chromium, type Browser, type Page } from '@playwright/test';
 import { build, preview } from 'vite';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
-import { browserAlias } from '../vite.config.js';
+import { browserAlias } from '../lib/build/bundles.js';
 import type { LimitRun } from './browser/core.js';
 import type { Bench, BenchKeys, DecryptRun, Impl, Plumbing, SealRun, Where } from './browser/main.js';
 import { profileDuring, summarizeProfile } from './browser-profile.js';

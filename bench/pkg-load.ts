@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createRequire } from 'node:module';
-import { generatePkgKeys, writePkgKeys } from '../lib/keys.js';
+import { generatePkgKeys } from '../lib/keys.js';
+import { writePkgKeys } from '../server/keyfiles.js';
 import { startStandin } from '../server/standin/testing.js';
 import { disclose } from '../server/standin/wallet.js';
 

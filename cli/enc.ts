@@ -1,6 +1,6 @@
-import { sealStream, type SealOptions } from '../lib/seal.js';
-import type { Policy } from '../lib/policy.js';
-import type { SigningKeys } from '../lib/pkg/client.js';
+import { sealStream, type SealOptions } from 'postguard-ts';
+import type { Policy } from 'postguard-ts';
+import type { SigningKeys } from 'postguard-ts/pkg';
 import { COMMON_HELP, COMMON_OPTIONS, bool, commonSettings, jsonText, onePositional, parseCommand, str, type CliIo } from './args.js';
 import { Exit, usage, type ExitCode } from './exit.js';
 import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput } from './files.js';

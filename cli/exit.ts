@@ -1,5 +1,5 @@
-import { ErrorCode, isPostGuardError } from '../lib/errors.js';
-import { PkgClientErrorCode, isPkgClientError } from '../lib/pkg/errors.js';
+import { ErrorCode, isPostGuardError } from 'postguard-ts';
+import { PkgClientErrorCode, isPkgClientError } from 'postguard-ts/pkg';
 
 /**
  * pg-cli's exit codes: what a script can rely on (cli/README.md lists them). One code per thing a

@@ -1,6 +1,6 @@
-import type { Attribute, Policy } from '../lib/policy.js';
-import { HINT_TYPES } from '../lib/policy.js';
-import { DOMAIN_TYPES, EMAIL_TYPES, type DisclosureAttribute } from '../lib/pkg/keyrequest.js';
+import type { Attribute, Policy } from 'postguard-ts';
+import { HINT_TYPES } from 'postguard-ts';
+import { DOMAIN_TYPES, EMAIL_TYPES, type DisclosureAttribute } from 'postguard-ts/pkg';
 import { usage } from './exit.js';
 
 /**

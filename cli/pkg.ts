@@ -1,7 +1,7 @@
-import { PkgClient, type StartRequest } from '../lib/pkg/client.js';
-import type { IdentitySession } from '../lib/pkg/session.js';
-import { universalLink } from '../lib/pkg/links.js';
-import { memoryStore } from '../lib/pkg/store.js';
+import { PkgClient, type StartRequest } from 'postguard-ts/pkg';
+import type { IdentitySession } from 'postguard-ts/pkg';
+import { universalLink } from 'postguard-ts/pkg';
+import { memoryStore } from 'postguard-ts/pkg';
 import { CliError, Exit, usage } from './exit.js';
 import { emitPointer, renderQr, type Output, type PointerSink } from './terminal.js';
 

@@ -1,6 +1,6 @@
 import { openSync, writeSync, closeSync } from 'node:fs';
-import { qrLink, type SessionPointer } from '../lib/pkg/links.js';
-import { qrMatrix } from '../lib/pkg/qr.js';
+import { qrLink, type SessionPointer } from 'postguard-ts/pkg';
+import { qrMatrix } from 'postguard-ts/pkg';
 import { usage } from './exit.js';
 
 /**

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { build, type InlineConfig, type Plugin } from 'vite';
 
 /**
- * How the demo is built and served (Vite's JS API; vite.config.ts `--mode demo` and server/dev.ts use it):
+ * How the demo is built and served (Vite's JS API; vite.config.ts `--mode demo` and scripts/dev.ts use it):
  *
  *   demoConfig({ runtime })   dev server and preview server: the two pages, the crypto worker, and
  *                             - /sw.js: the demo's service worker (demo/src/sw.ts) as one classic
@@ -29,7 +29,7 @@ export interface DemoRuntimeConfig {
   walletUrl: string | null;
 }
 
-/** `npm start`'s addresses (server/dev.ts defaults). */
+/** `npm start`'s addresses (scripts/dev.ts defaults). */
 export const DEFAULT_RUNTIME: DemoRuntimeConfig = {
   pkgUrl: 'http://127.0.0.1:8080',
   walletUrl: 'http://127.0.0.1:8088/standin/wallet',

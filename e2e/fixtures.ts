@@ -5,10 +5,11 @@ import { fileURLToPath } from 'node:url';
 import { test as base, expect, type BrowserContext, type Page } from '@playwright/test';
 import { build } from 'vite';
 import { demoConfig } from '../demo/vite.js';
-import { readPkgKeys, type PkgKeys } from '../lib/keys.js';
+import type { PkgKeys } from '../lib/keys.js';
+import { readPkgKeys } from '../server/keyfiles.js';
 import { createApiKey } from '../server/db.js';
 import { createTestSchema, type TestSchema } from '../server/db/testing.js';
-import { startDev, type DevStack } from '../server/dev.js';
+import { startDev, type DevStack } from '../scripts/dev.js';
 
 /**
  * The whole product on loopback, as `npm start` runs it but on ephemeral ports (so a running

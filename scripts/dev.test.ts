@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readPkgKeys } from '../lib/keys.js';
+import { readPkgKeys } from '../server/keyfiles.js';
 import { createServer, type Server } from 'node:net';
 import { DEV_ORIGINS, devSettings, ensureDevKeys, startDev, type DevSettings } from './dev.js';
 

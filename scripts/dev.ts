@@ -14,10 +14,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DemoRuntimeConfig } from '../demo/vite.js';
-import { generatePkgKeys, writePkgKeys, type PkgKeyPaths } from '../lib/keys.js';
-import { ConfigError, parseCommand } from './config.js';
-import { StartupError, serve, type RunningServer } from './serve.js';
-import { buildStandin } from './standin/app.js';
+import { generatePkgKeys } from '../lib/keys.js';
+import { writePkgKeys, type PkgKeyPaths } from '../server/keyfiles.js';
+import { ConfigError, parseCommand } from '../server/config.js';
+import { StartupError, serve, type RunningServer } from '../server/serve.js';
+import { buildStandin } from '../server/standin/app.js';
 
 export const DEV_KEY_DIR = '.keys';
 /** Vite's dev server and its preview server, by both loopback names. */

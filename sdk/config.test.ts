@@ -102,7 +102,7 @@ describe('new PostGuard(config)', () => {
   });
 
   it('reports the package version', () => {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string };
     expect(SDK_VERSION).toBe(pkg.version);
   });
 });

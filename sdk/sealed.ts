@@ -1,4 +1,4 @@
-import { PostGuardError, sealStream } from '../lib/index.js';
+import { PostGuardError, sealStream } from 'postguard-ts';
 import type { ResolvedConfig } from './config.js';
 import { SdkError, SdkErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';

@@ -1,7 +1,7 @@
 import cors from '@fastify/cors';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { PkgKeys } from '../lib/keys.js';
+import type { PkgKeys } from 'postguard-ts/keys';
 import { systemClock, type Clock } from './clock.js';
 import { corsOptions } from './cors.js';
 import type { ApiKeyStore } from './db.js';

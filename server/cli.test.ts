@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readPkgKeys, writePkgKeys } from '../lib/keys.js';
+import { readPkgKeys, writePkgKeys } from './keyfiles.js';
 import { createApiKeyStore } from './db.js';
 import { closedPort, createTestSchema, type TestSchema } from './db/testing.js';
 import { startStandin, type RunningStandin } from './standin/testing.js';

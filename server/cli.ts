@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
-import { generatePkgKeys, writePkgKeys } from '../lib/keys.js';
-import { isPostGuardError } from '../lib/errors.js';
+import { generatePkgKeys } from 'postguard-ts/keys';
+import { writePkgKeys } from './keyfiles.js';
+import { isPostGuardError } from 'postguard-ts';
 import { ConfigError, parseCommand, type Command, type Env } from './config.js';
 import { createApiKey } from './db.js';
 import { StartupError, runPrimary, runWorker, serve, type Io } from './serve.js';

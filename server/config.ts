@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from '../lib/keys.js';
+import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from './keyfiles.js';
 import type { RateLimitSettings } from './ratelimit.js';
 
 /**

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
-import { ErrorCode, InputError } from '../lib/errors.js';
+import { ErrorCode, InputError } from 'postguard-ts';
 
 /**
  * API keys for server-to-server signing: the PKG's read-only view of the business service's database.

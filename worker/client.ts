@@ -18,12 +18,20 @@ import { sentWritableSettled } from './transfer.js';
  *   const sender = await su.unseal(id, usk, writable);
  *
  * Errors are the library's (PostGuardError with `code`), rebuilt on this side. Also exported here:
- * the PKG client (lib/pkg) and the service-worker download helpers (download.ts).
+ * the PKG client (lib/pkg) and the page-side service-worker helpers (download.ts; also
+ * `postguard-ts/sw`). The service worker's own code is in `postguard-ts/sw/install`.
  */
 
 export interface PostGuardWorkerOptions {
   /** A worker you started yourself (e.g. from your own bundle of crypto.worker.js). */
   worker?: Worker;
+  /**
+   * Where the crypto worker script is served, for bundlers that do not follow
+   * `new Worker(new URL(...), import.meta.url)` (esbuild): copy `postguard-ts/worker/script` (one
+   * self-contained ES module) to your origin and pass its URL. Vite (with `postguard-ts/vite`),
+   * webpack 5 and Rollup's worker plugins find the worker without it.
+   */
+  workerUrl?: string | URL;
   /** Any comlink endpoint serving worker-api.ts instead of a worker (tests: one end of a MessageChannel). */
   endpoint?: Endpoint;
 }
@@ -132,7 +140,10 @@ export class PostGuardWorker {
       this.remote = wrap<CryptoWorkerApi>(options.endpoint);
     } else {
       this.worker =
-        options.worker ?? new Worker(new URL('./crypto.worker.js', import.meta.url), { type: 'module', name: 'postguard-crypto' });
+        options.worker ??
+        (options.workerUrl !== undefined
+          ? new Worker(options.workerUrl, { type: 'module', name: 'postguard-crypto' })
+          : new Worker(new URL('./crypto.worker.js', import.meta.url), { type: 'module', name: 'postguard-crypto' }));
       this.remote = wrap<CryptoWorkerApi>(this.worker);
     }
   }
@@ -172,8 +183,6 @@ export class PostGuardWorker {
 /** @deprecated Compatibility only (transfer.ts): every stream is relayed, there is nothing to choose. */
 export { encodeError, reviveError, isWireError } from './errors.js';
 export * from './download.js';
-export { installDecrypter, contentDisposition, safeFilename } from './sw-core.js';
-export type { DecrypterOptions } from './sw-core.js';
 export { streamingPlaintextSize, FramingSniffer } from './plaintext-size.js';
 export type { StreamFraming } from './plaintext-size.js';
 export * from '../lib/pkg/index.js';

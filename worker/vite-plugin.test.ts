@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createServer, type ViteDevServer } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { browserAlias, postguardServiceWorker } from '../vite.config.js';
+import { browserAlias, postguardFromSources as postguardServiceWorker } from '../lib/build/bundles.js';
 
 /** The postguardServiceWorker() plugin in a Vite dev server (its build path is what the browser specs use). */
 

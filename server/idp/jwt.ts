@@ -1,6 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
-import type { Attribute } from '../../lib/policy.js';
+import type { Attribute } from 'postguard-ts';
 import type { Clock } from '../clock.js';
 import { PkgError } from '../errors.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { extractSigningKey, extractUsk } from '../../lib/keys.js';
-import type { Attribute, Policy } from '../../lib/policy.js';
+import { extractSigningKey, extractUsk } from 'postguard-ts/keys';
+import type { Attribute, Policy } from 'postguard-ts';
 import { bearerCredential } from '../auth.js';
 import type { Clock } from '../clock.js';
 import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyStore } from '../db.js';

@@ -1,8 +1,8 @@
 import { open } from 'node:fs/promises';
-import { StreamUnsealer } from '../../lib/index.js';
-import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength } from '../../lib/frame.js';
-import type { Attribute } from '../../lib/policy.js';
-import { decodeSignatureExt } from '../../lib/signatures.js';
+import { StreamUnsealer } from 'postguard-ts';
+import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
+import type { Attribute } from 'postguard-ts';
+import { decodeSignatureExt } from 'postguard-ts/format';
 
 /**
  * Who sent an upload: the public signing identity in the header of the stored ciphertext,

@@ -4,7 +4,7 @@ import { test as base, expect } from '@playwright/test';
 import { build, preview, type PreviewServer } from 'vite';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../../lib/keys.js';
 import type { SealOptions } from '../../lib/seal.js';
-import { browserAlias, postguardServiceWorker } from '../../vite.config.js';
+import { browserAlias, postguardFromSources as postguardServiceWorker } from '../../lib/build/bundles.js';
 
 /**
  * Fixtures for the browser specs: the test app (worker/test/app) built by Vite the way an

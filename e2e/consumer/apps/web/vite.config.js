@@ -1,0 +1,3 @@
+import { postguard } from 'postguard-ts/vite';
+
+export default { plugins: [postguard()] };

@@ -1,0 +1,65 @@
+import { fileURLToPath } from 'node:url';
+import { build, type InlineConfig, type Plugin, type Rollup } from 'vite';
+import { postguard } from '../../worker/vite.js';
+
+/**
+ * The two browser scripts postguard-ts ships ready-built, as Vite configurations over the sources:
+ *
+ *   postguard-sw.js              the decrypting service worker as one classic script (every
+ *                                browser registers those without {type: 'module'})
+ *   postguard-crypto-worker.js   the crypto worker as one self-contained ES module, for apps whose
+ *                                bundler does not follow `new Worker(new URL(...))` (esbuild)
+ *
+ * lib/build/main.ts writes both into lib/dist/browser/; tests and the demo build them in memory
+ * from the sources (bundleServiceWorker).
+ */
+
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+/** '#shake' is the platform seam: in browsers the WebAssembly Keccak with its noble fallback. */
+export const browserAlias = { '#shake': here('../crypto/shake-portable.ts') };
+
+export const SERVICE_WORKER_FILE = 'postguard-sw.js';
+export const CRYPTO_WORKER_FILE = 'postguard-crypto-worker.js';
+
+function scriptBuild(entry: string, format: 'iife' | 'es', fileName: string, outDir: string): InlineConfig {
+  return {
+    configFile: false,
+    logLevel: 'warn',
+    resolve: { alias: browserAlias },
+    build: {
+      outDir,
+      emptyOutDir: false,
+      target: 'es2022',
+      minify: true,
+      sourcemap: false,
+      copyPublicDir: false,
+      lib: { entry, formats: [format], name: 'PostGuard', fileName: () => fileName },
+    },
+  };
+}
+
+export const serviceWorkerBuild = (outDir: string): InlineConfig =>
+  scriptBuild(here('../../worker/sw.ts'), 'iife', SERVICE_WORKER_FILE, outDir);
+
+export const cryptoWorkerBuild = (outDir: string): InlineConfig =>
+  scriptBuild(here('../../worker/crypto.worker.ts'), 'es', CRYPTO_WORKER_FILE, outDir);
+
+/** The code of the service worker bundle, built in memory from the sources. */
+export async function bundleServiceWorker(): Promise<string> {
+  const config = serviceWorkerBuild('dist');
+  const result = await build({ ...config, build: { ...config.build, write: false } });
+  for (const output of Array.isArray(result) ? result : [result]) {
+    if (!('output' in output)) continue;
+    const chunk = (output as Rollup.RollupOutput).output.find((o) => o.type === 'chunk' && o.isEntry);
+    if (chunk && chunk.type === 'chunk') return chunk.code;
+  }
+  throw new Error('the service worker build produced no entry chunk');
+}
+
+/**
+ * The `postguard()` Vite plugin for apps inside this repository (tests, benchmarks), which bundle
+ * the sources: the service worker is built from them per request instead of read from dist/.
+ */
+export const postguardFromSources = (): Plugin =>
+  postguard({ serviceWorker: { code: bundleServiceWorker }, optimizeDeps: false });

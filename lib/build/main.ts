@@ -1,0 +1,21 @@
+// `npm run build -w postguard-ts`: the package's dist/ from the sources.
+//   dist/lib, dist/worker   ES modules and .d.ts (tsc: the browser program, then the Node one)
+//   dist/vite               the Vite plugin (postguard-ts/vite)
+//   dist/browser            the ready-built service worker and crypto worker scripts (bundles.ts)
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { build } from 'vite';
+import { cryptoWorkerBuild, serviceWorkerBuild } from './bundles.js';
+
+const pkg = fileURLToPath(new URL('..', import.meta.url));
+const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+
+rmSync(dist, { recursive: true, force: true });
+for (const project of ['tsconfig.json', 'tsconfig.node.json']) {
+  execFileSync(process.execPath, [tsc, '-p', project], { cwd: pkg, stdio: 'inherit' });
+}
+await build(serviceWorkerBuild(`${dist}browser`));
+await build(cryptoWorkerBuild(`${dist}browser`));

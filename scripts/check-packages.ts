@@ -1,0 +1,47 @@
+// `npm run check:packages`: what each published tarball holds, then publint and Are the Types
+// Wrong? on the tarballs themselves (not the folders), after `npm run build`.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, packAll, packageJson } from './packages.js';
+
+const FORBIDDEN = [/\.test\./, /\.spec\./, /(^|\/)testing\./, /\.fixture\./, /\.map$/, /tsbuildinfo/, /(^|\/)test\//];
+const problems: string[] = [];
+const dir = mkdtempSync(join(tmpdir(), 'pg-packages-'));
+const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
+try {
+  for (const pack of packAll(dir)) {
+    console.log(`\n== ${pack.name} (${pack.files.length} files)`);
+    for (const required of ['README.md', 'LICENSE', 'package.json']) {
+      if (!pack.files.includes(required)) problems.push(`${pack.name}: ${required} is missing from the tarball`);
+    }
+    for (const file of pack.files) {
+      if (FORBIDDEN.some((pattern) => pattern.test(file))) problems.push(`${pack.name}: ships ${file}`);
+    }
+    const manifest = packageJson(pack.dir);
+    if (manifest['repository'] === undefined) problems.push(`${pack.name}: no repository`);
+    const run = (command: string, args: string[]) => {
+      try {
+        console.log(execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim());
+      } catch (error) {
+        const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+        console.log(`${stdout ?? ''}${stderr ?? ''}`.trim());
+        problems.push(`${pack.name}: ${command.split('/').pop()} failed`);
+      }
+    };
+    run(bin('publint'), ['run', pack.tarball, '--strict', '--pack', 'false']);
+    // Packages with importable entries get their types checked; the CLI and the server only ship bins.
+    if (manifest['exports'] !== undefined) {
+      // The two ready-built browser scripts are files to copy or hand to `new Worker`, not modules to import.
+      run(bin('attw'), [pack.tarball, '--profile', 'esm-only', '--no-emoji', '--no-color', '--exclude-entrypoints', './worker/script', './sw/script', './package.json']);
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+if (problems.length > 0) {
+  console.error(`\n${problems.length} problem(s):\n${problems.map((p) => `- ${p}`).join('\n')}`);
+  process.exit(1);
+}
+console.log('\npackages: every tarball is complete, publint and attw are clean');

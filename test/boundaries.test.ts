@@ -1,0 +1,71 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SOURCE_ENTRIES } from '../scripts/source-aliases.js';
+
+/**
+ * The package boundaries, as ARCHITECTURE.md draws them. A published package's code reaches
+ * another package only by its name (so its tarball works alone), the browser library never
+ * imports Node, and the in-repo source map agrees with tsconfig.json and postguard-ts's exports.
+ */
+
+const ROOT = resolve(import.meta.dirname, '..');
+const IS_TEST = /\.test\.ts$|\.spec\.ts$|(^|\/)testing\.ts$|\.fixture\.ts$|(^|\/)test\//;
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((entry) => {
+    const path = join(dir, entry);
+    if (entry === 'node_modules' || entry === 'dist') return [];
+    if (statSync(join(ROOT, path)).isDirectory()) return sources(path);
+    return path.endsWith('.ts') && !IS_TEST.test(path) ? [path] : [];
+  });
+}
+
+const imports = (file: string): string[] =>
+  [...readFileSync(join(ROOT, file), 'utf8').matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((m) => m[1]!);
+
+describe('package boundaries', () => {
+  for (const pkg of ['server', 'cli', 'sdk']) {
+    it(`${pkg}/ reaches other packages only by name`, () => {
+      const escapes = sources(pkg).flatMap((file) =>
+        imports(file)
+          .filter((spec) => spec.startsWith('.'))
+          .filter((spec) => relative(join(ROOT, pkg), resolve(ROOT, file, '..', spec)).startsWith('..'))
+          .map((spec) => `${file}: ${spec}`),
+      );
+      expect(escapes).toEqual([]);
+    });
+  }
+
+  it('lib/ and worker/ import neither Node nor the other packages (but for the two Node-side modules)', () => {
+    const nodeSide = new Set(['lib/crypto/shake-node.ts', 'worker/vite.ts']);
+    const found = [...sources('lib'), ...sources('worker')]
+      .filter((file) => !nodeSide.has(file) && !file.startsWith('lib/build/'))
+      .flatMap((file) =>
+        imports(file)
+          .filter((spec) => spec.startsWith('node:') || /^(\.\.\/)+(server|cli|sdk|demo|e2e|bench|scripts)\//.test(spec))
+          .map((spec) => `${file}: ${spec}`),
+      );
+    expect(found).toEqual([]);
+  });
+
+  it("tsconfig.json's paths, the source aliases and postguard-ts's exports name the same entries", () => {
+    const tsconfig = readFileSync(join(ROOT, 'tsconfig.json'), 'utf8');
+    const paths = JSON.parse(tsconfig.replace(/^\s*\/\/.*$/gm, '')).compilerOptions.paths as Record<string, string[]>;
+    const fromTsconfig = Object.fromEntries(
+      Object.entries(paths)
+        .filter(([name]) => name.startsWith('postguard-ts'))
+        .map(([name, [target]]) => [name, target!.replace(/^\.\//, '')]),
+    );
+    expect(fromTsconfig).toEqual(SOURCE_ENTRIES);
+    const exported = Object.keys(JSON.parse(readFileSync(join(ROOT, 'lib', 'package.json'), 'utf8')).exports as object)
+      .filter((key) => !key.endsWith('/script') && key !== './package.json')
+      .map((key) => (key === '.' ? 'postguard-ts' : `postguard-ts/${key.slice(2)}`));
+    expect(exported.sort()).toEqual(Object.keys(SOURCE_ENTRIES).sort());
+  });
+
+  it("postguard-ts's production dependencies are browser libraries only", () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'lib', 'package.json'), 'utf8')) as { dependencies: object };
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(['@noble/curves', '@noble/hashes', 'comlink', 'idb-keyval', 'qrcode']);
+  });
+});

@@ -1,0 +1,13 @@
+/**
+ * postguard-ts/sw: the page's side of the decrypting service worker. The worker itself is the
+ * ready-built script `postguard-ts/sw/script` (copy it to your origin, or let the Vite plugin
+ * `postguard-ts/vite` serve and emit it); an app with a service worker of its own installs the
+ * decrypter there with `postguard-ts/sw/install`.
+ */
+export {
+  DOWNLOAD_PATH,
+  registerDecryptingServiceWorker,
+  prepareDownload,
+  triggerDownload,
+} from './download.js';
+export type { DownloadOptions, PreparedDownload, RegisterRequest } from './download.js';
