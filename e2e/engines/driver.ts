@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -239,7 +240,22 @@ async function launchWebKit(downloads: string): Promise<EngineBrowser> {
   };
 }
 
+/** The programs each engine needs, with where they come from. */
+const NEEDS: Record<Engine, Array<[string, string]>> = {
+  chromium: [[process.env.CHROMIUM ?? '/usr/bin/chromium', 'apt-get install -y chromium']],
+  firefox: [[process.env.FIREFOX ?? '/usr/bin/firefox-esr', 'apt-get install -y firefox-esr']],
+  webkit: [
+    [process.env.WEBKIT_DRIVER ?? '/usr/bin/WebKitWebDriver', 'apt-get install -y webkit2gtk-driver'],
+    ['/usr/bin/xvfb-run', 'apt-get install -y xvfb'],
+  ],
+};
+
 export async function launch(engine: Engine): Promise<EngineBrowser> {
+  for (const [program, install] of NEEDS[engine]) {
+    await access(program, constants.X_OK).catch(() => {
+      throw new Error(`${engine}: ${program} is missing (${install}; .ci/run installs it)`);
+    });
+  }
   const downloads = await mkdtemp(join(tmpdir(), `pg-downloads-${engine}-`));
   switch (engine) {
     case 'chromium':
