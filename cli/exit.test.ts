@@ -62,6 +62,14 @@ describe('describeFailure', () => {
     }
   });
 
+  it('tells an incomplete file from a changed one', () => {
+    const cut = describeFailure(new PostGuardError(ErrorCode.TRUNCATED, 'input ended inside segment 3')).message;
+    const changed = describeFailure(new PostGuardError(ErrorCode.TAMPERED, 'segment 3 failed authentication')).message;
+    expect(cut).toMatch(/incomplete \(TRUNCATED\).*get it again/);
+    expect(cut).not.toMatch(/changed/);
+    expect(changed).toMatch(/damaged or was changed \(TAMPERED\)/);
+  });
+
   it('says what happened in words a user can act on', () => {
     expect(describeFailure(new PostGuardError(ErrorCode.WRONG_KEY, 'x')).message).toMatch(/does not open this file/);
     expect(describeFailure(new PostGuardError(ErrorCode.TAMPERED, 'segment 3 failed')).message).toBe(

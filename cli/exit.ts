@@ -103,9 +103,10 @@ function libraryMessage(code: ErrorCode, detail: string): string {
   switch (code) {
     case ErrorCode.WRONG_KEY:
       return 'the key for the identity you disclosed does not open this file (wrong recipient or wrong attribute values)';
+    case ErrorCode.TRUNCATED:
+      return `the encrypted file is incomplete (${code}): ${detail}; it was cut short in transfer or on disk, so get it again`;
     case ErrorCode.TAMPERED:
     case ErrorCode.BAD_SIGNATURE:
-    case ErrorCode.TRUNCATED:
     case ErrorCode.MALFORMED:
     case ErrorCode.HEADER_TOO_LARGE:
       return `the encrypted file is damaged or was changed (${code}): ${detail}`;

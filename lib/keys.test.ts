@@ -104,13 +104,19 @@ describe('generation and extraction', () => {
 });
 
 describe('parse caches', () => {
-  it('parse each string once and return the same object', () => {
+  it('parse each public key string once and return the same object', () => {
     clearKeyCaches();
     expect(masterPublicKeyFromBase64(keys.mpk_b64)).toBe(masterPublicKeyFromBase64(keys.mpk_b64));
-    expect(userSecretKeyFromBase64(keys.usk.Bob.usk_b64)).toBe(userSecretKeyFromBase64(keys.usk.Bob.usk_b64));
     expect(verifyingKeyFromBase64(keys.vk_b64)).toBe(verifyingKeyFromBase64(keys.vk_b64));
-    expect(signingKeyFromBase64(keys.pubSignKey.key)).toBe(signingKeyFromBase64(keys.pubSignKey.key));
-    expect(signingKeyFromBase64(keys.pubSignKey.key)).not.toBe(signingKeyFromBase64(keys.privSignKey.key));
+  });
+
+  it('never keep a secret: user secret keys and signing keys are parsed afresh every time', () => {
+    const usk = userSecretKeyFromBase64(keys.usk.Bob.usk_b64);
+    expect(userSecretKeyFromBase64(keys.usk.Bob.usk_b64)).not.toBe(usk);
+    expect(userSecretKeyFromBase64(keys.usk.Bob.usk_b64)).toEqual(usk);
+    const signing = signingKeyFromBase64(keys.pubSignKey.key);
+    expect(signingKeyFromBase64(keys.pubSignKey.key)).not.toBe(signing);
+    expect(signingKeyFromBase64(keys.pubSignKey.key)).toEqual(signing);
   });
 
   it('keep a bounded number of entries, evicting the least recently used', () => {

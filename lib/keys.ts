@@ -80,8 +80,10 @@ export function signingKeysMatch(vk: string, sk: string): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parse caches. Parsed keys are immutable, so sharing them is safe; a few entries suffice
-// because an application talks to one PKG and holds few user keys at a time.
+// Parse caches, for public keys only. Parsed keys are immutable, so sharing them is safe; a few
+// entries suffice because an application talks to one PKG. Secrets (user secret keys, signing
+// keys) are never kept here: the library holds a secret only as long as the call that was given
+// it, and a caller that wants keys kept says so (PkgClient's opt-in key cache, with its expiry).
 
 class LruCache<V> {
   private readonly map = new Map<string, V>();
@@ -106,9 +108,7 @@ class LruCache<V> {
 }
 
 const mpkCache = new LruCache<MasterPublicKey>(4);
-const uskCache = new LruCache<UserSecretKey>(8);
 const vkCache = new LruCache<GgVerifyingKey>(8);
-const signingKeyCache = new LruCache<GgSigningKey>(8);
 
 /** Runs a parser, naming the caller's field in the error when one was given. */
 function parseAs<T>(what: string | undefined, parse: () => T): T {
@@ -132,9 +132,14 @@ export function masterPublicKeyFromBase64(mpk: unknown, what?: string): MasterPu
   );
 }
 
-/** The parsed user secret key for a base64 string (768 chars), cached by string. */
+function parsed<T>(value: unknown, what: string | undefined, decode: () => T): T {
+  if (typeof value !== 'string') throw invalidKey(`${what ?? 'key'}: expected a base64 string, got ${typeof value}`);
+  return parseAs(what, decode);
+}
+
+/** The parsed user secret key for a base64 string (768 chars); not cached (a secret). */
 export function userSecretKeyFromBase64(usk: unknown, what?: string): UserSecretKey {
-  return cached(uskCache, usk, what, () => parseUserSecretKey(fromBase64(usk, 'user secret key', USK_BYTES)));
+  return parsed(usk, what, () => parseUserSecretKey(fromBase64(usk, 'user secret key', USK_BYTES)));
 }
 
 /** The parsed IBS verifying key for a base64 string (44 chars), cached by string. */
@@ -142,19 +147,15 @@ export function verifyingKeyFromBase64(vk: unknown, what?: string): GgVerifyingK
   return cached(vkCache, vk, what, () => parseVerifyingKey(fromBase64(vk, 'verifying key', GG_PUBLIC_KEY_BYTES)));
 }
 
-/** The parsed signing key for a base64 string (128 chars), cached by string. */
+/** The parsed signing key for a base64 string (128 chars); not cached (a secret). */
 export function signingKeyFromBase64(key: unknown, what?: string): GgSigningKey {
-  return cached(signingKeyCache, key, what, () =>
-    parseSigningKey(fromBase64(key, 'signing key', GG_SIGNING_KEY_BYTES)),
-  );
+  return parsed(key, what, () => parseSigningKey(fromBase64(key, 'signing key', GG_SIGNING_KEY_BYTES)));
 }
 
-/** Drops every cached parsed key (tests; or to release user keys from memory). */
+/** Drops the cached parsed public keys (tests; a PKG whose keys were rotated). */
 export function clearKeyCaches(): void {
   mpkCache.clear();
-  uskCache.clear();
   vkCache.clear();
-  signingKeyCache.clear();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ describe('policy validation', () => {
   });
 
   it('reads a Map or an object as an encryption policy', () => {
-    const pol = { ts: 1, con: [] };
+    const pol = { ts: 1, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: 'a@example.com' }] };
     expect(normalizeEncryptionPolicy(new Map([['a', pol]]))).toEqual([['a', pol]]);
     expect(normalizeEncryptionPolicy({ a: pol })).toEqual([['a', pol]]);
   });

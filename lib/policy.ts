@@ -46,12 +46,24 @@ function normalizeTimestamp(raw: unknown, where: string): number {
   return raw;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * A string that has no UTF-8 form: a lone surrogate becomes U+FFFD when encoded, so two different
+ * ids (or values) would become the same bytes, and the one given could never be looked up again.
+ */
+function requireWellFormed(value: string, what: string): void {
+  if (LONE_SURROGATE.test(value)) throw invalidPolicy(`${what} contains a lone surrogate (not valid Unicode): ${JSON.stringify(value)}`);
+}
+
 function normalizeAttribute(raw: unknown, where: string): Attribute {
   if (typeof raw !== 'object' || raw === null) throw invalidPolicy(`${where}: attribute must be an object`);
   const { t, v } = raw as { t?: unknown; v?: unknown };
   if (typeof t !== 'string') throw invalidPolicy(`${where}: attribute type t must be a string`);
+  requireWellFormed(t, `${where}: attribute type`);
   if (v === undefined || v === null) return { t };
   if (typeof v !== 'string') throw invalidPolicy(`${where}: attribute value v must be a string`);
+  requireWellFormed(v, `${where}: attribute value`);
   return { t, v };
 }
 
@@ -71,17 +83,31 @@ export function normalizePolicy(raw: unknown, where = 'policy'): Policy {
   };
 }
 
-/** Entries of an encryption policy (plain object or Map), validated, in caller order. */
+/**
+ * Entries of an encryption policy (plain object or Map), validated, in caller order. Refused, since
+ * they would seal a file nobody can open as intended: no recipients; an Array (its indices would
+ * become recipient ids); an id or attribute that is not valid Unicode; a recipient without
+ * attributes (the empty identity, whose key nobody should hold).
+ */
 export function normalizeEncryptionPolicy(raw: unknown): Array<[string, Policy]> {
-  if (typeof raw !== 'object' || raw === null) throw invalidPolicy('policy: expected a map of recipient id to policy');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw invalidPolicy('policy: expected a map (object or Map) of recipient id to policy');
+  }
   const entries: Array<[unknown, unknown]> =
     raw instanceof Map ? [...raw.entries()] : Object.entries(raw as Record<string, unknown>);
+  if (entries.length === 0) throw invalidPolicy('policy: no recipients (nobody could open the file)');
   const seen = new Set<string>();
   return entries.map(([id, p]) => {
     if (typeof id !== 'string') throw invalidPolicy('policy: recipient ids must be strings');
+    requireWellFormed(id, 'policy: recipient id');
     if (seen.has(id)) throw invalidPolicy(`policy: duplicate recipient id ${JSON.stringify(id)}`);
     seen.add(id);
-    return [id, normalizePolicy(p, `policy[${JSON.stringify(id)}]`)];
+    const where = `policy[${JSON.stringify(id)}]`;
+    const policy = normalizePolicy(p, where);
+    if (policy.con.length === 0) {
+      throw invalidPolicy(`${where}: no attributes (the empty identity: nobody should hold its key)`);
+    }
+    return [id, policy];
   });
 }
 

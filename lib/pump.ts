@@ -63,6 +63,10 @@ export async function pumpSegments(
     });
   };
 
+  // A sink can fail while nothing is being written (an upload whose connection dies while the source
+  // waits for the user's disk): its `closed` promise tells, and the wait on the source is interrupted.
+  writer.closed.then(undefined, (e: unknown) => fail(sinkFailed(e ?? new Error('the output stream was aborted'))));
+
   // Writes happen on one chain, as soon as the segment at the head of the queue is finished: the
   // first byte does not wait for the queue to fill, nor for a slow source to deliver more.
   let writes: Promise<void> = Promise.resolve();
@@ -119,11 +123,24 @@ export async function pumpSegments(
   }
 }
 
-/** Fails both ends of a pipeline with the same reason, so the sink never looks complete. */
+/** How long a failing pipeline waits for its source's cancel and its sink's abort to finish. */
+export const ABORT_GRACE_MS = 2000;
+
+/**
+ * Fails both ends of a pipeline with the same reason, so the sink never looks complete. The
+ * cancel and abort are started at once; waiting for them is bounded, since a source or sink whose
+ * cancel algorithm never settles must not keep the caller's promise from settling.
+ */
 export async function abortBoth(
   reader: ReadableStreamDefaultReader<unknown> | { cancel(reason?: unknown): Promise<void> },
   writer: WritableStreamDefaultWriter<Uint8Array>,
   reason: unknown,
 ): Promise<void> {
-  await Promise.all([reader.cancel(reason).catch(() => undefined), writer.abort(reason).catch(() => undefined)]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const grace = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ABORT_GRACE_MS);
+  });
+  const both = Promise.all([reader.cancel(reason).catch(() => undefined), writer.abort(reason).catch(() => undefined)]);
+  await Promise.race([both, grace]);
+  clearTimeout(timer);
 }

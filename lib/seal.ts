@@ -4,7 +4,7 @@ import { multiEncaps } from './crypto/cgwkv.js';
 import { aesGcmSeal, importAesKey, AES_KEY_BYTES } from './crypto/aes.js';
 import type { Xof } from './crypto/xof.js';
 import { ErrorCode, InputError, invalidKey, invalidPolicy } from './errors.js';
-import { encodeFrame } from './frame.js';
+import { MAX_HEADER_BYTES, MAX_SIGNATURE_BYTES, encodeFrame } from './frame.js';
 import { DEFAULT_SEGMENT_SIZE, IV_BYTES, encodeHeader, type Mode, type RecipientHeader } from './header.js';
 import { asBytes } from './io.js';
 import { masterPublicKeyFromBase64, signingKeyFromBase64 } from './keys.js';
@@ -21,6 +21,7 @@ import {
 } from './policy.js';
 import { SIGNATURE_BYTES, encodeSignatureExt, signTranscript, type Signer } from './signatures.js';
 import { SegmentSealer } from './segments.js';
+import { headerSize, signatureExtSize } from './size.js';
 import { abortBoth, pumpSegments } from './pump.js';
 
 /** A signing key as the PKG issues it: the base64 key and the policy it was issued for. */
@@ -80,12 +81,37 @@ function readOptions(options: unknown): {
   if (o.pubSignKey === undefined) throw invalidPolicy('options: missing field pubSignKey');
   const publicSigner = readSigner(o.pubSignKey, 'pubSignKey');
   const payloadSigner = o.privSignKey != null ? readSigner(o.privSignKey, 'privSignKey') : publicSigner;
+  if (o.skipEncryption !== undefined && o.skipEncryption !== null && typeof o.skipEncryption !== 'boolean') {
+    throw invalidPolicy(`options: skipEncryption must be true or false, not ${typeof o.skipEncryption}`);
+  }
   let recipients: Array<[string, Policy]>;
   if (o.skipEncryption === true) recipients = SKIP_ENCRYPTION_POLICY;
   else if (o.policy === undefined || o.policy === null) throw invalidPolicy('options: missing field policy');
   else recipients = normalizeEncryptionPolicy(o.policy);
   recipients.sort(([a], [b]) => compareUtf8(a, b));
   return { recipients, publicSigner, payloadSigner };
+}
+
+/**
+ * Every reader (ours and pg-wasm) refuses a header over 1 MiB, and ours a header signature over
+ * MAX_SIGNATURE_BYTES: such a file would be sealed for nobody. Checked from the sizes alone,
+ * before any key is encapsulated or byte written.
+ */
+function refuseUnopenableFrame(recipients: ReadonlyArray<readonly [string, Policy]>, mode: Mode, signer: Policy): void {
+  const header = headerSize(recipients, mode);
+  if (header > MAX_HEADER_BYTES) {
+    throw new InputError(
+      ErrorCode.TOO_LARGE,
+      `the header would be ${header} bytes, over the ${MAX_HEADER_BYTES} every reader accepts: fewer recipients or shorter policies`,
+    );
+  }
+  const signature = signatureExtSize(signer);
+  if (signature > MAX_SIGNATURE_BYTES) {
+    throw new InputError(
+      ErrorCode.TOO_LARGE,
+      `the header signature would be ${signature} bytes, over the ${MAX_SIGNATURE_BYTES} readers accept: the signing policy is too long`,
+    );
+  }
 }
 
 const equalBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -97,6 +123,7 @@ export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): P
   const { recipients, publicSigner, payloadSigner } = readOptions(options);
   const masterKey = masterPublicKeyFromBase64(mpk);
   const hidden = recipients.map(([, policy]) => hidePolicy(policy));
+  refuseUnopenableFrame(recipients.map(([id], i) => [id, hidden[i]!] as const), mode, publicSigner.policy);
   const [createShake, , { ss, cts }] = await Promise.all([
     loadShake128(),
     loadGgAcceleration(),

@@ -132,6 +132,9 @@ export class Unsealer extends VerifiedHeaderView {
 }
 
 export class StreamUnsealer extends VerifiedHeaderView {
+  /** Set before the first await of `unseal`: one reader at a time, since the source is read once. */
+  private claimed = false;
+  /** The payload has been read from: no retry is possible any more. */
   private consumed = false;
 
   private constructor(
@@ -173,10 +176,25 @@ export class StreamUnsealer extends VerifiedHeaderView {
    */
   async unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
     const writer = writable.getWriter();
+    if (this.claimed) {
+      // Another call holds the source (or has read it): this one fails alone and leaves it be.
+      const error = new PostGuardError(
+        ErrorCode.INVALID_STATE,
+        this.consumed ? 'this stream was already unsealed' : 'this stream is being unsealed by another call',
+      );
+      await writer.abort(error).catch(() => undefined);
+      throw error;
+    }
+    this.claimed = true;
     const { header, transcript, vk, publicPolicy } = this.verified;
     try {
-      if (this.consumed) throw new PostGuardError(ErrorCode.INVALID_STATE, 'this stream was already unsealed');
-      const key = await openCapsule(header, recipientId, usk);
+      let key: CryptoKey;
+      try {
+        key = await openCapsule(header, recipientId, usk);
+      } catch (error) {
+        this.claimed = false; // a wrong id or key: the source is untouched, another call may retry
+        throw error;
+      }
       this.consumed = true;
       const opener = new SegmentOpener({ iv: header.iv, key, transcript: transcript.clone(), vk, publicPolicy }, this.segmentSize);
       await pumpSegments(this.reader.chunkSource(), writer, undefined, opener);
