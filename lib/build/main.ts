@@ -14,7 +14,7 @@ const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 
 rmSync(dist, { recursive: true, force: true });
-for (const project of ['tsconfig.json', 'tsconfig.node.json']) {
+for (const project of ['tsconfig.build.json', 'tsconfig.node.json']) {
   execFileSync(process.execPath, [tsc, '-p', project], { cwd: pkg, stdio: 'inherit' });
 }
 await build(serviceWorkerBuild(`${dist}browser`));
