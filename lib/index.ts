@@ -9,6 +9,8 @@ export { Unsealer, StreamUnsealer } from './unseal.js';
 export type { VerificationResult } from './signatures.js';
 export type { Attribute, Policy, EncryptionPolicy } from './policy.js';
 export { HINT_TYPES } from './policy.js';
+export { canonicalize, isCanonical } from './identity.js';
+export { signChallenge, verifyChallenge } from './challenge.js';
 export {
   PostGuardError,
   FormatError,

@@ -20,7 +20,7 @@ import {
   verifyingKeyFromBase64,
   verifyingKeyOf,
 } from './keys.js';
-import { signingIdentity } from './policy.js';
+import { signingIdentity } from './identity.js';
 const keys = vectors.keys;
 const zB64 = Buffer.from(keys.ibs_master_secret_z_le_hex, 'hex').toString('base64');
 const bob = keys.usk.Bob.policy;

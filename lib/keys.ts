@@ -26,7 +26,8 @@ import {
   type GgVerifyingKey,
 } from './crypto/gg.js';
 import { invalidKey, isPostGuardError } from './errors.js';
-import { kemIdentity, normalizePolicy, signingIdentity } from './policy.js';
+import { kemIdentity, signingIdentity } from './identity.js';
+import { normalizePolicy } from './policy.js';
 
 /**
  * Keys as they cross APIs: padded standard base64 of the reference encodings (MPK 896 chars,

@@ -6,38 +6,11 @@ import {
   compareUtf8,
   encodePolicy,
   hidePolicy,
-  kemIdentity,
   normalizeEncryptionPolicy,
   normalizePolicy,
-  policyDigest,
   readPolicy,
-  signingIdentity,
   type Policy,
 } from './policy.js';
-
-describe('identity derivation', () => {
-  for (const [name, entry] of Object.entries<any>(vectors.identities)) {
-    it(`matches pg-wasm for ${name}`, () => {
-      const p = normalizePolicy(entry.policy);
-      expect(hex(policyDigest(p))).toBe(entry.derive_D_hex);
-      expect(hex(kemIdentity(p))).toBe(entry.kem_id_sha3_512_of_D_hex);
-      expect(hex(signingIdentity(p))).toBe(entry.ibs_id_sha3_256_of_D_hex);
-    });
-  }
-
-  it('does not depend on attribute order but does on the timestamp', () => {
-    const bob = normalizePolicy(vectors.identities.polBob.policy);
-    const reversed = { ...bob, con: [...bob.con].reverse() };
-    expect(hex(policyDigest(reversed))).toBe(hex(policyDigest(bob)));
-    expect(hex(policyDigest({ ...bob, ts: bob.ts + 1 }))).not.toBe(hex(policyDigest(bob)));
-  });
-
-  it('distinguishes an absent value from an empty one', () => {
-    const a: Policy = { ts: 1, con: [{ t: 'x' }] };
-    const b: Policy = { ts: 1, con: [{ t: 'x', v: '' }] };
-    expect(hex(policyDigest(a))).not.toBe(hex(policyDigest(b)));
-  });
-});
 
 describe('hidden policies', () => {
   const hint = 'pbdf.sidn-pbdf.mobilenumber.mobilenumber';

@@ -1,4 +1,3 @@
-import { sha3_256, sha3_512 } from '@noble/hashes/sha3.js';
 import { Reader, Writer, utf8 } from './bincode.js';
 import { invalidPolicy } from './errors.js';
 
@@ -32,7 +31,7 @@ export const HINT_TYPES: ReadonlySet<string> = new Set([
   'irma-demo.nuts.agb.agbcode',
 ]);
 
-const MAX_U64 = (1n << 64n) - 1n;
+const MAX_U64 = (1n << 64n) - 1n; // timestamps are u64 on the wire
 
 function normalizeTimestamp(raw: unknown, where: string): number {
   if (typeof raw === 'bigint') {
@@ -122,59 +121,6 @@ export function compareBytes(x: Uint8Array, y: Uint8Array): number {
   for (let i = 0; i < n; i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
   return x.length - y.length;
 }
-
-/** Derived `Ord` of the reference's Attribute: by type, then absent value before any value. */
-function compareAttributes(a: Attribute, b: Attribute): number {
-  const byType = compareUtf8(a.t, b.t);
-  if (byType !== 0) return byType;
-  if (a.v === undefined) return b.v === undefined ? 0 : -1;
-  if (b.v === undefined) return 1;
-  return compareUtf8(a.v, b.v);
-}
-
-const be64 = (v: number | bigint): Uint8Array => {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, BigInt(v), false);
-  return out;
-};
-
-const UNSET = be64(MAX_U64);
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
-
-/**
- * The 64-byte policy digest D that both key schemes derive their identities from:
- * SHA3-512(0x00 ‖ f_0 ‖ f'_0 ‖ … ‖ BE64(ts)) over the attributes in canonical order.
- */
-export function policyDigest(policy: Policy): Uint8Array {
-  const sorted = [...policy.con].sort(compareAttributes);
-  const parts: Uint8Array[] = [new Uint8Array([0])];
-  sorted.forEach((a, i) => {
-    const t = utf8(a.t);
-    parts.push(sha3_512(concat([be64(2 * i + 1), be64(t.length), t])));
-    if (a.v === undefined) parts.push(sha3_512(concat([be64(2 * i + 2), UNSET])));
-    else {
-      const v = utf8(a.v);
-      parts.push(sha3_512(concat([be64(2 * i + 2), be64(v.length), v])));
-    }
-  });
-  parts.push(be64(policy.ts));
-  return sha3_512(concat(parts));
-}
-
-/** The 64-byte CGWKV identity of a policy (the ibe crate hashes D once more). */
-export const kemIdentity = (policy: Policy): Uint8Array => sha3_512(policyDigest(policy));
-
-/** The 32-byte GG signing identity of a policy (ibs hashes inputs that are not 32 bytes). */
-export const signingIdentity = (policy: Policy): Uint8Array => sha3_256(policyDigest(policy));
 
 /**
  * What the header reveals about a recipient's policy: types in the sender's order, values

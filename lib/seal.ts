@@ -1,3 +1,4 @@
+import { sha3_256 } from '@noble/hashes/sha3.js';
 import { loadShake128 } from '#shake';
 import { loadGgAcceleration } from './crypto/gg.js';
 import { multiEncaps } from './crypto/cgwkv.js';
@@ -12,14 +13,13 @@ import {
   compareUtf8,
   encodePolicy,
   hidePolicy,
-  kemIdentity,
   normalizeEncryptionPolicy,
   normalizePolicy,
-  signingIdentity,
   type EncryptionPolicy,
   type Policy,
 } from './policy.js';
 import { SIGNATURE_BYTES, encodeSignatureExt, signTranscript, type Signer } from './signatures.js';
+import { canonicalPolicy, kemIdentity, rawPolicyDigest } from './identity.js';
 import { SegmentSealer } from './segments.js';
 import { headerSize, signatureExtSize } from './size.js';
 import { abortBoth, pumpSegments } from './pump.js';
@@ -60,15 +60,22 @@ export interface SealContext {
   readonly signer: Signer;
 }
 
+/**
+ * The signer, with the policy to write into the file: the canonical spelling when the key is for
+ * the canonical identity (what a current PKG issues), so every reader, 0.5.10's too, derives the
+ * identity from the header bytes as they stand; the spelling as given when the key is an older
+ * PKG's for exactly that spelling.
+ */
 function readSigner(input: unknown, field: string): Signer {
   if (typeof input !== 'object' || input === null) throw invalidPolicy(`${field}: expected {key, policy}`);
-  const { key, policy } = input as { key?: unknown; policy?: unknown };
-  const signer = { key: signingKeyFromBase64(key, field), policy: normalizePolicy(policy, `${field}.policy`) };
+  const { key: encoded, policy: raw } = input as { key?: unknown; policy?: unknown };
+  const key = signingKeyFromBase64(encoded, field);
+  const given = normalizePolicy(raw, `${field}.policy`);
+  const canonical = canonicalPolicy(given);
+  if (equalBytes(key.id, sha3_256(rawPolicyDigest(canonical)))) return { key, policy: canonical };
+  if (canonical !== given && equalBytes(key.id, sha3_256(rawPolicyDigest(given)))) return { key, policy: given };
   // A key issued for another policy signs ciphertexts that no one can verify: refuse it here.
-  if (!equalBytes(signer.key.id, signingIdentity(signer.policy))) {
-    throw invalidKey(`${field}: the key was not issued for this policy`);
-  }
-  return signer;
+  throw invalidKey(`${field}: the key was not issued for this policy`);
 }
 
 function readOptions(options: unknown): {
@@ -87,7 +94,9 @@ function readOptions(options: unknown): {
   let recipients: Array<[string, Policy]>;
   if (o.skipEncryption === true) recipients = SKIP_ENCRYPTION_POLICY;
   else if (o.policy === undefined || o.policy === null) throw invalidPolicy('options: missing field policy');
-  else recipients = normalizeEncryptionPolicy(o.policy);
+  // Recipients are sealed for their canonical identities (a current PKG issues keys for those),
+  // and the header shows the canonical spelling (its hints too).
+  else recipients = normalizeEncryptionPolicy(o.policy).map(([id, p]) => [id, canonicalPolicy(p)]);
   recipients.sort(([a], [b]) => compareUtf8(a, b));
   return { recipients, publicSigner, payloadSigner };
 }

@@ -2,7 +2,8 @@ import { Reader } from './bincode.js';
 import { badSignature } from './errors.js';
 import { GgBoundVerifier, ggSign, type GgSigningKey, type GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
-import { encodePolicy, policiesEqual, policyToJs, readPolicy, signingIdentity, type Policy } from './policy.js';
+import { signingIdentityCandidates } from './identity.js';
+import { encodePolicy, policiesEqual, policyToJs, readPolicy, type Policy } from './policy.js';
 
 /**
  * What PostGuard signs, with which key, and how a verifier decides who the sender is.
@@ -50,19 +51,29 @@ export function signSegment(signer: Signer, transcript: Xof, counter: number, fi
   return ggSign(signer.key, transcript.clone().update(segmentSuffix(counter, final)));
 }
 
-/** A verifier bound to one claimed signer identity (derived once from its policy). */
+/**
+ * A verifier bound to one claimed signer policy, as written in the file. Its identity is the
+ * canonical one, or, for a policy written in another spelling, the raw spelling's (a key an older
+ * PKG issued for it); once a signature verifies under one, that one is kept.
+ */
 export class SignatureVerifier {
-  private readonly bound: GgBoundVerifier;
+  private bound: GgBoundVerifier[];
 
   constructor(
     vk: GgVerifyingKey,
     readonly policy: Policy,
   ) {
-    this.bound = new GgBoundVerifier(vk, signingIdentity(policy));
+    this.bound = signingIdentityCandidates(policy).map((id) => new GgBoundVerifier(vk, id));
   }
 
   verify(signature: Uint8Array, transcript: Xof, what: string): void {
-    if (!this.bound.verify(signature, transcript)) throw badSignature(`${what} does not verify`);
+    for (const candidate of this.bound) {
+      if (candidate.verify(signature, transcript)) {
+        this.bound = [candidate];
+        return;
+      }
+    }
+    throw badSignature(`${what} does not verify`);
   }
 
   verifySegment(signature: Uint8Array, transcript: Xof, counter: number, final: boolean): void {

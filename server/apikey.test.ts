@@ -26,6 +26,7 @@ let validKey: string;
 let orgKey: string;
 let expiredKey: string;
 let revokedKey: string;
+let capitalsKey: string;
 
 beforeAll(async () => {
   schema = await createTestSchema();
@@ -33,6 +34,7 @@ beforeAll(async () => {
   orgKey = await createApiKey(schema.url, { email: 'info@acme.example', org: 'ACME', signingAttrs: { email: true, orgName: true } });
   expiredKey = await createApiKey(schema.url, { email: 'sender@example.org', org: 'Example BV', expiresAt: new Date(Date.now() - 1000) });
   revokedKey = await createApiKey(schema.url, { email: 'sender@example.org', org: 'Example BV' });
+  capitalsKey = await createApiKey(schema.url, { email: 'Info@Capitals.Example', org: 'Capitals BV' });
   const admin = new pg.Client({ connectionString: schema.url });
   await admin.connect();
   await admin.query('UPDATE business_api_keys SET revoked_at = now() WHERE key_hash = $1', [apiKeyHash(revokedKey)]);
@@ -66,6 +68,19 @@ async function expectError(response: Response, status: number, code: string): Pr
 }
 
 describe('signing with an API key', () => {
+  it('an e-mail stored with capitals signs as the canonical, lower-case address (current PostGuard)', async () => {
+    const response = await signKey(capitalsKey);
+    expect(response.status).toBe(200);
+    const keys = await response.json();
+    const policy = { ts: pkg.clock.now(), con: [{ t: EMAIL, v: 'info@capitals.example' }] };
+    expect(keys.pubSignKey.policy).toEqual(policy);
+    const recipient = { ts: pkg.clock.now(), con: [{ t: EMAIL, v: 'r@example.org' }] };
+    const ct = await seal(testKeys().mpk, { policy: { r: recipient }, pubSignKey: keys.pubSignKey }, new Uint8Array([1, 2, 3]));
+    const pgwasm = await loadPgWasm();
+    const [, signer] = await (await pgwasm.Unsealer.new(ct, testKeys().vk)).unseal('r', extractUsk(testKeys().msk, recipient));
+    expect(signer.public).toEqual(policy);
+  });
+
   it('issues a public signing key for the organisation, usable by postguard-ts and pg-wasm', async () => {
     const response = await signKey(validKey);
     expect(response.status).toBe(200);

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { vectors, unb64, unhex } from '../../test/vectors.js';
-import { normalizePolicy, signingIdentity } from '../policy.js';
+import { signingIdentity } from '../identity.js';
+import { normalizePolicy } from '../policy.js';
 import {
   GgBoundVerifier,
   ggBackend,

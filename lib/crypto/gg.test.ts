@@ -5,7 +5,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { hex, rustVectors, stream2seg, unb64, unhex, vectors } from '../../test/vectors.js';
 import { ErrorCode, InputError, PostGuardError } from '../errors.js';
-import { normalizePolicy, signingIdentity } from '../policy.js';
+import { signingIdentity } from '../identity.js';
+import { normalizePolicy } from '../policy.js';
 import {
   GgBoundVerifier,
   GG_SIGNATURE_BYTES,

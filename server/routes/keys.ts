@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { extractSigningKey, extractUsk } from 'postguard-ts/keys';
-import type { Attribute, Policy } from 'postguard-ts';
+import { canonicalize, type Attribute, type Policy } from 'postguard-ts';
 import { bearerCredential } from '../auth.js';
 import type { Clock } from '../clock.js';
 import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyStore } from '../db.js';
@@ -157,8 +157,11 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
 
   app.get('/key', { schema: { response: { 200: keyResponseSchema } } }, (request) => issueUsk(request, undefined));
 
+  // Issued for the canonical identity (current PostGuard), and the policy returned in its canonical
+  // spelling, so a sealer writes what every reader derives the same identity from: an API key
+  // whose e-mail was stored as Alice@Example.com signs as alice@example.com.
   const signingKey = (con: Attribute[], ts: number): { key: string; policy: Policy } => {
-    const policy = { ts, con: con.map((a) => (a.v === undefined ? { t: a.t } : { t: a.t, v: a.v })) };
+    const policy = { ts, con: con.map((a) => (a.v === undefined ? { t: a.t } : { t: a.t, v: canonicalize(a.t, a.v) })) };
     metrics.countKey('signing');
     return { key: extractSigningKey(sk, policy), policy };
   };
