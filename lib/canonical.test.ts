@@ -48,13 +48,13 @@ describe('canonical identities through seal and unseal', () => {
     const u = await pg.Unsealer.new(ct, ibs.vk);
     const [got, signer] = await u.unseal('bob', bobUsk);
     expect(got).toEqual(plain);
-    expect(signer.public).toEqual(typed('alice@example.com'));
+    expect(signer).toEqual({ public: typed('alice@example.com') });
 
     const out = collector();
     await sealStream(kem.mpk, options, chunkedSource(plain), out.writable);
     const su = await pg.StreamUnsealer.new(chunkedSource(out.bytes()), ibs.vk);
     const sink = collector();
-    expect((await su.unseal('bob', bobUsk, sink.writable)).public).toEqual(typed('alice@example.com'));
+    expect(await su.unseal('bob', bobUsk, sink.writable)).toEqual({ public: typed('alice@example.com') });
     expect(sink.bytes()).toEqual(plain);
   });
 
@@ -66,7 +66,7 @@ describe('canonical identities through seal and unseal', () => {
     expect(u.public_identity()).toEqual(raw); // reported as written
     expect((await u.unseal('bob', bobUsk))[1].public).toEqual(raw);
     const pg = await loadPgWasm();
-    expect((await (await pg.Unsealer.new(ct, ibs.vk)).unseal('bob', bobUsk))[1].public).toEqual(raw);
+    expect((await (await pg.Unsealer.new(ct, ibs.vk)).unseal('bob', bobUsk))[1]).toEqual({ public: raw });
 
     const out = collector();
     await sealStream(kem.mpk, old, chunkedSource(plain), out.writable);
