@@ -1,4 +1,4 @@
-import { PostGuardError, sealStream } from 'postguard-ts';
+import { PostGuardError, sealStream, signChallenge } from 'postguard-ts';
 import type { ResolvedConfig } from './config.js';
 import { SdkError, SdkErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
@@ -197,7 +197,12 @@ export class Sealed {
         uploadedBytes: uploaded,
       });
     }
-    await this.storage.finalize(session, uploaded, signal);
+    // pg-js 2.5: prove possession of the sender's signing key when the service asks.
+    const proof =
+      session.challenge === undefined
+        ? undefined
+        : Buffer.from(signChallenge(keys.signing.pubSignKey, session.uuid, session.challenge)).toString('base64');
+    await this.storage.finalize(session, uploaded, signal, proof);
     return { uuid: session.uuid };
   }
 

@@ -30,9 +30,13 @@ export interface InitRequest {
 export interface UploadSession {
   uuid: string;
   token: string;
+  /** The storage service's challenge for a proof of possession (32 bytes), when it sends one. */
+  challenge?: Uint8Array;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CHALLENGE = /^(?:[0-9a-f]{2}){16,64}$/i;
+const hexBytes = (hex: string): Uint8Array => new Uint8Array(hex.match(/../g)!.map((b) => parseInt(b, 16)));
 /** Cryptify's tokens are 64 hex characters; accept any short printable token, refuse anything else. */
 const TOKEN = /^[\x21-\x7e]{1,256}$/;
 
@@ -85,12 +89,14 @@ export class StorageClient {
     const { response } = result;
     if (!response.ok) throw await statusError(response, url, 'upload init', {});
     const token = readToken(response, url, {});
-    const json = (await readJson(response)) as { uuid?: unknown } | undefined;
+    const json = (await readJson(response)) as { uuid?: unknown; challenge?: unknown } | undefined;
     const uuid = json?.uuid;
     if (typeof uuid !== 'string' || !UUID.test(uuid)) {
       throw new SdkError(SdkErrorCode.STORAGE_BAD_RESPONSE, 'upload init: the storage service did not return an upload UUID', { url, status: response.status });
     }
-    return { uuid, token };
+    // Cryptify before pg-js 2.5 sends no challenge; a malformed one is ignored the same way.
+    const challenge = typeof json?.challenge === 'string' && CHALLENGE.test(json.challenge) ? hexBytes(json.challenge) : undefined;
+    return challenge === undefined ? { uuid, token } : { uuid, token, challenge };
   }
 
   /**
@@ -138,14 +144,19 @@ export class StorageClient {
     throw last!;
   }
 
-  /** Completes the upload: the storage service checks the total and the header, then notifies. */
-  async finalize(session: UploadSession, total: number, signal: AbortSignal | undefined): Promise<void> {
+  /**
+   * Completes the upload: the storage service checks the total and the header, then notifies.
+   * `proof` (base64 of signChallenge over the upload's challenge) proves the sender's key.
+   */
+  async finalize(session: UploadSession, total: number, signal: AbortSignal | undefined, proof?: string): Promise<void> {
     const url = `${this.config.storageUrl}/fileupload/finalize/${session.uuid}`;
     const details = { uuid: session.uuid, uploadedBytes: total };
+    const headers: Record<string, string> = { ...this.config.headers, cryptifytoken: session.token, 'content-range': `bytes */${total}` };
+    if (proof !== undefined) headers['x-postguard-proof'] = proof;
     const result = await exchange(
       this.config.fetch,
       url,
-      { method: 'POST', headers: { ...this.config.headers, cryptifytoken: session.token, 'content-range': `bytes */${total}` } },
+      { method: 'POST', headers },
       this.config.timeouts.finalizeMs,
       signal,
     );

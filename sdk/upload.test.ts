@@ -190,6 +190,14 @@ describe('upload()', () => {
     ]);
   });
 
+  it("answers the storage service's challenge with a proof of the sender's key (pg-js 2.5)", async () => {
+    const { pg } = client();
+    await pg
+      .encrypt({ files: [{ name: 'a.txt', content: TEXT }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) })
+      .upload({ notify: { recipients: true } });
+    expect((await storage.outbox()).map((m) => [m.to, m.senderVerified, m.senderProven])).toEqual([['bob@example.com', true, true]]);
+  });
+
   it('checks the upload options and needs an address per recipient, before anything is sent', async () => {
     const { pg, calls } = client();
     const make = (recipient = pg.recipient.email('bob@example.com')) =>

@@ -30,6 +30,8 @@ export interface OutboxMail {
   senderAttributes: Array<[string, string]>;
   /** False when the stand-in had no verifying key and took the sender unverified. */
   senderVerified: boolean;
+  /** The sender proved possession of its signing key at finalize (X-PostGuard-Proof). */
+  senderProven: boolean;
 }
 
 export interface Finalized {
@@ -44,6 +46,8 @@ export interface Finalized {
   sender: string | undefined;
   senderAttributes: Array<[string, string]>;
   senderVerified: boolean;
+  /** The sender proved possession of its signing key at finalize (X-PostGuard-Proof). */
+  senderProven: boolean;
 }
 
 const STRINGS = {
@@ -100,6 +104,7 @@ export class Outbox {
       sender: upload.sender ?? null,
       senderAttributes: upload.senderAttributes,
       senderVerified: upload.senderVerified,
+      senderProven: upload.senderProven,
     };
     const added: OutboxMail[] = [];
     if (upload.notifyRecipients) {

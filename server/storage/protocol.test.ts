@@ -98,9 +98,10 @@ describe('init', () => {
     const response = await init();
     expect(response.status).toBe(200);
     const body = (await response.json()) as Record<string, unknown>;
-    expect(Object.keys(body).sort()).toEqual(['recovery_token', 'uuid']);
+    expect(Object.keys(body).sort()).toEqual(['challenge', 'recovery_token', 'uuid']);
     expect(body['uuid']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(body['recovery_token']).toMatch(/^[0-9a-f]{64}$/);
+    expect(body['challenge']).toMatch(/^[0-9a-f]{64}$/);
     expect(response.headers.get('cryptifytoken')).toMatch(/^[0-9a-f]{64}$/);
     expect((await stat(join(storage.dataDir, body['uuid'] as string))).size).toBe(0);
   });

@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises';
 import { StreamUnsealer } from 'postguard-ts';
 import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
-import type { Attribute } from 'postguard-ts';
+import type { Attribute, Policy } from 'postguard-ts';
 import { decodeSignatureExt } from 'postguard-ts/format';
 
 /**
@@ -17,6 +17,8 @@ export interface SenderIdentity {
   /** The other public attributes that carry a value, as [type, value]. */
   attributes: Array<[string, string]>;
   verified: boolean;
+  /** The whole public signing policy, as the header names it (what a proof of possession is checked against). */
+  policy: Policy;
 }
 
 export class SenderError extends Error {
@@ -42,10 +44,10 @@ async function readFrame(path: string): Promise<Uint8Array> {
   }
 }
 
-async function publicIdentity(frame: Uint8Array, verifyingKey: string | undefined): Promise<Attribute[]> {
+async function publicIdentity(frame: Uint8Array, verifyingKey: string | undefined): Promise<Policy> {
   if (verifyingKey === undefined) {
     const headerLength = parsePreamble(frame.subarray(0, PREAMBLE_BYTES));
-    return decodeSignatureExt(frame.subarray(PREAMBLE_BYTES + headerLength + 4)).policy.con;
+    return decodeSignatureExt(frame.subarray(PREAMBLE_BYTES + headerLength + 4)).policy;
   }
   const source = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -53,7 +55,7 @@ async function publicIdentity(frame: Uint8Array, verifyingKey: string | undefine
       controller.close();
     },
   });
-  return (await StreamUnsealer.new(source, verifyingKey)).public_identity().con;
+  return (await StreamUnsealer.new(source, verifyingKey)).public_identity();
 }
 
 export async function readSender(
@@ -61,11 +63,12 @@ export async function readSender(
   verifyingKey: string | undefined,
   emailAttribute: string,
 ): Promise<SenderIdentity> {
-  const con = await publicIdentity(await readFrame(path), verifyingKey);
+  const policy = await publicIdentity(await readFrame(path), verifyingKey);
+  const con = policy.con;
   const emailEntry = con.find((a) => a.t === emailAttribute);
   if (emailEntry === undefined) throw new SenderError(`the sender identity has no ${emailAttribute} attribute`);
   const attributes = con
     .filter((a): a is Required<Attribute> => a.t !== emailAttribute && typeof a.v === 'string')
     .map((a): [string, string] => [a.t, a.v]);
-  return { email: emailEntry.v, attributes, verified: verifyingKey !== undefined };
+  return { email: emailEntry.v, attributes, verified: verifyingKey !== undefined, policy };
 }

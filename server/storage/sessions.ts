@@ -45,6 +45,8 @@ export interface UploadSession {
   /** Unix seconds of the last activity that keeps the session alive. */
   lastActive: number;
   readonly lock: Mutex;
+  /** 32 random bytes from init, for the sender's proof of possession at finalize. */
+  readonly challenge: Uint8Array;
 }
 
 /** Serialises the requests of one upload, as Cryptify holds a per-session lock across a chunk. */

@@ -1,6 +1,7 @@
 import { open, rm, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { verifyChallenge } from 'postguard-ts';
 import { readExactBody } from '../body.js';
 import type { StorageContext } from '../context.js';
 import { MailboxError, parseMailboxes } from '../mailboxes.js';
@@ -28,6 +29,11 @@ import { chainHasher, randomToken, tokensEqual } from '../tokens.js';
 
 /** Rocket's JSON limit. */
 const INIT_BODY_LIMIT = 1024 * 1024;
+/** The init response's `challenge`: 32 random bytes, hex. */
+const CHALLENGE_BYTES = 32;
+/** Finalize's proof of possession: base64 of signChallenge(senderKey, uuid, challenge). */
+const PROOF_HEADER = 'x-postguard-proof';
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** Rocket reads at most chunk_size + 1 MiB of a chunk body before giving up on it. */
 const BODY_SLACK = 1024 * 1024;
 
@@ -160,9 +166,12 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       finalized: 0,
       lastActive: now,
       lock: new Mutex(),
+      challenge: crypto.getRandomValues(new Uint8Array(CHALLENGE_BYTES)),
     };
     store.add(session);
-    return reply.header('cryptifytoken', session.token).send({ uuid, recovery_token: session.recoveryToken });
+    return reply
+      .header('cryptifytoken', session.token)
+      .send({ uuid, recovery_token: session.recoveryToken, challenge: Buffer.from(session.challenge).toString('hex') });
   });
 
   app.put<{ Params: { uuid: string } }>('/fileupload/:uuid', async (request, reply) => {
@@ -312,6 +321,27 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       request.log.error({ err: error }, 'could not read the sender from the uploaded header');
       return sendText(reply, 500, GENERIC_INTERNAL_ERROR);
     }
+    // A proof of possession (pg-js 2.5): a signature by the sender's key over this upload's
+    // challenge. None: the upload is unproven. One that fails: refused, and the upload is kept so
+    // the sender can finalize again with a good one.
+    const proof = request.headers[PROOF_HEADER];
+    let proven = false;
+    if (proof !== undefined) {
+      const signature = typeof proof === 'string' && BASE64.test(proof) ? new Uint8Array(Buffer.from(proof, 'base64')) : undefined;
+      proven =
+        signature !== undefined &&
+        ctx.verifyingKey !== undefined &&
+        verifyChallenge(ctx.verifyingKey, sender.policy, session.uuid, session.challenge, signature);
+      if (!proven) {
+        return reply.code(403).type('application/json').send({
+          error: 'proof_invalid',
+          message:
+            ctx.verifyingKey === undefined
+              ? 'this service has no PKG verifying key to check a proof of possession with'
+              : `the ${PROOF_HEADER} signature does not prove the sender's key for this upload's challenge`,
+        });
+      }
+    }
     const now = Math.floor(settings.clock.now());
     const account = session.tenant !== undefined ? `api-key:${session.tenant}` : sender.email;
     if (account !== undefined) {
@@ -343,6 +373,7 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       sender: sender.email,
       senderAttributes: sender.attributes,
       senderVerified: sender.verified,
+      senderProven: proven,
     });
     session.finalized++;
     if (account !== undefined) ctx.usage.record(account, session.uploaded, now);

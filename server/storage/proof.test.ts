@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sealStream, signChallenge } from '../../lib/index.js';
+import { extractSigningKey, generateSigningKeys } from '../../lib/keys.js';
+import { fakePkgKeys } from '../../sdk/testing.js';
+import { collector } from '../../test/streams.js';
+import { startStorage, type RunningStorage } from './testing.js';
+
+/**
+ * Proof of possession at finalize (pg-js 2.5, pg-core 0.6.5): init hands out a 32-byte
+ * challenge; finalize may carry X-PostGuard-Proof, base64 of signChallenge(sender key, upload
+ * id, challenge). A proof that verifies marks the upload proven, none leaves it unproven, and a
+ * proof that fails is refused with a JSON error while the upload stays for a retry.
+ */
+
+const EMAIL = 'pbdf.sidn-pbdf.email.email';
+const keys = fakePkgKeys();
+const ts = Math.floor(Date.now() / 1000);
+const alice = { ts, con: [{ t: EMAIL, v: 'alice@example.org' }] };
+const aliceKey = extractSigningKey(keys.sk, alice);
+let storage: RunningStorage;
+let file: Uint8Array<ArrayBuffer>;
+
+beforeAll(async () => {
+  storage = await startStorage({ verifyingKey: keys.vk, sessionTtlSeconds: 600 });
+  const out = collector();
+  const policy = { 'bob@example.org': { ts, con: [{ t: EMAIL, v: 'bob@example.org' }] } };
+  await sealStream(keys.mpk, { policy, pubSignKey: { key: aliceKey, policy: alice } }, new Blob([new Uint8Array(5000)]).stream(), out.writable);
+  file = out.bytes() as Uint8Array<ArrayBuffer>;
+});
+afterAll(() => storage.close());
+beforeEach(() => fetch(`${storage.url}/standin/outbox`, { method: 'DELETE' }));
+
+async function uploaded(): Promise<{ uuid: string; token: string; challenge: Uint8Array }> {
+  const init = await fetch(`${storage.url}/fileupload/init`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ recipient: 'bob@example.org', mailContent: '', mailLang: 'EN', confirm: false, notifyRecipients: true }),
+  });
+  const { uuid, challenge } = (await init.json()) as { uuid: string; challenge: string };
+  const put = await fetch(`${storage.url}/fileupload/${uuid}`, {
+    method: 'PUT',
+    headers: { cryptifytoken: init.headers.get('cryptifytoken')!, 'content-range': `bytes 0-${file.length}/*`, 'content-type': 'application/octet-stream' },
+    body: file,
+  });
+  expect(put.status).toBe(200);
+  return { uuid, token: put.headers.get('cryptifytoken')!, challenge: new Uint8Array(Buffer.from(challenge, 'hex')) };
+}
+
+const finalize = (upload: { uuid: string; token: string }, proof?: string) =>
+  fetch(`${storage.url}/fileupload/finalize/${upload.uuid}`, {
+    method: 'POST',
+    headers: { cryptifytoken: upload.token, 'content-range': `bytes */${file.length}`, ...(proof === undefined ? {} : { 'x-postguard-proof': proof }) },
+  });
+
+const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+const proven = async () => (await storage.outbox()).map((m) => m.senderProven);
+
+describe('proof of possession at finalize', () => {
+  it('a proof by the sender over this upload and its challenge: finalized, proven', async () => {
+    const upload = await uploaded();
+    const response = await finalize(upload, b64(signChallenge(aliceKey, upload.uuid, upload.challenge)));
+    expect(response.status).toBe(200);
+    expect(new Set(await proven())).toEqual(new Set([true]));
+  });
+
+  it('no proof: finalized, unproven (older clients)', async () => {
+    const upload = await uploaded();
+    expect((await finalize(upload)).status).toBe(200);
+    expect(new Set(await proven())).toEqual(new Set([false]));
+  });
+
+  it('a failing proof is refused with a JSON error and the upload kept: a good proof then finalizes it', async () => {
+    const upload = await uploaded();
+    const other = await uploaded();
+    const stranger = extractSigningKey(generateSigningKeys().sk, alice);
+    const bobKey = extractSigningKey(keys.sk, { ts, con: [{ t: EMAIL, v: 'bob@example.org' }] });
+    const bad = [
+      b64(signChallenge(aliceKey, other.uuid, upload.challenge)), // another upload's id
+      b64(signChallenge(aliceKey, upload.uuid, other.challenge)), // another challenge
+      b64(signChallenge(bobKey, upload.uuid, upload.challenge)), // not the sender
+      b64(signChallenge(stranger, upload.uuid, upload.challenge)), // another PKG's key
+      'not base64!',
+      b64(new Uint8Array(96)),
+    ];
+    for (const proof of bad) {
+      const response = await finalize(upload, proof);
+      expect(response.status, proof).toBe(403);
+      expect(await response.json()).toEqual({ error: 'proof_invalid', message: expect.any(String) });
+    }
+    expect(await storage.outbox()).toEqual([]);
+    const good = await finalize(upload, b64(signChallenge(aliceKey, upload.uuid, upload.challenge)));
+    expect(good.status).toBe(200);
+    expect(new Set(await proven())).toEqual(new Set([true]));
+  });
+});
