@@ -30,6 +30,7 @@ describe('describeFailure', () => {
       MALFORMED: 8,
       TRUNCATED: 8,
       BAD_SIGNATURE: 8,
+      SENDER_MISMATCH: 8,
       TAMPERED: 8,
       WRONG_KEY: 7,
       UNKNOWN_RECIPIENT: 2,

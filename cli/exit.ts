@@ -56,6 +56,7 @@ const LIBRARY_EXITS: Record<ErrorCode, ExitCode> = {
   MALFORMED: Exit.DAMAGED,
   TRUNCATED: Exit.DAMAGED,
   BAD_SIGNATURE: Exit.DAMAGED,
+  SENDER_MISMATCH: Exit.DAMAGED,
   TAMPERED: Exit.DAMAGED,
   WRONG_KEY: Exit.WRONG_KEY,
   UNKNOWN_RECIPIENT: Exit.USAGE,
@@ -105,6 +106,8 @@ function libraryMessage(code: ErrorCode, detail: string): string {
       return 'the key for the identity you disclosed does not open this file (wrong recipient or wrong attribute values)';
     case ErrorCode.TRUNCATED:
       return `the encrypted file is incomplete (${code}): ${detail}; it was cut short in transfer or on disk, so get it again`;
+    case ErrorCode.SENDER_MISMATCH:
+      return `the sender named in the file is not the one who sealed it (${code}): someone re-signed its header; do not trust it`;
     case ErrorCode.TAMPERED:
     case ErrorCode.BAD_SIGNATURE:
     case ErrorCode.MALFORMED:

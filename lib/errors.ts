@@ -16,6 +16,8 @@ export const ErrorCode = {
   TRUNCATED: 'TRUNCATED',
   /** A header or payload signature does not verify. */
   BAD_SIGNATURE: 'BAD_SIGNATURE',
+  /** The sender named in the header differs from the copy sealed inside the encryption (a re-signed header). */
+  SENDER_MISMATCH: 'SENDER_MISMATCH',
   /** The header does not list the requested recipient id. */
   UNKNOWN_RECIPIENT: 'UNKNOWN_RECIPIENT',
   /** The user secret key does not open this recipient's key capsule. */

@@ -11,15 +11,15 @@ import { asBytes } from './io.js';
 import { masterPublicKeyFromBase64, signingKeyFromBase64 } from './keys.js';
 import {
   compareUtf8,
-  encodePolicy,
   hidePolicy,
   normalizeEncryptionPolicy,
   normalizePolicy,
   type EncryptionPolicy,
   type Policy,
 } from './policy.js';
-import { SIGNATURE_BYTES, encodeSignatureExt, signTranscript, type Signer } from './signatures.js';
+import { encodeSignatureExt, signTranscript, type Signer } from './signatures.js';
 import { canonicalPolicy, kemIdentity, rawPolicyDigest } from './identity.js';
+import { encodeMemoryPayload } from './payload.js';
 import { SegmentSealer } from './segments.js';
 import { headerSize, signatureExtSize } from './size.js';
 import { abortBoth, pumpSegments } from './pump.js';
@@ -58,6 +58,8 @@ export interface SealContext {
   readonly transcript: Xof;
   /** Signs the payload: the private key if given, else the public one. */
   readonly signer: Signer;
+  /** The public sender as the header names it; sealed again inside the payload (payload.ts). */
+  readonly sender: Policy;
 }
 
 /**
@@ -148,7 +150,7 @@ export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): P
   const transcript = createShake().update(header);
   const headerSignature = encodeSignatureExt(signTranscript(publicSigner, transcript), publicSigner.policy);
   const key = await importAesKey(ss.subarray(0, AES_KEY_BYTES));
-  return { frame: encodeFrame(header, headerSignature), iv, key, transcript, signer: payloadSigner };
+  return { frame: encodeFrame(header, headerSignature), iv, key, transcript, signer: payloadSigner, sender: publicSigner.policy };
 }
 
 /** In-memory mode: one AES-GCM message over bincode(MessageAndSignature). */
@@ -159,12 +161,7 @@ export async function seal(mpk: string, options: SealOptions, plain: Uint8Array)
   }
   const ctx = await prepareSeal(mpk, options, { type: 'InMemory', size: message.length });
   const signature = signTranscript(ctx.signer, ctx.transcript.update(message));
-  const signerPolicy = encodePolicy(ctx.signer.policy);
-  const inner = new Uint8Array(8 + message.length + SIGNATURE_BYTES + signerPolicy.length);
-  new DataView(inner.buffer).setBigUint64(0, BigInt(message.length), true);
-  inner.set(message, 8);
-  inner.set(signature, 8 + message.length);
-  inner.set(signerPolicy, 8 + message.length + SIGNATURE_BYTES);
+  const inner = encodeMemoryPayload(message, signature, ctx.signer.policy, ctx.sender);
   const payload = await aesGcmSeal(ctx.key, ctx.iv, inner);
   const out = new Uint8Array(ctx.frame.length + payload.length);
   out.set(ctx.frame, 0);

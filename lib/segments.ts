@@ -1,9 +1,9 @@
-import { Reader } from './bincode.js';
 import { aesGcmOpen, aesGcmSeal, GCM_TAG_BYTES } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
 import { ErrorCode, FormatError, invalidPolicy, malformed, tampered } from './errors.js';
-import { encodePolicy, readPolicy, type Policy } from './policy.js';
+import { decodeSignerBlock, encodeSignerBlock, senderBound } from './payload.js';
+import type { Policy } from './policy.js';
 import {
   SIGNATURE_BYTES,
   SignatureVerifier,
@@ -56,6 +56,8 @@ export interface SegmentSealContext {
   readonly key: CryptoKey;
   readonly transcript: Xof;
   readonly signer: Signer;
+  /** The public sender, sealed into segment 0's signer block (payload.ts). */
+  readonly sender: Policy;
 }
 
 export class SegmentSealer implements Segmenter {
@@ -69,12 +71,11 @@ export class SegmentSealer implements Segmenter {
     private readonly ctx: SegmentSealContext,
     private readonly segmentSize: number,
   ) {
-    const policy = encodePolicy(ctx.signer.policy);
-    const prefixLength = 4 + policy.length;
-    if (prefixLength > segmentSize) throw invalidPolicy('the signing policy does not fit in a segment');
+    const block = encodeSignerBlock(ctx.signer.policy, ctx.sender);
+    const prefixLength = block.length;
+    if (prefixLength > segmentSize) throw invalidPolicy('the signing policies do not fit in a segment');
     this.region = new Uint8Array(segmentSize + SIGNATURE_BYTES);
-    new DataView(this.region.buffer).setUint32(0, policy.length);
-    this.region.set(policy, 4);
+    this.region.set(block, 0);
     this.fill = prefixLength;
     this.messageStart = prefixLength;
   }
@@ -132,6 +133,7 @@ export class SegmentOpener implements Segmenter {
   /** Resolves when every segment handed out so far has been verified. */
   private verified: Promise<void> = Promise.resolve();
   private verifier: SignatureVerifier | undefined;
+  private bound = false;
   private done: VerificationResult | undefined;
 
   constructor(
@@ -203,24 +205,16 @@ export class SegmentOpener implements Segmenter {
     const dataEnd = plain.length - SIGNATURE_BYTES;
     let start = 0;
     if (counter === 0) {
-      const { policy, length } = readPolicyPrefix(plain.subarray(0, dataEnd));
-      this.verifier = new SignatureVerifier(this.ctx.vk, policy);
+      const { signer, senderCopy, length } = decodeSignerBlock(plain.subarray(0, dataEnd));
+      this.bound = senderBound(senderCopy, this.ctx.publicPolicy);
+      this.verifier = new SignatureVerifier(this.ctx.vk, signer);
       start = length;
     }
     const message = plain.subarray(start, dataEnd);
     const { transcript } = this.ctx;
     transcript.update(message);
     this.verifier!.verifySegment(plain.subarray(dataEnd), transcript, counter, final);
-    if (final) this.done = verificationResult(this.ctx.publicPolicy, this.verifier!.policy);
+    if (final) this.done = verificationResult(this.ctx.publicPolicy, this.verifier!.policy, this.bound);
     return message;
   }
-}
-
-/** BE32(len P) ‖ bincode(P) at the start of segment 0. */
-function readPolicyPrefix(data: Uint8Array): { policy: Policy; length: number } {
-  if (data.length < 4) throw malformed('segment 0 is too short for the signer policy length');
-  const policyLength = new DataView(data.buffer, data.byteOffset, 4).getUint32(0);
-  if (policyLength > data.length - 4) throw malformed('the signer policy does not fit in segment 0');
-  const policy = readPolicy(new Reader(data.subarray(4, 4 + policyLength), 'signer policy'));
-  return { policy, length: 4 + policyLength };
 }

@@ -81,17 +81,27 @@ export class SignatureVerifier {
   }
 }
 
+/** Who sealed a file, once it has been opened and every signature verified. */
 export interface VerificationResult {
+  /** The public sender, from the header signature. */
   public: Policy;
+  /** The private sender (visible to recipients only), when the payload was signed under another policy. */
   private?: Policy;
+  /**
+   * True when the public sender was also sealed inside the encryption (current sealers), so it
+   * cannot have been swapped by re-signing the header; false for files from older sealers
+   * (pg-wasm 0.5.x, pg-js 1.x), whose public sender anyone with a signing key of the same PKG
+   * could have replaced. A private sender is bound either way.
+   */
+  bound: boolean;
 }
 
 /**
- * The sender identity as the reference reports it: `public` from the header signature;
- * `private` only when the payload was signed under a different policy (key absent otherwise).
+ * The sender identity as the reference reports it, plus `bound`: `public` from the header
+ * signature; `private` only when the payload was signed under a different policy.
  */
-export function verificationResult(publicPolicy: Policy, payloadPolicy: Policy): VerificationResult {
-  const result: VerificationResult = { public: policyToJs(publicPolicy) };
+export function verificationResult(publicPolicy: Policy, payloadPolicy: Policy, bound: boolean): VerificationResult {
+  const result: VerificationResult = { public: policyToJs(publicPolicy), bound };
   if (!policiesEqual(publicPolicy, payloadPolicy)) result.private = policyToJs(payloadPolicy);
   return result;
 }

@@ -4,13 +4,13 @@ import { multiDecaps, parseMkemCiphertext } from './crypto/cgwkv.js';
 import { AES_KEY_BYTES, GCM_TAG_BYTES, aesGcmOpen, importAesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
-import { Reader } from './bincode.js';
 import { ErrorCode, FormatError, InputError, PostGuardError, malformed, tampered } from './errors.js';
 import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength, splitFrame } from './frame.js';
 import { checkedSegmentSize, decodeHeader, type Header } from './header.js';
 import { StreamReader } from './io.js';
 import { userSecretKeyFromBase64, verifyingKeyFromBase64 } from './keys.js';
-import { policyToJs, readPolicy, type Policy } from './policy.js';
+import { policyToJs, type Policy } from './policy.js';
+import { decodeMemoryPayload, senderBound } from './payload.js';
 import { abortBoth, pumpSegments } from './pump.js';
 import { SegmentOpener } from './segments.js';
 import {
@@ -75,11 +75,16 @@ abstract class VerifiedHeaderView {
     return this.inspect_header();
   }
 
-  /** The sender's verified public identity. */
+  /**
+   * The sender the header claims. Its signature verifies against the PKG's key, but before
+   * `unseal` it is a claim: anyone holding a signing key of the same PKG can re-sign the header
+   * bytes as themselves. `unseal`'s result settles it (`bound`, or SENDER_MISMATCH).
+   */
   public_identity(): Policy {
     return policyToJs(this.verified.publicPolicy);
   }
 
+  /** camelCase alias of `public_identity`: the claimed sender. */
   publicIdentity(): Policy {
     return this.public_identity();
   }
@@ -117,17 +122,14 @@ export class Unsealer extends VerifiedHeaderView {
       }
       throw tampered('the payload does not authenticate (the ciphertext was modified or truncated)');
     }
-    const r = new Reader(inner, 'payload');
-    const length = r.length('message length');
-    const message = r.take(length);
-    const signature = r.take(SIGNATURE_BYTES);
-    const payloadPolicy = readPolicy(r);
+    const { message, signature, signer: payloadPolicy, senderCopy } = decodeMemoryPayload(inner);
+    const bound = senderBound(senderCopy, publicPolicy);
     new SignatureVerifier(vk, payloadPolicy).verify(
       signature,
       transcript.clone().update(message),
       'message signature',
     );
-    return [message.slice(), verificationResult(publicPolicy, payloadPolicy)];
+    return [message.slice(), verificationResult(publicPolicy, payloadPolicy, bound)];
   }
 }
 

@@ -138,7 +138,7 @@ describe('a registered download', () => {
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await bytesOf(res)).toEqual(plain);
     await lifetime;
-    expect(await end).toEqual({ type: 'done', bytes: plain.length, result: { public: sender } });
+    expect(await end).toEqual({ type: 'done', bytes: plain.length, result: { public: sender, bound: true } });
     expect(events.some((e) => e.type === 'progress')).toBe(true);
     const again = await w.get(url).response;
     expect(again.status).toBe(404);

@@ -160,7 +160,7 @@ function showFile(o: Opened): void {
     h('dt', {}, 'Recipients'), h('dd', {}, String(o.recipients.size)),
   );
   byId('sender').replaceChildren(
-    h('p', {}, h('span', { class: 'badge' }, 'Signature verified'), ' The sender proved this identity to the key server:'),
+    h('p', {}, h('span', { class: 'badge' }, 'Claimed sender'), ' The file says it was sent by (confirmed when it is decrypted):'),
     identityList(o.sender),
     h('p', { class: 'note' }, 'The sender may have signed with more attributes that only recipients see; they appear after decryption.'),
   );
@@ -283,7 +283,9 @@ function showVerified(verified: VerificationResult, what: string): void {
   verifiedRegion.replaceChildren();
   append(verifiedRegion, [
     h('p', {}, h('strong', {}, what)),
-    h('p', {}, h('span', { class: 'badge' }, 'Verified sender'), ' Every part of the file was signed by:'),
+    verified.bound || verified.private !== undefined
+      ? h('p', {}, h('span', { class: 'badge' }, 'Verified sender'), ' Every part of the file was signed and sealed by:')
+      : h('p', {}, h('span', { class: 'badge' }, 'Signed by'), ' An older PostGuard version sealed this file, so the sender below is signed but not sealed inside it:'),
     identityList(verified.public),
     verified.private === undefined ? null : h('p', {}, 'Also proved by the sender, visible only to recipients:'),
     verified.private === undefined ? null : identityList(verified.private),

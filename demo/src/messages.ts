@@ -20,6 +20,7 @@ const TEXTS: Record<string, [string, string]> = {
   MALFORMED: ['This file is damaged: its structure is broken.', 'Ask the sender for the file again.'],
   TRUNCATED: ['This file is incomplete: it ends before the encrypted data does.', 'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the complete file.'],
   BAD_SIGNATURE: ['The sender\'s signature does not verify.', 'The file was changed, or it was not signed by the key it claims. Do not trust it.'],
+  SENDER_MISMATCH: ['The sender named on this file is not the one who sealed it.', 'Someone signed the file\'s header again under another name. Do not trust it.'],
   UNKNOWN_RECIPIENT: ['This file was not encrypted for that recipient.', 'Pick one of the recipients the file lists.'],
   WRONG_KEY: ['Your key does not open this file.', 'The identity you proved is not the one the file was encrypted for (check the e-mail address and any extra attributes), or the cached key belongs to someone else. Try again with a new scan.'],
   TAMPERED: ['This file was changed after it was encrypted.', 'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the file again.'],
