@@ -262,7 +262,7 @@ describe('PKG failures', () => {
   });
 
   it('an unreachable, failing or silent PKG is PKG_UNAVAILABLE', async () => {
-    const down = await Fastify().get('/*', async (_r, reply) => reply.code(503).send('down')).post('/*', async (_r, reply) => reply.code(502).send());
+    const down = Fastify().get('/*', async (_r, reply) => reply.code(503).send('down')).post('/*', async (_r, reply) => reply.code(502).send());
     const slow = Fastify();
     slow.all('/*', () => new Promise(() => undefined));
     await down.listen({ port: 0, host: '127.0.0.1' });

@@ -83,7 +83,6 @@ export function contentDisposition(disposition: 'attachment' | 'inline', filenam
 /** A file name a browser can save: no path separators, control characters or empty names. */
 export function safeFilename(name: unknown): string {
   const base = (typeof name === 'string' ? name : '').split(/[/\\]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
   const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
   return cleaned === '' || cleaned === '.' || cleaned === '..' ? 'download' : cleaned;
 }

@@ -446,9 +446,9 @@ async function preview(): Promise<void> {
 byId('download').addEventListener('click', () => void download());
 byId('preview').addEventListener('click', () => void preview());
 
-byId('forget').addEventListener('click', async () => {
-  const { pkg } = await services;
+async function forget(): Promise<void> {
   try {
+    const { pkg } = await services;
     await pkg.forgetKeys();
     // The key in this page came from the same cache or session: drop it too.
     if (key !== undefined) {
@@ -459,7 +459,9 @@ byId('forget').addEventListener('click', async () => {
   } catch (error) {
     showError(errorRegion, error, 'Could not forget keys');
   }
-});
+}
+
+byId('forget').addEventListener('click', () => void forget());
 
 void services.then(async ({ config, serviceWorker }) => {
   const link = byId<HTMLAnchorElement>('wallet-link');
