@@ -4,6 +4,8 @@ import type { EngineOptions } from './e2e/engines/fixtures.js';
 import { chromiumLaunchOptions } from './test/chromium.js';
 
 const root = fileURLToPath(new URL('.', import.meta.url));
+// Servers the specs start under tsx see the library's sources wherever their working folder is.
+process.env['TSX_TSCONFIG_PATH'] ??= fileURLToPath(new URL('./tsconfig.json', import.meta.url));
 const under = (pattern: string) => new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}${pattern}$`);
 
 /**

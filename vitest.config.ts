@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { sourceAliases } from './scripts/source-aliases.js';
 
@@ -6,6 +7,9 @@ import { sourceAliases } from './scripts/source-aliases.js';
 export default defineConfig({
   resolve: { alias: sourceAliases('node') },
   test: {
+    // Processes the tests start under tsx (pg-pkg, pg-cli, ...) run from temp folders: point tsx at
+    // this tsconfig.json so they too see the library's sources, never a stale lib/dist.
+    env: { TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.json', import.meta.url)) },
     include: ['{lib,server,cli,sdk,worker,test,scripts}/**/*.test.ts', 'demo/src/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -10,6 +10,7 @@ import { IdentityServerClient } from './idp/client.js';
 import { ResultJwtVerifier } from './idp/jwt.js';
 import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
 import { isSensitiveRoute, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit.js';
+import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, limitedServerFactory, type ConnectionLimits } from './connections.js';
 import { apiKeyRoutes } from './routes/apikey.js';
 import { keyRoutes } from './routes/keys.js';
 import { opsRoutes } from './routes/ops.js';
@@ -60,6 +61,8 @@ export interface AppDeps {
   processMetrics?: boolean;
   /** Where requests and keys are counted (a cluster worker passes one that reports the aggregate). */
   metrics?: PkgMetrics;
+  /** Header and request deadlines, keep-alive, the socket cap (server/connections.ts). */
+  connections?: Partial<ConnectionLimits>;
 }
 
 /** Session tokens in URLs (jwt/{token}, statusevents/{token}) are credentials of a sort: never logged. */
@@ -96,6 +99,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // derive a key just to throw it away.
     exposeHeadRoutes: false,
     return503OnClosing: true,
+    serverFactory: limitedServerFactory({ ...DEFAULT_CONNECTION_LIMITS, ...deps.connections }),
+    clientErrorHandler,
   });
   // JSON only: a text/plain body is not a request we understand (415, not a schema error).
   app.removeContentTypeParser('text/plain');

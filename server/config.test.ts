@@ -35,6 +35,7 @@ describe('server defaults', () => {
       keyPaths: { ibeSecret: './pkg_ibe.sec', ibePublic: './pkg_ibe.pub', ibsSecret: './pkg_ibs.sec', ibsPublic: './pkg_ibs.pub' },
       workers: 1,
       redisUrl: undefined,
+      connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 },
     } satisfies ServerConfig);
   });
 
@@ -42,6 +43,17 @@ describe('server defaults', () => {
     expect(settingAtFault(['server'], {})).toBe('--allowed-origins / PKG_ALLOWED_ORIGINS');
     expect(settingAtFault(['server'], { PKG_ALLOWED_ORIGINS: '' })).toBe('--allowed-origins / PKG_ALLOWED_ORIGINS');
     expect(server(['--allowed-origins', 'https://a.example'], {}).allowedOrigins).toEqual(['https://a.example']);
+  });
+});
+
+describe('connection limits', () => {
+  it('from flags or their variables, bounded; the request deadline is no shorter than the headers one', () => {
+    const flags = ['--allowed-origins', '*', '--headers-timeout-ms', '2000', '--request-timeout-ms', '4000', '--keep-alive-timeout-ms', '1000', '--max-connections', '50'];
+    expect(server(flags, {}).connections).toEqual({ headersTimeoutMs: 2000, requestTimeoutMs: 4000, keepAliveTimeoutMs: 1000, maxConnections: 50 });
+    expect(server(['--allowed-origins', '*'], { PKG_HEADERS_TIMEOUT_MS: '3000', PKG_MAX_CONNECTIONS: '7' }).connections).toMatchObject({ headersTimeoutMs: 3000, maxConnections: 7 });
+    expect(settingAtFault(['server', '--allowed-origins', '*', '--max-connections', '0'], {})).toMatch(/max-connections/);
+    expect(settingAtFault(['server', '--allowed-origins', '*', '--headers-timeout-ms', 'soon'], {})).toMatch(/headers-timeout-ms/);
+    expect(settingAtFault(['server', '--allowed-origins', '*', '--headers-timeout-ms', '20000', '--request-timeout-ms', '10000'], {})).toMatch(/request-timeout-ms/);
   });
 });
 

@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connections.js';
 import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from './keyfiles.js';
 import type { RateLimitSettings } from './ratelimit.js';
 
@@ -27,6 +28,8 @@ export interface ServerConfig {
   /** Processes serving HTTP; 1 runs in this process, more use node:cluster. */
   workers: number;
   redisUrl: string | undefined;
+  /** Slow-client limits (server/connections.ts). */
+  connections: ConnectionLimits;
 }
 
 export type Command =
@@ -98,6 +101,10 @@ Options (environment variable in brackets; a flag wins over its variable):
       --ratelimit-trust-forwarded-for      key clients on the rightmost X-Forwarded-For entry
                                            (only behind a proxy that sets it)        [PKG_RATELIMIT_TRUST_FORWARDED_FOR=true]
       --redis-url <url>                    share rate limits between PKG instances   [PKG_REDIS_URL]
+      --headers-timeout-ms <ms>            time a client has to send its headers     [PKG_HEADERS_TIMEOUT_MS] [default: 10000]
+      --request-timeout-ms <ms>            time a client has to send its request     [PKG_REQUEST_TIMEOUT_MS] [default: 30000]
+      --keep-alive-timeout-ms <ms>         idle keep-alive sockets are closed after  [PKG_KEEP_ALIVE_TIMEOUT_MS] [default: 5000]
+      --max-connections <n>                sockets open at once, per process         [PKG_MAX_CONNECTIONS] [default: 10000]
       --workers <n>                        worker processes (node:cluster)           [PKG_WORKERS] [default: 1]
       --email-attribute <type>             e-mail attribute of API-key identities    [PKG_EMAIL_ATTRIBUTE]
                                            [default: pbdf.sidn-pbdf.email.email]
@@ -275,6 +282,10 @@ function serverCommand(argv: readonly string[], env: Env): Command {
       'ratelimit-disabled': { type: 'boolean' },
       'ratelimit-trust-forwarded-for': { type: 'boolean' },
       'redis-url': { type: 'string' },
+      'headers-timeout-ms': { type: 'string' },
+      'request-timeout-ms': { type: 'string' },
+      'keep-alive-timeout-ms': { type: 'string' },
+      'max-connections': { type: 'string' },
       workers: { type: 'string' },
       'email-attribute': { type: 'string' },
       'log-level': { type: 'string' },
@@ -299,6 +310,10 @@ function serverCommand(argv: readonly string[], env: Env): Command {
   const rate = (flag: string, variable: string, fallback: number): number => {
     const s = setting(values, flag, env, variable);
     return s === undefined ? fallback : integer(s.name, s.value, 1, MAX_RATE);
+  };
+  const limit = (flag: string, variable: string, fallback: number, min: number, max: number): number => {
+    const s = setting(values, flag, env, variable);
+    return s === undefined ? fallback : integer(s.name, s.value, min, max);
   };
   const flagOrEnv = (flag: string, variable: string): boolean => {
     if (values[flag] === true) return true;
@@ -336,7 +351,16 @@ function serverCommand(argv: readonly string[], env: Env): Command {
     keyPaths: keyPaths(values),
     workers: workers === undefined ? 1 : integer(workers.name, workers.value, 1, MAX_WORKERS),
     redisUrl: redis === undefined ? undefined : redisUrl(redis.name, redis.value),
+    connections: {
+      headersTimeoutMs: limit('headers-timeout-ms', 'PKG_HEADERS_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.headersTimeoutMs, 100, 600_000),
+      requestTimeoutMs: limit('request-timeout-ms', 'PKG_REQUEST_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.requestTimeoutMs, 100, 3_600_000),
+      keepAliveTimeoutMs: limit('keep-alive-timeout-ms', 'PKG_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs, 100, 600_000),
+      maxConnections: limit('max-connections', 'PKG_MAX_CONNECTIONS', DEFAULT_CONNECTION_LIMITS.maxConnections, 1, 1_000_000),
+    },
   };
+  if (config.connections.requestTimeoutMs < config.connections.headersTimeoutMs) {
+    throw new ConfigError('--request-timeout-ms / PKG_REQUEST_TIMEOUT_MS', 'must be at least the headers timeout');
+  }
   return { kind: 'server', config };
 }
 

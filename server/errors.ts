@@ -14,6 +14,10 @@ export const PKG_ERRORS = {
   BAD_REQUEST: { status: 400, message: 'malformed request' },
   /** The body is larger than the limit (64 KiB). */
   BODY_TOO_LARGE: { status: 413, message: 'request body too large' },
+  /** The request line and headers exceed Node's limit (16 KiB). */
+  HEADERS_TOO_LARGE: { status: 431, message: 'request headers too large' },
+  /** The client took too long to send its request (headers or body). */
+  REQUEST_TIMEOUT: { status: 408, message: 'request timeout' },
   /** A body was sent with a Content-Type other than application/json. */
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'unsupported content type' },
   /** POST start: `validity` above 86400 s. */

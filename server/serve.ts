@@ -103,6 +103,7 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
     apiKeys,
     rateLimit: { settings: config.rateLimit, store },
     allowedOrigins: config.allowedOrigins,
+    connections: config.connections,
     logger: { level: config.logLevel },
     ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
   });
