@@ -42,7 +42,7 @@ test.describe('through the worker', () => {
     const r = await page.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [keys, 1_000_000] as const);
     expect(r.equal).toBe(true);
     expect(r.header).toEqual({ [keys.id]: { ts: 1_700_000_000, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: '' }] } });
-    expect(r.sender).toEqual({ public: keys.sender });
+    expect(r.sender).toEqual({ public: keys.sender, bound: true });
   });
 
   test('sealStream into StreamUnsealer, both streams relayed to the worker', async ({ page, keys }) => {
