@@ -65,12 +65,12 @@ test('a file through the service worker: fetched with its Content-Length, and sa
     const fetched = await tab.evaluate((url) => pgt.swFetch(url), probe.url);
     expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
     expect(fetched.headers).toMatchObject({ 'content-length': String(size), 'x-postguard-verified': 'complete' });
-    expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({ sender: { public: keys.sender } });
+    expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({ sender: { public: keys.sender, bound: true } });
 
     const name = `report-${size}.pdf`;
     const prepared = await tab.evaluate(([k, f]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, f), [keys, name] as const);
     await tab.evaluate((url) => pgt.trigger(url), prepared.url);
-    expect(await tab.evaluate((id) => pgt.swOutcome(id), prepared.id)).toEqual({ sender: { public: keys.sender } });
+    expect(await tab.evaluate((id) => pgt.swOutcome(id), prepared.id)).toEqual({ sender: { public: keys.sender, bound: true } });
     await until(async () => (await listDownloads(browserOf.downloads))[name] === size, `${name} on disk`, 60_000);
     expect(sha(await readFile(join(browserOf.downloads, name)))).toBe(made.sha);
   }

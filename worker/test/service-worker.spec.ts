@@ -120,7 +120,7 @@ test('a Blob source: Content-Length, file name, and a real download with the sam
   expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
   expect(fetched.headers['content-length']).toBe(String(size));
   expect(fetched.headers['content-disposition']).toBe(`attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`);
-  expect(await page.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({ sender: { public: keys.sender } });
+  expect(await page.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({ sender: { public: keys.sender, bound: true } });
   // Single use.
   expect(await page.evaluate((url) => pgt.swFetch(url), probe.url)).toMatchObject({ status: 404, headers: { 'x-postguard-error': 'UNKNOWN_DOWNLOAD' } });
 
