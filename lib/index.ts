@@ -11,6 +11,7 @@ export type { Attribute, Policy, EncryptionPolicy } from './policy.js';
 export { HINT_TYPES } from './policy.js';
 export { canonicalize, isCanonical } from './identity.js';
 export { signChallenge, verifyChallenge } from './challenge.js';
+export { prepareUserSecretKey, PreparedUserSecretKey } from './keys.js';
 export {
   PostGuardError,
   FormatError,

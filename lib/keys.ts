@@ -138,8 +138,33 @@ function parsed<T>(value: unknown, what: string | undefined, decode: () => T): T
   return parseAs(what, decode);
 }
 
-/** The parsed user secret key for a base64 string (768 chars); not cached (a secret). */
+const preparedKeys = new WeakMap<PreparedUserSecretKey, UserSecretKey>();
+
+/**
+ * A user secret key parsed once (its points decoded and checked, their pairing lines prepared),
+ * for a caller that opens several files with the same key: pass it to `unseal` instead of the
+ * base64 string. The library keeps no parsed secret of its own; this object is the caller's, and
+ * the key is gone when the caller drops it.
+ */
+export class PreparedUserSecretKey {
+  private constructor() {}
+
+  /** @internal */
+  static wrap(key: UserSecretKey): PreparedUserSecretKey {
+    const prepared = new PreparedUserSecretKey();
+    preparedKeys.set(prepared, key);
+    return prepared;
+  }
+}
+
+/** Parses and prepares a user secret key (768 base64 chars) for reuse; see PreparedUserSecretKey. */
+export function prepareUserSecretKey(usk: string): PreparedUserSecretKey {
+  return PreparedUserSecretKey.wrap(userSecretKeyFromBase64(usk, 'usk'));
+}
+
+/** The parsed user secret key for a base64 string (768 chars), or a prepared one; strings are not cached (a secret). */
 export function userSecretKeyFromBase64(usk: unknown, what?: string): UserSecretKey {
+  if (usk instanceof PreparedUserSecretKey) return preparedKeys.get(usk)!;
   return parsed(usk, what, () => parseUserSecretKey(fromBase64(usk, 'user secret key', USK_BYTES)));
 }
 

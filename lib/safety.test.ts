@@ -231,3 +231,21 @@ describe('one StreamUnsealer, one reader', () => {
     expect(out.bytes()).toEqual(plain);
   });
 });
+
+describe('a prepared user secret key (the caller keeps it, not the library)', () => {
+  it('opens files in both modes, as often as the caller likes; anything else is INVALID_KEY', async () => {
+    const { prepareUserSecretKey, Unsealer } = await import('./index.js');
+    const prepared = prepareUserSecretKey(keys.usk.Bob.usk_b64);
+    for (let i = 0; i < 2; i++) {
+      const [got] = await (await Unsealer.new(await seal(keys.mpk_b64, base, plain), keys.vk_b64)).unseal('bob', prepared);
+      expect(got).toEqual(plain);
+    }
+    const sealed = collector();
+    await sealStream(keys.mpk_b64, base, chunkedSource(plain), sealed.writable);
+    const out = collector();
+    await (await StreamUnsealer.new(chunkedSource(sealed.bytes()), keys.vk_b64)).unseal('bob', prepared, out.writable);
+    expect(out.bytes()).toEqual(plain);
+    const fake = {} as unknown as typeof prepared;
+    await expect((await Unsealer.new(await seal(keys.mpk_b64, base, plain), keys.vk_b64)).unseal('bob', fake)).rejects.toMatchObject({ code: 'INVALID_KEY' });
+  });
+});

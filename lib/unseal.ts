@@ -8,7 +8,7 @@ import { ErrorCode, FormatError, InputError, PostGuardError, malformed, tampered
 import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength, splitFrame } from './frame.js';
 import { checkedSegmentSize, decodeHeader, type Header } from './header.js';
 import { StreamReader } from './io.js';
-import { userSecretKeyFromBase64, verifyingKeyFromBase64 } from './keys.js';
+import { userSecretKeyFromBase64, verifyingKeyFromBase64, type PreparedUserSecretKey } from './keys.js';
 import { policyToJs, type Policy } from './policy.js';
 import { decodeMemoryPayload, senderBound } from './payload.js';
 import { abortBoth, pumpSegments } from './pump.js';
@@ -112,7 +112,7 @@ export class Unsealer extends VerifiedHeaderView {
     return new Unsealer(verified, frame.payload);
   }
 
-  async unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
+  async unseal(recipientId: string, usk: string | PreparedUserSecretKey): Promise<[Uint8Array, VerificationResult]> {
     const { header, transcript, vk, publicPolicy } = this.verified;
     const key = await openCapsule(header, recipientId, usk);
     const inner = await aesGcmOpen(key, header.iv, this.payload);
@@ -176,7 +176,11 @@ export class StreamUnsealer extends VerifiedHeaderView {
    * did: if anything fails, `writable` is aborted with the error (so a download or file
    * sink is marked failed) and the promise rejects. Until it resolves, output is provisional.
    */
-  async unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
+  async unseal(
+    recipientId: string,
+    usk: string | PreparedUserSecretKey,
+    writable: WritableStream<Uint8Array>,
+  ): Promise<VerificationResult> {
     const writer = writable.getWriter();
     if (this.claimed) {
       // Another call holds the source (or has read it): this one fails alone and leaves it be.
