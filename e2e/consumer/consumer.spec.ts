@@ -149,7 +149,8 @@ test('a Vite app: postguard() gives it the worker and the service worker; strict
 
 test('the same Vite app on the dev server: the plugin serves the service worker, the worker is found', async ({ page }) => {
   test.setTimeout(180_000);
-  test.skip(viteApp === undefined, 'the Vite app was not installed');
+  // Runs after the build test (serial mode), on the app that test installed.
+  expect(viteApp, 'the Vite app was installed by the test before').toBeDefined();
   const port = await freePort();
   const dev = spawn(process.execPath, [join(viteApp!, 'node_modules', 'vite', 'bin', 'vite.js'), '--host', '127.0.0.1', '--port', String(port), '--strictPort'], {
     cwd: viteApp,
