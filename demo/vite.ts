@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { build, type InlineConfig, type Plugin } from 'vite';
+import { browserAlias, scriptBuild } from '../lib/build/bundles.js';
 
 /**
  * How the demo is built and served (Vite's JS API; vite.config.ts `--mode demo` and scripts/dev.ts use it):
@@ -35,25 +36,10 @@ export const DEFAULT_RUNTIME: DemoRuntimeConfig = {
   walletUrl: 'http://127.0.0.1:8088/standin/wallet',
 };
 
-const browserAlias = { '#shake': here('../lib/crypto/shake-portable.ts') };
-
 /** The service worker as one classic script (every browser registers those), in memory or to disk. */
 function serviceWorkerConfig(outDir: string, write: boolean): InlineConfig {
-  return {
-    configFile: false,
-    logLevel: 'warn',
-    resolve: { alias: browserAlias },
-    build: {
-      outDir,
-      emptyOutDir: false,
-      write,
-      target: 'es2022',
-      minify: write,
-      sourcemap: false,
-      copyPublicDir: false,
-      lib: { entry: SW_ENTRY, formats: ['iife'], name: 'PostGuardDemoServiceWorker', fileName: () => SW_FILE },
-    },
-  };
+  const config = scriptBuild(SW_ENTRY, 'iife', SW_FILE, outDir);
+  return { ...config, build: { ...config.build, write, minify: write } };
 }
 
 function firstChunk(output: Awaited<ReturnType<typeof build>>): string {

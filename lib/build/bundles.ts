@@ -22,7 +22,8 @@ export const browserAlias = { '#shake': here('../crypto/shake-portable.ts') };
 export const SERVICE_WORKER_FILE = 'postguard-sw.js';
 export const CRYPTO_WORKER_FILE = 'postguard-crypto-worker.js';
 
-function scriptBuild(entry: string, format: 'iife' | 'es', fileName: string, outDir: string): InlineConfig {
+/** One browser script, bundled whole (no imports left), minified, into `outDir/fileName`. */
+export function scriptBuild(entry: string, format: 'iife' | 'es', fileName: string, outDir: string): InlineConfig {
   return {
     configFile: false,
     logLevel: 'warn',
