@@ -3,6 +3,7 @@ import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { collector } from '../test/streams.js';
 import { DEFAULT_SEGMENT_SIZE, StreamUnsealer, sealStream, type SealOptions } from './index.js';
+import { PIECE_BYTES, pumpSegments } from './pump.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
 
 /**
@@ -125,5 +126,73 @@ describe('memory', () => {
     expect(plainBytes).toBe(total);
     expect(openSamples.length).toBeGreaterThan(10);
     expect(Math.max(...openSamples) - openSamples[0]!).toBeLessThan(24 << 20);
+  });
+});
+
+describe('a huge chunk', () => {
+  /** A segmenter that cuts 64 KiB segments and reports how many of its segments are unfinished. */
+  function probeSegmenter() {
+    const SEGMENT = 64 * 1024;
+    let pending = 0;
+    let maxPending = 0;
+    let maxPush = 0;
+    let buffered = new Uint8Array(0);
+    const segment = (bytes: Uint8Array): Promise<Uint8Array> => {
+      pending++;
+      maxPending = Math.max(maxPending, pending);
+      return new Promise((resolve) =>
+        setTimeout(() => {
+          pending--;
+          resolve(bytes.slice());
+        }, 0),
+      );
+    };
+    return {
+      stats: () => ({ maxPending, maxPush }),
+      push(chunk: Uint8Array) {
+        maxPush = Math.max(maxPush, chunk.length);
+        const all = new Uint8Array(buffered.length + chunk.length);
+        all.set(buffered);
+        all.set(chunk, buffered.length);
+        const out: Promise<Uint8Array>[] = [];
+        let at = 0;
+        for (; all.length - at > SEGMENT; at += SEGMENT) out.push(segment(all.subarray(at, at + SEGMENT)));
+        buffered = all.slice(at);
+        return out;
+      },
+      finish: () => [segment(buffered)],
+    };
+  }
+
+  it('is fed in PIECE_BYTES pieces: segments in flight stay bounded, output is the input in order', async () => {
+    const input = new Uint8Array(8 * PIECE_BYTES + 12345).map((_, i) => (i * 7) & 255);
+    const segmenter = probeSegmenter();
+    const out = collector();
+    let sent = false;
+    const source = () => Promise.resolve(sent ? undefined : ((sent = true), input));
+    await pumpSegments(source, out.writable.getWriter(), undefined, segmenter, 4);
+    const { maxPending, maxPush } = segmenter.stats();
+    expect(maxPush).toBe(PIECE_BYTES);
+    // One piece's segments plus the queue's allowance; a whole-chunk push would have made 129.
+    expect(maxPending).toBeLessThanOrEqual(PIECE_BYTES / (64 * 1024) + 4);
+    // toEqual walks megabytes element by element; Buffer.equals compares them at once.
+    expect(Buffer.from(out.bytes()).equals(input)).toBe(true);
+  });
+
+  it('sealStream and StreamUnsealer take a whole file as one chunk', async () => {
+    const plain = new Uint8Array(3 * PIECE_BYTES + 77).map((_, i) => (i * 13) & 255);
+    const oneChunk = (bytes: Uint8Array) =>
+      new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(bytes);
+          c.close();
+        },
+      });
+    const sealed = collector();
+    await sealStream(mpk, options, oneChunk(plain), sealed.writable);
+    const opened = collector();
+    const unsealer = await StreamUnsealer.new(oneChunk(sealed.bytes()), vk);
+    await unsealer.unseal('bob', usk, opened.writable);
+    expect(Buffer.from(opened.bytes()).equals(plain)).toBe(true);
   });
 });

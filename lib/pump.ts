@@ -12,6 +12,13 @@ import type { Segmenter } from './segments.js';
 /** Four segments in flight saturate WebCrypto AES-GCM on the machines we measured. */
 export const DEFAULT_MAX_IN_FLIGHT = 4;
 
+/**
+ * A source may hand over one huge chunk (a whole file as one Uint8Array). It is fed to the
+ * segmenter in pieces of this size, waiting for room in the queue between pieces, so the segments
+ * in flight stay bounded and the event loop gets a turn, however large the chunk.
+ */
+export const PIECE_BYTES = 1 << 20;
+
 export type ChunkSource = () => Promise<Uint8Array | undefined>;
 
 export function readerSource(reader: ReadableStreamDefaultReader<unknown>): ChunkSource {
@@ -110,7 +117,10 @@ export async function pumpSegments(
     check();
     const chunk = await interruptible(next());
     if (chunk === undefined) break;
-    await enqueue(segmenter.push(chunk));
+    for (let at = 0; at < chunk.length; at += PIECE_BYTES) {
+      const piece = chunk.length <= PIECE_BYTES ? chunk : chunk.subarray(at, at + PIECE_BYTES);
+      await enqueue(segmenter.push(piece));
+    }
   }
   await enqueue(segmenter.finish());
   await drainTo(0);
