@@ -4,7 +4,10 @@ import { AuthenticationError, FormatError, InputError, PostGuardError } from '..
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import type { SealOptions } from '../lib/seal.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
-import { chunkedSource, collector, failingSource } from '../test/streams.js';
+import { chunkedSource, collector, concat as concatBytes, failingSource } from '../test/streams.js';
+import { splitFrame } from '../lib/frame.js';
+import { DEFAULT_SEGMENT_SIZE } from '../lib/index.js';
+import { SEGMENT_OVERHEAD } from '../lib/segments.js';
 import { PostGuardWorker } from './client.js';
 import { cryptoWorkerApi } from './worker-api.js';
 
@@ -211,6 +214,106 @@ describe('through comlink', () => {
     expect((error as Error).cause).toBeInstanceOf(InputError);
     await expect.poll(() => sealed.state()).toBe('aborted');
     expect(sealed.abortReason()).toMatchObject({ code: 'SOURCE_FAILED' });
+  });
+
+  /** A source that yields `first` and then never delivers again; records why it was cancelled. */
+  function stalledAfter(first: Uint8Array) {
+    let cancelled: unknown;
+    let given = false;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (!given) controller.enqueue(first);
+        given = true;
+        return new Promise<void>(() => undefined);
+      },
+      cancel: (reason) => void (cancelled = reason ?? 'no reason'),
+    }, { highWaterMark: 0 });
+    return { stream, cancelled: () => cancelled };
+  }
+
+  /** A sink that takes writes until `kill` errors it from outside, as a dropped connection does. */
+  function killableSink() {
+    let controller!: WritableStreamDefaultController;
+    let writes = 0;
+    const writable = new WritableStream<Uint8Array>({
+      start: (c) => void (controller = c),
+      write: () => void writes++,
+    });
+    return { writable, kill: (e: unknown) => controller.error(e), writes: () => writes };
+  }
+
+  /** Settles `p` within `ms`, or fails the test: what this suite is about is never waiting forever. */
+  const within = <T>(ms: number, p: Promise<T>): Promise<T> =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms))]);
+
+  it('the sink dies while the source is stalled: sealStream rejects with SINK_FAILED and cancels the source', async () => {
+    const source = stalledAfter(message(300_000));
+    const sink = killableSink();
+    const sealing = pg.sealStream(mpk, options, source.stream, sink.writable).catch((e: unknown) => e);
+    await expect.poll(() => sink.writes()).toBeGreaterThanOrEqual(2); // the frame and segment 0
+    sink.kill(new Error('connection reset'));
+    expect(await within(3000, sealing)).toMatchObject({ code: 'SINK_FAILED' });
+    await expect.poll(() => source.cancelled()).toMatchObject({ code: 'SINK_FAILED' });
+  });
+
+  it('the sink dies while the ciphertext source is stalled: unseal rejects with SINK_FAILED and cancels the source', async () => {
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(message(1_000_000)), sealed.writable);
+    const source = stalledAfter(sealed.bytes().slice(0, 400_000));
+    const su = await pg.StreamUnsealer.new(source.stream, vk);
+    const sink = killableSink();
+    const unsealing = su.unseal(ALICE, usk, sink.writable).catch((e: unknown) => e);
+    await expect.poll(() => sink.writes()).toBeGreaterThanOrEqual(1); // segment 0, authenticated
+    sink.kill(new Error('tab closed'));
+    expect(await within(3000, unsealing)).toMatchObject({ code: 'SINK_FAILED' });
+    await expect.poll(() => source.cancelled()).toMatchObject({ code: 'SINK_FAILED' });
+  });
+
+  it('a stalled source behind a slow sink: what is sealed keeps reaching the sink, and the seal completes when the source resumes', async () => {
+    const plain = message(700_000);
+    let release!: () => void;
+    const resumed = new Promise<void>((resolve) => (release = resolve));
+    let step = 0;
+    const source = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (step++ === 0) return controller.enqueue(plain.slice(0, 600_000));
+        await resumed;
+        controller.enqueue(plain.slice(600_000));
+        controller.close();
+      },
+    }, { highWaterMark: 0 });
+    const chunks: Uint8Array[] = [];
+    const slow = new WritableStream<Uint8Array>({
+      async write(chunk) {
+        await new Promise((r) => setTimeout(r, 30));
+        chunks.push(chunk.slice());
+      },
+    });
+    const sealing = pg.sealStream(mpk, options, source, slow);
+    // The frame and the two full segments of the first 600 kB arrive while the source is stalled.
+    await expect.poll(() => chunks.length, { timeout: 5000 }).toBeGreaterThanOrEqual(3);
+    release();
+    await within(5000, sealing);
+    const opened = collector();
+    await (await pg.StreamUnsealer.new(chunkedSource(concatBytes(chunks)), vk)).unseal(ALICE, usk, opened.writable);
+    expect(opened.bytes()).toEqual(plain);
+  });
+
+  it('a stream cut at a segment boundary is TRUNCATED through the worker, on the promise and on the sink', async () => {
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(message(1_000_000)), sealed.writable);
+    const ct = sealed.bytes();
+    // Keep the framing and the full segments, drop the final one: what is left authenticates, then just ends.
+    const framing = ct.length - splitFrame(ct).payload.length;
+    const wire = DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD;
+    const cut = ct.slice(0, framing + Math.floor((ct.length - framing) / wire) * wire);
+    const su = await pg.StreamUnsealer.new(chunkedSource(cut), vk);
+    const opened = collector();
+    const error = await within(3000, su.unseal(ALICE, usk, opened.writable).catch((e: unknown) => e));
+    expect(error).toBeInstanceOf(FormatError);
+    expect(error).toMatchObject({ code: 'TRUNCATED' });
+    await expect.poll(() => opened.state()).toBe('aborted');
+    expect(opened.abortReason()).toMatchObject({ code: 'TRUNCATED' });
   });
 
   it('chunks of any byte type and size, empty ones included, seal to what a Uint8Array stream seals to', async () => {

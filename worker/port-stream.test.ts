@@ -349,6 +349,19 @@ describe('writable → port → writable', () => {
     expect(written).toBe(2);
   });
 
+  it('a sink that fails between writes fails the writer at once, without a write to find out', async () => {
+    let fail!: (e: unknown) => void;
+    let written = 0;
+    const sink = new WritableStream<Uint8Array>({ start: (c) => void (fail = (e) => c.error(e)), write: () => void written++ });
+    const writer = portToWritable(writableToPort(sink).port).getWriter();
+    await writer.write(bytes(3));
+    await expect.poll(() => written).toBe(1);
+    await tick(20); // the relay is idle now, waiting for the next chunk
+    fail(new PostGuardError(ErrorCode.SINK_FAILED, 'connection reset'));
+    // The writer's closed promise is what a pump waiting on its source watches.
+    await expect(writer.closed).rejects.toMatchObject({ code: 'SINK_FAILED', message: 'connection reset' });
+  });
+
   it("a sink whose close fails fails the writer's close with its code", async () => {
     const sink = new WritableStream<Uint8Array>({
       close() {

@@ -247,7 +247,11 @@ class Receiver {
 
   /** The next message from the sender, in order. */
   async next(): Promise<Data> {
-    while (this.queue.length === 0) await new Promise<void>((resolve) => (this.arrived = resolve));
+    while (this.queue.length === 0) {
+      // Closed from this side (a cancel): nothing more will come, so a waiting reader must not wait on.
+      if (this.done) return { t: 'error', error: encodeError(new PostGuardError(ErrorCode.INVALID_STATE, 'the stream relay was closed')) };
+      await new Promise<void>((resolve) => (this.arrived = resolve));
+    }
     return this.queue.shift()!;
   }
 
@@ -273,6 +277,8 @@ class Receiver {
     this.done = true;
     this.queue.length = 0;
     this.port.close();
+    this.arrived?.();
+    this.arrived = undefined;
   }
 
   private post(message: Control): void {
@@ -349,8 +355,11 @@ export function writableToPort(
   const { port1, port2 } = new MessageChannel();
   const writer = writable.getWriter();
   const settled = writer.closed;
-  settled.catch(ignore);
   const receiver = new Receiver(port1, options.windowBytes ?? WINDOW_BYTES);
+  // A sink can fail between writes (a connection that drops while the sender waits on its source):
+  // the sender hears it now, not at a next write that may never come. After the relay ended this
+  // is a no-op.
+  settled.catch((error: unknown) => receiver.cancel(error));
   void (async () => {
     for (;;) {
       const message = await receiver.next();
