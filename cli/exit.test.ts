@@ -26,6 +26,7 @@ describe('describeFailure', () => {
       WRONG_MODE: 3,
       SOURCE_FAILED: 3,
       SINK_FAILED: 3,
+      CANCELLED: 3,
       HEADER_TOO_LARGE: 8,
       MALFORMED: 8,
       TRUNCATED: 8,

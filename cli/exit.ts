@@ -52,6 +52,8 @@ const LIBRARY_EXITS: Record<ErrorCode, ExitCode> = {
   WRONG_MODE: Exit.FILE,
   SOURCE_FAILED: Exit.FILE,
   SINK_FAILED: Exit.FILE,
+  // The output's reader went away (a pipe closed early): the output is incomplete.
+  CANCELLED: Exit.FILE,
   HEADER_TOO_LARGE: Exit.DAMAGED,
   MALFORMED: Exit.DAMAGED,
   TRUNCATED: Exit.DAMAGED,

@@ -36,6 +36,11 @@ export const ErrorCode = {
   SOURCE_FAILED: 'SOURCE_FAILED',
   /** The output stream failed (errored or was aborted) while sealing or unsealing. */
   SINK_FAILED: 'SINK_FAILED',
+  /**
+   * The reader of the output went away (a download the user stopped, a tab closed): a choice,
+   * not a fault of the file or of a device. Nothing that was written is complete.
+   */
+  CANCELLED: 'CANCELLED',
   /** An argument is of the wrong type or shape (e.g. a stream chunk that is not bytes). */
   INVALID_INPUT: 'INVALID_INPUT',
   /** An object was used after it was consumed or in the wrong state. */

@@ -467,7 +467,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       },
       cancelled(reason) {
         // The reader went away (download cancelled): stop decrypting and reading the source.
-        report(new PostGuardError(ErrorCode.SINK_FAILED, 'the download was cancelled', { cause: reason }));
+        report(new PostGuardError(ErrorCode.CANCELLED, 'the download was cancelled by its reader', { cause: reason }));
         void source.cancel(reason).finally(settle);
       },
     });

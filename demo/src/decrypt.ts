@@ -296,8 +296,13 @@ function showVerified(verified: VerificationResult, what: string): void {
 
 /** A failure to open the file with the key: a remembered key gets replaced next time. */
 function failed(error: unknown, view: ProgressView | undefined, what: string): void {
-  view?.fail('Failed');
   const code = errorCode(error);
+  if (code === 'CANCELLED') {
+    // The user stopped the download in the browser: their choice, not an error to alarm them with.
+    view?.cancel('Cancelled: nothing was saved');
+    return;
+  }
+  view?.fail('Failed');
   if ((code === 'WRONG_KEY' || code === 'UNKNOWN_RECIPIENT') && key?.source !== 'session') {
     nextKeyFresh = true;
     openSection.hidden = true;

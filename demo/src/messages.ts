@@ -29,7 +29,8 @@ const TEXTS: Record<string, [string, string]> = {
   INVALID_POLICY: ['The recipients or attributes are not valid.', 'Check the e-mail addresses and attribute values.'],
   TOO_LARGE: ['The file is too large for this mode.', 'Encrypt it as a file instead of as text.'],
   SOURCE_FAILED: ['The file could not be read.', 'It may have been moved or changed while it was being read. Pick it again.'],
-  SINK_FAILED: ['The output was interrupted.', 'The download was cancelled or the browser stopped writing it.'],
+  SINK_FAILED: ['The output was interrupted.', 'The browser stopped writing the file (a full disk, or it refused the download).'],
+  CANCELLED: ['The download was cancelled.', 'Nothing was saved; press Download to start again.'],
   INVALID_INPUT: ['Something unexpected was given to the encryption library.', 'Reload the page and try again.'],
   INVALID_STATE: ['This action expired or was already used.', 'Start it again.'],
   // The PKG client (lib/pkg/errors.ts)

@@ -49,10 +49,19 @@ export class ProgressView {
   }
 
   fail(text: string): void {
+    this.end(text, 'failed');
+  }
+
+  /** Stopped by the user: told apart from a failure, in words and in style. */
+  cancel(text: string): void {
+    this.end(text, 'cancelled');
+  }
+
+  private end(text: string, state: 'failed' | 'cancelled'): void {
     cancelAnimationFrame(this.frame);
     this.frame = 0;
     this.pending = undefined;
     this.text.textContent = text;
-    this.el.dataset['state'] = 'failed';
+    this.el.dataset['state'] = state;
   }
 }

@@ -105,7 +105,7 @@ test('a cancelled download stops the sealing behind it: the cancel crosses every
   const size = 256 * MiB;
   const r = await page.evaluate(([k, n]) => pgt.swCancel(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
   expect(r.sealError).toMatchObject({ code: 'SINK_FAILED', postguard: true });
-  expect(r.done).toMatchObject({ code: 'SINK_FAILED', postguard: true });
+  expect(r.done).toMatchObject({ code: 'CANCELLED', postguard: true });
   expect(r.sourceCancel).toMatchObject({ code: 'SINK_FAILED', postguard: true });
   // Read ahead: the service worker's hold limit (16 MiB verified before the response), a window and
   // a batch per relay and the segments in flight in each worker; not the 256 MiB.
