@@ -499,6 +499,17 @@ describe('knobs under /standin', () => {
 });
 
 describe('the wallet page', () => {
+  it('looks again by itself while nothing is pending, and holds still once a session is listed', async () => {
+    const r = await start();
+    const empty = await (await fetch(`${r.url}/standin/wallet`)).text();
+    expect(empty).toContain('<meta http-equiv="refresh" content="2">');
+    await startSession(r);
+    const listed = await (await fetch(`${r.url}/standin/wallet`)).text();
+    expect(listed).toContain(EMAIL);
+    // A person may be typing values into the listed session's form: no reload under them.
+    expect(listed).not.toContain('http-equiv="refresh"');
+  });
+
   it('lists a pending session and discloses the values a person types', async () => {
     const r = await start();
     const pkg = await startSession(r);

@@ -71,10 +71,15 @@ function renderSession(session: Session, formKey: string): string {
 export function renderWalletPage(sessions: readonly Session[], formKey: string, notice: string): string {
   const list =
     sessions.length === 0
-      ? '<p>No pending sessions. Start one (e.g. ask the demo for a key), then <a href="wallet">refresh</a>.</p>'
+      ? '<p>No pending sessions. Start one (e.g. ask the demo for a key): it appears here within two seconds.</p>'
       : sessions.map((s) => renderSession(s, formKey)).join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+${
+  // With nothing to answer, the page looks again by itself (no script: the stand-in has no CSP to
+  // relax); once a session is listed it stays still, so a half-filled form is not lost.
+  sessions.length === 0 ? '<meta http-equiv="refresh" content="2">' : ''
+}
 <title>Stand-in wallet</title>
 <style>
 body{font:16px/1.4 system-ui,sans-serif;margin:0 auto;max-width:36rem;padding:1rem}
