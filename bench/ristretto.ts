@@ -9,7 +9,7 @@
  * For the same comparison inside Chromium, see bench/ristretto-browser.ts.
  */
 import { parseArgs } from 'node:util';
-import { DEFAULT_RISTRETTO_OPTIONS, type RistrettoOptions } from '../lib/crypto/ristretto-wasm-module.js';
+import { DEFAULT_RISTRETTO_OPTIONS, ristrettoModule, type RistrettoOptions } from '../lib/crypto/ristretto-wasm-module.js';
 import { instantiateRistrettoWasm, loadRistrettoWasm } from '../lib/crypto/ristretto-wasm.js';
 import { formatReport, runRistrettoBench } from './ristretto-core.js';
 
@@ -36,7 +36,7 @@ const options: RistrettoOptions = {
 const custom = JSON.stringify(options) !== JSON.stringify(d);
 
 const start = performance.now();
-const rw = custom ? await instantiateRistrettoWasm(options) : await loadRistrettoWasm();
+const rw = custom ? await instantiateRistrettoWasm(ristrettoModule(options)) : await loadRistrettoWasm();
 const loadMs = performance.now() - start;
 if (!rw) throw new Error('WebAssembly ristretto255 did not load');
 console.log(`Node ${process.versions.node} (V8 ${process.versions.v8}); best of ${repeats} batches`);

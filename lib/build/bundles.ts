@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { build, type InlineConfig, type Plugin, type Rollup } from 'vite';
 import { postguard } from '../../worker/vite.js';
+import { embeddedWasmBytesModule } from './wasm-bytes.js';
 
 /**
  * The two browser scripts postguard-ts ships ready-built, as Vite configurations over the sources:
@@ -19,6 +20,12 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 /** '#shake' is the platform seam: in browsers the WebAssembly Keccak with its noble fallback. */
 export const browserAlias = { '#shake': here('../crypto/shake-portable.ts') };
 
+/** The scripts carry the WebAssembly bytes, not the emitters (lib/crypto/wasm-bytes.ts). */
+const embeddedWasm = (): Plugin => {
+  const source = here('../crypto/wasm-bytes.ts');
+  return { name: 'postguard-embedded-wasm', enforce: 'pre', load: (id) => (id === source ? embeddedWasmBytesModule() : undefined) };
+};
+
 export const SERVICE_WORKER_FILE = 'postguard-sw.js';
 export const CRYPTO_WORKER_FILE = 'postguard-crypto-worker.js';
 
@@ -28,6 +35,7 @@ export function scriptBuild(entry: string, format: 'iife' | 'es', fileName: stri
     configFile: false,
     logLevel: 'warn',
     resolve: { alias: browserAlias },
+    plugins: [embeddedWasm()],
     build: {
       outDir,
       emptyOutDir: false,

@@ -1,13 +1,15 @@
 // `npm run build -w postguard-ts`: the package's dist/ from the sources.
-//   dist/lib, dist/worker   ES modules and .d.ts (tsc: the browser program, then the Node one)
+//   dist/lib, dist/worker   ES modules and .d.ts (tsc: the browser program, then the Node one;
+//                           the WebAssembly bytes embedded in place of their emitters)
 //   dist/vite               the Vite plugin (postguard-ts/vite)
 //   dist/browser            the ready-built service worker and crypto worker scripts (bundles.ts)
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
 import { cryptoWorkerBuild, serviceWorkerBuild } from './bundles.js';
+import { embeddedWasmBytesModule } from './wasm-bytes.js';
 
 const pkg = fileURLToPath(new URL('..', import.meta.url));
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -17,5 +19,7 @@ rmSync(dist, { recursive: true, force: true });
 for (const project of ['tsconfig.build.json', 'tsconfig.node.json']) {
   execFileSync(process.execPath, [tsc, '-p', project], { cwd: pkg, stdio: 'inherit' });
 }
+// The WebAssembly modules ship as bytes, not as the emitters that make them (wasm-bytes.ts).
+writeFileSync(`${dist}lib/crypto/wasm-bytes.js`, embeddedWasmBytesModule());
 await build(serviceWorkerBuild(`${dist}browser`));
 await build(cryptoWorkerBuild(`${dist}browser`));

@@ -1,7 +1,6 @@
 import { ErrorCode, PostGuardError } from '../errors.js';
 import {
   absorbExport,
-  keccakModuleBytes,
   MEMORY_EXPORT,
   PERMUTE_EXPORT,
   RATE_LANES,
@@ -9,9 +8,9 @@ import {
   STATE_OFFSET,
   WINDOW_BYTES,
   WINDOW_OFFSET,
-  type GeneratorOptions,
   type RateLanes,
 } from './keccak-wasm-module.js';
+import { keccakWasmBytes } from './wasm-bytes.js';
 import type { Xof, XofFactory } from './xof.js';
 
 /**
@@ -164,15 +163,15 @@ function bind(engine: Engine): KeccakWasm {
 }
 
 /**
- * Generates and compiles a fresh instance. Always asynchronous: browsers refuse synchronous
- * compilation of large modules on the main thread. Rejects where WebAssembly is unavailable.
+ * Compiles a fresh instance of `bytes` (by default the library's module; tests pass variants from
+ * keccakModuleBytes). Always asynchronous: browsers refuse synchronous compilation of large
+ * modules on the main thread. Rejects where WebAssembly is unavailable.
  */
-export async function instantiateKeccakWasm(options?: GeneratorOptions): Promise<KeccakWasm> {
+export async function instantiateKeccakWasm(bytes?: Uint8Array): Promise<KeccakWasm> {
   if (typeof WebAssembly !== 'object' || typeof WebAssembly.instantiate !== 'function') {
     throw new Error('WebAssembly is not available in this environment');
   }
-  const bytes = keccakModuleBytes(options) as Uint8Array<ArrayBuffer>;
-  const { instance } = await WebAssembly.instantiate(bytes, {});
+  const { instance } = await WebAssembly.instantiate((bytes ?? keccakWasmBytes()) as Uint8Array<ArrayBuffer>, {});
   const e = instance.exports;
   const fn = (name: string) => e[name] as (input: number, blocks: number) => void;
   const absorb = Object.fromEntries(RATE_LANES.map((l) => [l, fn(absorbExport(l))])) as Exports['absorb'];

@@ -3,7 +3,7 @@ import { bytesToNumberLE, numberToBytesLE } from '@noble/curves/utils.js';
 import fc from 'fast-check';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PostGuardError } from '../errors.js';
-import { ristrettoLayout } from './ristretto-wasm-module.js';
+import { ristrettoLayout, ristrettoModule } from './ristretto-wasm-module.js';
 import { instantiateRistrettoWasm, loadRistrettoWasm, type RistrettoWasm } from './ristretto-wasm.js';
 
 const Point = ristretto255.Point;
@@ -363,5 +363,5 @@ describe('generator options', () => {
 
 suite('default options', async () => (await loadRistrettoWasm())!);
 suite('base table of radix 16, verifier w = 6 in two teeth, one slot', () =>
-  instantiateRistrettoWasm({ baseWindow: 4, verifierWindow: 6, verifierTeeth: 2, onceWindow: 4, verifierSlots: 1 }),
+  instantiateRistrettoWasm(ristrettoModule({ baseWindow: 4, verifierWindow: 6, verifierTeeth: 2, onceWindow: 4, verifierSlots: 1 })),
 );

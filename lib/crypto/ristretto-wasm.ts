@@ -1,10 +1,6 @@
 import { ErrorCode, InputError, invalidKey } from '../errors.js';
-import {
-  DEFAULT_RISTRETTO_OPTIONS,
-  ristrettoModule,
-  type RistrettoLayout,
-  type RistrettoOptions,
-} from './ristretto-wasm-module.js';
+import { ristrettoLayout, type RistrettoLayout } from './ristretto-wasm-module.js';
+import { ristrettoWasmBytes } from './wasm-bytes.js';
 
 /**
  * ristretto255 on WebAssembly for GG signatures: the per-segment elliptic-curve work of signing
@@ -221,17 +217,18 @@ function bind(engine: Engine): RistrettoWasm {
 }
 
 /**
- * Generates, compiles and initialises a fresh instance (builds the base-point table). Always
- * asynchronous: browsers refuse synchronous compilation of large modules on the main thread.
- * Rejects where WebAssembly is unavailable.
+ * Compiles and initialises a fresh instance (builds the base-point table): by default of the
+ * library's module; tests pass variants from ristrettoModule(options). Always asynchronous:
+ * browsers refuse synchronous compilation of large modules on the main thread. Rejects where
+ * WebAssembly is unavailable.
  */
 export async function instantiateRistrettoWasm(
-  options: RistrettoOptions = DEFAULT_RISTRETTO_OPTIONS,
+  module?: { bytes: Uint8Array; layout: RistrettoLayout },
 ): Promise<RistrettoWasm> {
   if (typeof WebAssembly !== 'object' || typeof WebAssembly.instantiate !== 'function') {
     throw new Error('WebAssembly is not available in this environment');
   }
-  const { bytes, layout } = ristrettoModule(options);
+  const { bytes, layout } = module ?? { bytes: ristrettoWasmBytes(), layout: ristrettoLayout().layout };
   const { instance } = await WebAssembly.instantiate(bytes as Uint8Array<ArrayBuffer>, {});
   const wasm = instance.exports as unknown as Exports;
   wasm.init();
