@@ -1,6 +1,6 @@
 import { resolveConfig, type PostGuardConfig, type ResolvedConfig } from './config.js';
 import { invalidInput } from './errors.js';
-import { PkgClient } from './pkg.js';
+import { SdkPkg } from './pkg.js';
 import { emailDomainRecipient, emailRecipient, isRecipient, type RecipientBuilder } from './recipients.js';
 import { Sealed } from './sealed.js';
 import { apiKeySign, isSignMethod, type ApiKeySign, type SignMethod } from './sign.js';
@@ -25,7 +25,7 @@ export interface EncryptInput {
 export class PostGuard {
   /** @internal */
   readonly config: ResolvedConfig;
-  private readonly pkg: PkgClient;
+  private readonly pkg: SdkPkg;
 
   readonly sign = {
     /** Sign with an organisation API key (`PG-…`). The key is checked for its form here and by the PKG when used. */
@@ -46,7 +46,7 @@ export class PostGuard {
   /** Throws a TypeError naming the field if the configuration is unusable. */
   constructor(config: PostGuardConfig) {
     this.config = resolveConfig(config);
-    this.pkg = new PkgClient(this.config);
+    this.pkg = new SdkPkg(this.config);
   }
 
   /** Checks the input now and returns a lazy sealed message: nothing is fetched or read until toBytes() or upload(). */

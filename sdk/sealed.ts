@@ -2,7 +2,7 @@ import { PostGuardError, sealStream, signChallenge } from 'postguard-ts';
 import type { ResolvedConfig } from './config.js';
 import { SdkError, SdkErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
-import type { PkgClient, SigningKeys } from './pkg.js';
+import type { SdkPkg, SigningKeys } from './pkg.js';
 import { buildPolicy, type RecipientBuilder } from './recipients.js';
 import type { SignMethod } from './sign.js';
 import { StorageClient, type UploadSession } from './storage.js';
@@ -44,7 +44,7 @@ export interface UploadResult {
 
 export interface SealedParts {
   config: ResolvedConfig;
-  pkg: PkgClient;
+  pkg: SdkPkg;
   entries: readonly ZipEntry[];
   recipients: readonly RecipientBuilder[];
   sign: SignMethod;
