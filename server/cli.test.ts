@@ -103,6 +103,8 @@ describe('configuration errors', () => {
       [['server', '--port', 'x'], { PKG_ALLOWED_ORIGINS: '*' }, '--port'],
       [['server'], { PKG_ALLOWED_ORIGINS: '*', PKG_RATELIMIT_BURST: '0' }, 'PKG_RATELIMIT_BURST'],
       [['server', '--allowed-origins', '*', '--ibe-public-path', 'missing.pub'], {}, '--ibe-public-path'],
+      // A cluster primary refuses the same way (it checks before forking, inside its promise).
+      [['server', '--allowed-origins', '*', '--workers', '2', '--ibe-public-path', 'missing.pub'], {}, '--ibe-public-path'],
       [['launch'], {}, 'command'],
     ] as Array<[string[], Record<string, string>, string]>) {
       const result = await run(args, env);

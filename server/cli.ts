@@ -17,7 +17,7 @@ import { StartupError, runPrimary, runWorker, serve, type Io } from './serve.js'
 
 export type Outcome = { exit: number } | { serving: Promise<number> };
 
-function fail(io: Io, code: number, message: string): Outcome {
+function fail(io: Io, code: number, message: string): { exit: number } {
   io.stderr.write(`pg-pkg: ${message}\n`);
   return { exit: code };
 }
@@ -155,7 +155,7 @@ async function prepareDatabase(databaseUrl: string, migrateFirst: boolean, io: I
   }
 }
 
-async function server(command: Extract<Command, { kind: 'server' }>, io: Io): Promise<Outcome> {
+async function server(command: Extract<Command, { kind: 'server' }>, env: Env, io: Io): Promise<Outcome> {
   const { config } = command;
   // In a cluster the primary has done this before forking.
   if (config.databaseUrl !== undefined && !cluster.isWorker) await prepareDatabase(config.databaseUrl, command.migrate, io);
@@ -164,7 +164,9 @@ async function server(command: Extract<Command, { kind: 'server' }>, io: Io): Pr
       await runWorker(config);
       return { serving: new Promise<number>(() => undefined) };
     }
-    return { serving: runPrimary(config, io) };
+    // The primary checks keys and database before forking, inside the promise: its refusals are
+    // reported like those of a single process, not as an unhandled rejection.
+    return { serving: runPrimary(config, io).catch((e: unknown) => failure(io, env, e).exit) };
   }
   const running = await serve(config);
   const done = new Promise<number>((resolve) => {
@@ -200,14 +202,19 @@ export async function runCli(argv: readonly string[], env: Env, io: Io): Promise
       case 'api-key-revoke':
         return await apiKeyRevoke(command, io);
       case 'server':
-        return await server(command, io);
+        return await server(command, env, io);
     }
   } catch (e) {
-    if (e instanceof ConfigError) return fail(io, 2, `${e.message} (see --help)`);
-    if (e instanceof StartupError) return fail(io, 1, e.message);
-    // A bug: still one line for the operator; the stack only when asked for.
-    const outcome = fail(io, 1, `unexpected error: ${e instanceof Error ? e.message : String(e)}`);
-    if (/^(debug|trace)$/i.test(env['LOG_LEVEL'] ?? '') && e instanceof Error) io.stderr.write(`${e.stack}\n`);
-    return outcome;
+    return failure(io, env, e);
   }
+}
+
+/** Any error that reached the top, as one line and an exit code. */
+function failure(io: Io, env: Env, e: unknown): { exit: number } {
+  if (e instanceof ConfigError) return fail(io, 2, `${e.message} (see --help)`);
+  if (e instanceof StartupError) return fail(io, 1, e.message);
+  // A bug: still one line for the operator; the stack only when asked for.
+  fail(io, 1, `unexpected error: ${e instanceof Error ? e.message : String(e)}`);
+  if (/^(debug|trace)$/i.test(env['LOG_LEVEL'] ?? '') && e instanceof Error) io.stderr.write(`${e.stack}\n`);
+  return { exit: 1 };
 }
