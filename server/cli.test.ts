@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPkgKeys, writePkgKeys } from './keyfiles.js';
 import pg from 'pg';
 import { createApiKeyStore } from './db.js';
-import { label, loadMigrations, MIGRATIONS_TABLE, schemaState } from './db/migrate.js';
+import { loadMigrations, migrationLabel, MIGRATIONS_TABLE, schemaState } from './db/migrate.js';
 import { closedPort, createTestSchema, type TestSchema } from './db/testing.js';
 import { startStandin, type RunningStandin } from './standin/testing.js';
 import { testKeys } from './testing.js';
@@ -301,7 +301,7 @@ describe('migrate, and databases without the schema', () => {
     expect(migrated.code).toBe(0);
     const migrations = await loadMigrations();
     const latest = migrations.length;
-    expect(migrated.stdout).toBe(`${migrations.map((m) => `applied ${label(m)}\n`).join('')}database schema is at version ${latest}\n`);
+    expect(migrated.stdout).toBe(`${migrations.map((m) => `applied ${migrationLabel(m)}\n`).join('')}database schema is at version ${latest}\n`);
     const again = await run(['migrate'], { DATABASE_URL: url });
     expect(again.code).toBe(0);
     expect(again.stdout).toBe(`database schema is up to date (version ${latest})\n`);

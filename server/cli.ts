@@ -6,7 +6,7 @@ import { readPkgKeys, writePkgKeys, type PkgKeyPaths } from './keyfiles.js';
 import { isPostGuardError } from 'postguard-ts';
 import { ConfigError, parseCommand, type Command, type Env } from './config.js';
 import { createApiKey, listApiKeys, revokeApiKey, type ApiKeyListing } from './db.js';
-import { label, migrate, requireCurrentSchema, SchemaError } from './db/migrate.js';
+import { migrate, migrationLabel, requireCurrentSchema, SchemaError } from './db/migrate.js';
 import { StartupError, runPrimary, runWorker, serve, type Io } from './serve.js';
 
 /**
@@ -88,7 +88,7 @@ async function withCurrentSchema(databaseUrl: string, io: Io, run: () => Promise
 async function migrateCommand(command: Extract<Command, { kind: 'migrate' }>, io: Io): Promise<Outcome> {
   try {
     const run = await migrate(command.databaseUrl);
-    for (const migration of run.applied) io.stdout.write(`applied ${label(migration)}\n`);
+    for (const migration of run.applied) io.stdout.write(`applied ${migrationLabel(migration)}\n`);
     io.stdout.write(run.applied.length === 0 ? `database schema is up to date (version ${run.version})\n` : `database schema is at version ${run.version}\n`);
     return { exit: 0 };
   } catch (e) {
@@ -144,7 +144,7 @@ async function prepareDatabase(databaseUrl: string, migrateFirst: boolean, io: I
   try {
     if (migrateFirst) {
       const run = await migrate(databaseUrl);
-      for (const migration of run.applied) io.stdout.write(`pg-pkg: applied migration ${label(migration)}\n`);
+      for (const migration of run.applied) io.stdout.write(`pg-pkg: applied migration ${migrationLabel(migration)}\n`);
     } else {
       await requireCurrentSchema(databaseUrl);
     }

@@ -43,7 +43,7 @@ export async function loadMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
   return migrations;
 }
 
-export const label = (m: Pick<Migration, 'version' | 'name'>): string => `${String(m.version).padStart(4, '0')}_${m.name}`;
+export const migrationLabel = (m: Pick<Migration, 'version' | 'name'>): string => `${String(m.version).padStart(4, '0')}_${m.name}`;
 
 export type SchemaState =
   | { kind: 'missing'; latest: number }
@@ -145,6 +145,6 @@ async function apply(client: pg.ClientBase, migration: Migration): Promise<void>
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     const reason = error instanceof Error ? error.message : String(error);
-    throw new SchemaError(`migration ${label(migration)} failed: ${reason}`, { cause: error });
+    throw new SchemaError(`migration ${migrationLabel(migration)} failed: ${reason}`, { cause: error });
   }
 }
