@@ -1,11 +1,16 @@
 // `npm run check:packages`: what each published tarball holds, then publint and Are the Types
 // Wrong? on the tarballs themselves (not the folders), after `npm run build`.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, packAll, packageJson } from './packages.js';
 
+// Files a package reads at run time rather than imports: only the build copies them, so only this
+// check notices one that does not ship (e.g. pg-pkg's SQL migrations).
+const DATA_FILES: Readonly<Record<string, ReadonlyArray<{ source: string; shipped: string }>>> = {
+  server: [{ source: 'db/migrations', shipped: 'dist/db/migrations' }],
+};
 const FORBIDDEN = [/\.test\./, /\.spec\./, /(^|\/)testing\./, /\.fixture\./, /\.map$/, /tsbuildinfo/, /(^|\/)test\//];
 const problems: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'pg-packages-'));
@@ -15,6 +20,11 @@ try {
     console.log(`\n== ${pack.name} (${pack.files.length} files)`);
     for (const required of ['README.md', 'LICENSE', 'package.json']) {
       if (!pack.files.includes(required)) problems.push(`${pack.name}: ${required} is missing from the tarball`);
+    }
+    for (const { source, shipped } of DATA_FILES[pack.dir] ?? []) {
+      for (const file of readdirSync(join(ROOT, pack.dir, source))) {
+        if (!pack.files.includes(`${shipped}/${file}`)) problems.push(`${pack.name}: ${shipped}/${file} is missing from the tarball`);
+      }
     }
     for (const file of pack.files) {
       if (FORBIDDEN.some((pattern) => pattern.test(file))) problems.push(`${pack.name}: ships ${file}`);

@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readPkgKeys, writePkgKeys } from './keyfiles.js';
+import pg from 'pg';
 import { createApiKeyStore } from './db.js';
+import { loadMigrations, migrationLabel, MIGRATIONS_TABLE, schemaState } from './db/migrate.js';
 import { closedPort, createTestSchema, type TestSchema } from './db/testing.js';
 import { startStandin, type RunningStandin } from './standin/testing.js';
 import { testKeys } from './testing.js';
@@ -101,6 +103,8 @@ describe('configuration errors', () => {
       [['server', '--port', 'x'], { PKG_ALLOWED_ORIGINS: '*' }, '--port'],
       [['server'], { PKG_ALLOWED_ORIGINS: '*', PKG_RATELIMIT_BURST: '0' }, 'PKG_RATELIMIT_BURST'],
       [['server', '--allowed-origins', '*', '--ibe-public-path', 'missing.pub'], {}, '--ibe-public-path'],
+      // A cluster primary refuses the same way (it checks before forking, inside its promise).
+      [['server', '--allowed-origins', '*', '--workers', '2', '--ibe-public-path', 'missing.pub'], {}, '--ibe-public-path'],
       [['launch'], {}, 'command'],
     ] as Array<[string[], Record<string, string>, string]>) {
       const result = await run(args, env);
@@ -139,6 +143,24 @@ describe('gen', () => {
     const second = await run(['gen'], {}, genDir);
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(/already exists; refusing to overwrite/);
+    expect(await readFile(join(genDir, 'pkg_ibe.sec'))).toEqual(before);
+  });
+
+  it('--if-missing keeps a complete set (exit 0), writes a new one where none is, refuses a partial one', async () => {
+    const genDir = await mkdtemp(join(dir, 'gen-'));
+    const first = await run(['gen', '--if-missing'], {}, genDir);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^Generated the PKG master keys/);
+    const before = await readFile(join(genDir, 'pkg_ibe.sec'));
+    const second = await run(['gen', '--if-missing'], {}, genDir);
+    expect(second).toMatchObject({ code: 0, stderr: '' });
+    expect(second.stdout).toMatch(/exist; keeping them/);
+    expect(await readFile(join(genDir, 'pkg_ibe.sec'))).toEqual(before);
+
+    await rm(join(genDir, 'pkg_ibs.pub'));
+    const partial = await run(['gen', '--if-missing'], {}, genDir);
+    expect(partial.code).toBe(1);
+    expect(partial.stderr).toMatch(/^pg-pkg: \.\/pkg_ibs\.pub missing beside existing key files; refusing to write a partial set\n$/);
     expect(await readFile(join(genDir, 'pkg_ibe.sec'))).toEqual(before);
   });
 
@@ -237,3 +259,115 @@ describe('api-key create', () => {
     expect(result.stderr).toMatch(/^pg-pkg: /);
   });
 });
+
+/** The single `pg-pkg: …` line on stderr, after checking there is nothing else (no stack). */
+function oneLine(result: Finished): string {
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(result.stderr).not.toMatch(/^\s+at /m);
+  expect(lines[0]).toMatch(/^pg-pkg: /);
+  return lines[0]!;
+}
+
+describe('migrate, and databases without the schema', () => {
+  const schemas: TestSchema[] = [];
+  const fresh = async (migrated: boolean) => {
+    const schema = await createTestSchema(undefined, { migrated });
+    schemas.push(schema);
+    return schema.url;
+  };
+
+  afterAll(async () => {
+    await Promise.all(schemas.map((s) => s.drop()));
+  });
+
+  it('api-key create, list and revoke on an unmigrated database: one line naming the fix, exit 1', async () => {
+    const url = await fresh(false);
+    for (const args of [
+      ['api-key', 'create', '--email', 'a@example.org', '--org', 'X'],
+      ['api-key', 'list'],
+      ['api-key', 'revoke', '--key', 'PG-whatever'],
+    ]) {
+      const result = await run(args, { DATABASE_URL: url });
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(oneLine(result)).toBe('pg-pkg: database schema missing: run `pg-pkg migrate`');
+    }
+  });
+
+  it('migrate, then create, list and revoke a key; migrating again is a no-op', async () => {
+    const url = await fresh(false);
+    const migrated = await run(['migrate', '-d', url]);
+    expect(migrated.code).toBe(0);
+    const migrations = await loadMigrations();
+    const latest = migrations.length;
+    expect(migrated.stdout).toBe(`${migrations.map((m) => `applied ${migrationLabel(m)}\n`).join('')}database schema is at version ${latest}\n`);
+    const again = await run(['migrate'], { DATABASE_URL: url });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe(`database schema is up to date (version ${latest})\n`);
+
+    const created = await run(['api-key', 'create', '--email', 'sender@example.org', '--org', 'Example BV', '-d', url]);
+    expect(created.code).toBe(0);
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^PG-[A-Za-z0-9_-]{43}$/);
+
+    const listed = await run(['api-key', 'list'], { DATABASE_URL: url });
+    expect(listed.code).toBe(0);
+    const [header, row, ...rest] = listed.stdout.trimEnd().split('\n');
+    expect(header).toBe('id\torganisation\tsigning e-mail\tstatus\tcreated\texpires\tlast used');
+    expect(rest).toEqual([]);
+    const fields = row!.split('\t');
+    expect(fields.slice(1, 4)).toEqual(['Example BV', 'sender@example.org', 'active']);
+    expect(listed.stdout).not.toContain(key.slice(3));
+
+    const revoked = await run(['api-key', 'revoke', '--id', fields[0]!], { DATABASE_URL: url });
+    expect(revoked).toMatchObject({ code: 0, stdout: `revoked API key ${fields[0]}\n` });
+    expect((await run(['api-key', 'list', '--org', 'Example BV'], { DATABASE_URL: url })).stdout).toContain('\trevoked\t');
+    const store = createApiKeyStore(url, { emailAttribute: EMAIL });
+    try {
+      expect(await store.lookup(key)).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+    const unknown = await run(['api-key', 'revoke', '--id', '00000000-0000-0000-0000-000000000000'], { DATABASE_URL: url });
+    expect(unknown.code).toBe(1);
+    expect(oneLine(unknown)).toBe('pg-pkg: no API key with id 00000000-0000-0000-0000-000000000000');
+  });
+
+  it('server refuses an unmigrated database: one line, exit 1, nothing listening', async () => {
+    const url = await fresh(false);
+    const result = await run(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', '*', '-d', url]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).not.toContain('listening');
+    expect(oneLine(result)).toBe('pg-pkg: database schema missing: run `pg-pkg migrate`');
+  });
+
+  it('server refuses a database whose schema is newer than it knows', async () => {
+    const url = await fresh(true);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name) VALUES (9999, 'from_the_future')`);
+    await client.end();
+    const result = await run(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', '*', '-d', url, '--migrate']);
+    expect(result.code).toBe(1);
+    expect(oneLine(result)).toMatch(/^pg-pkg: database schema is at version 9999, newer than this pg-pkg knows \(\d+\): upgrade pg-pkg$/);
+    const migrate = await run(['migrate', '-d', url]);
+    expect(migrate.code).toBe(1);
+    expect(oneLine(migrate)).toContain('newer than this pg-pkg knows');
+  });
+
+  it('server with PKG_MIGRATE=true migrates an empty database at start, then serves', async () => {
+    const url = await fresh(false);
+    const child = start(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', '*'], { DATABASE_URL: url, PKG_MIGRATE: 'true' });
+    try {
+      const { url: base } = await listening(child);
+      expect(await schemaState(url)).toMatchObject({ kind: 'current' });
+      const validate = await fetch(`${base}/v2/api-key/validate`, { headers: { authorization: 'Bearer PG-unknown' } });
+      expect(validate.status).toBe(401);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+  });
+});
+

@@ -210,8 +210,10 @@ describe('other commands', () => {
     expect(parseCommand(['gen'], {})).toEqual({
       kind: 'gen',
       paths: { ibeSecret: './pkg_ibe.sec', ibePublic: './pkg_ibe.pub', ibsSecret: './pkg_ibs.sec', ibsPublic: './pkg_ibs.pub' },
+      ifMissing: false,
     });
     expect(parseCommand(['gen', '-s', '3', '--ibs-public-path', 'x.pub'], {})).toMatchObject({ paths: { ibsPublic: 'x.pub' } });
+    expect(parseCommand(['gen', '--if-missing'], {})).toMatchObject({ kind: 'gen', ifMissing: true });
   });
 
   it('api-key create reads DATABASE_URL or -d', () => {
@@ -224,5 +226,41 @@ describe('other commands', () => {
     expect(parseCommand(['api-key', 'create', '--email', 'a@x', '--org', 'X', '-d', 'postgres://flag'], { DATABASE_URL: 'postgres://env' })).toMatchObject({
       databaseUrl: 'postgres://flag',
     });
+  });
+
+  it('server --migrate (or PKG_MIGRATE=true) migrates at start; it needs a database', () => {
+    const parse = (argv: string[], env: Env) => parseCommand(['server', '--allowed-origins', '*', ...argv], env);
+    expect(parse(['-d', 'postgres://db'], {})).toMatchObject({ kind: 'server', migrate: false });
+    expect(parse(['-d', 'postgres://db', '--migrate'], {})).toMatchObject({ kind: 'server', migrate: true });
+    expect(parse([], { DATABASE_URL: 'postgres://db', PKG_MIGRATE: 'true' })).toMatchObject({ migrate: true });
+    expect(parse([], { DATABASE_URL: 'postgres://db', PKG_MIGRATE: 'false' })).toMatchObject({ migrate: false });
+    expect(settingAtFault(['server', '--allowed-origins', '*', '--migrate'], {})).toBe('--migrate / PKG_MIGRATE');
+    expect(settingAtFault(['server', '--allowed-origins', '*'], { DATABASE_URL: 'postgres://db', PKG_MIGRATE: 'maybe' })).toBe('PKG_MIGRATE');
+  });
+
+  it('migrate reads DATABASE_URL or -d, and needs one', () => {
+    expect(parseCommand(['migrate'], { DATABASE_URL: 'postgres://env' })).toEqual({ kind: 'migrate', databaseUrl: 'postgres://env' });
+    expect(parseCommand(['migrate', '--database-url', 'postgres://flag'], { DATABASE_URL: 'postgres://env' })).toMatchObject({ databaseUrl: 'postgres://flag' });
+    expect(settingAtFault(['migrate'], {})).toBe('--database-url / DATABASE_URL');
+    expect(settingAtFault(['migrate', '--email', 'a@x'], { DATABASE_URL: 'postgres://env' })).toBe('migrate');
+  });
+
+  it('api-key list and revoke', () => {
+    const env = { DATABASE_URL: 'postgres://env' };
+    expect(parseCommand(['api-key', 'list'], env)).toEqual({ kind: 'api-key-list', databaseUrl: 'postgres://env', org: undefined });
+    expect(parseCommand(['api-key', 'list', '--org', ' ACME '], env)).toMatchObject({ org: 'ACME' });
+    const id = '3F2504E0-4F89-41D3-9A0C-0305E82C3301';
+    expect(parseCommand(['api-key', 'revoke', '--id', id], env)).toEqual({
+      kind: 'api-key-revoke',
+      databaseUrl: 'postgres://env',
+      ref: { id: id.toLowerCase() },
+    });
+    expect(parseCommand(['api-key', 'revoke', '--key', 'PG-abc'], env)).toMatchObject({ ref: { key: 'PG-abc' } });
+    expect(settingAtFault(['api-key', 'revoke'], env)).toBe('--id / --key');
+    expect(settingAtFault(['api-key', 'revoke', '--id', id, '--key', 'PG-abc'], env)).toBe('--id / --key');
+    expect(settingAtFault(['api-key', 'revoke', '--id', '42'], env)).toBe('--id');
+    expect(settingAtFault(['api-key', 'revoke', '--key', 'abc'], env)).toBe('--key');
+    expect(settingAtFault(['api-key', 'list'], {})).toBe('--database-url / DATABASE_URL');
+    expect(settingAtFault(['api-key', 'delete'], env)).toBe('api-key');
   });
 });

@@ -4,7 +4,7 @@ import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from './keyfiles.js';
 import type { RateLimitSettings } from './ratelimit.js';
 
 /**
- * The pg-pkg command line: `gen`, `server`, `api-key create`. Parsing is a pure function of argv and
+ * The pg-pkg command line: `gen`, `server`, `migrate`, `api-key create|list|revoke`. Parsing is a pure function of argv and
  * the environment, so every rule is unit-tested; running lives in cli.ts. Each server setting has a
  * flag and (mostly) an environment twin; the flag wins. A bad value is a ConfigError naming the
  * setting, which the CLI prints on one line before exiting with code 2.
@@ -34,9 +34,14 @@ export interface ServerConfig {
 
 export type Command =
   | { kind: 'help'; text: string }
-  | { kind: 'gen'; paths: PkgKeyPaths }
-  | { kind: 'server'; config: ServerConfig }
-  | { kind: 'api-key-create'; databaseUrl: string; email: string; org: string };
+  /** ifMissing: a complete set of existing files is kept (exit 0) instead of refused. */
+  | { kind: 'gen'; paths: PkgKeyPaths; ifMissing: boolean }
+  /** migrate: bring the database schema up to date before serving, instead of refusing an old one. */
+  | { kind: 'server'; config: ServerConfig; migrate: boolean }
+  | { kind: 'migrate'; databaseUrl: string }
+  | { kind: 'api-key-create'; databaseUrl: string; email: string; org: string }
+  | { kind: 'api-key-list'; databaseUrl: string; org: string | undefined }
+  | { kind: 'api-key-revoke'; databaseUrl: string; ref: { id: string } | { key: string } };
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -68,7 +73,10 @@ identity with the Yivi app.
 Commands:
   gen                  generate the master key pair (four key files; run once)
   server               run the HTTP server
+  migrate              create or update the database schema (API keys)
   api-key create       create an API key for a sending organisation (needs a database)
+  api-key list         list the API keys and whether they are active
+  api-key revoke       revoke an API key
 
 Run "pg-pkg <command> --help" for the options of a command.`;
 
@@ -77,6 +85,7 @@ export const GEN_HELP = `Usage: pg-pkg gen [options]
 Writes the four master key files (mode 0600; existing files are never overwritten).
 
   -s, --scheme <3>              key scheme; only 3 (PostGuard v3) exists             [default: 3]
+      --if-missing              keep an existing, complete set of key files (exit 0)
       --ibe-secret-path <path>  KEM master secret key                     [default: ./pkg_ibe.sec]
       --ibe-public-path <path>  KEM master public key                     [default: ./pkg_ibe.pub]
       --ibs-secret-path <path>  signing master secret key                 [default: ./pkg_ibs.sec]
@@ -91,6 +100,8 @@ Options (environment variable in brackets; a flag wins over its variable):
   -i, --irma <url>                         identity (Yivi) server  [IDENTITY_SERVER] [default: https://is.yivi.app]
   -t, --irma-token <token>                 requestor token for the identity server   [IRMA_TOKEN]
   -d, --database-url <url>                 PostgreSQL for API keys (optional)        [DATABASE_URL]
+      --migrate                            migrate the database schema at start; without it,
+                                           a missing or old schema stops the start   [PKG_MIGRATE=true]
       --allowed-origins <list>             comma-separated origins allowed by CORS; "*" allows any
                                            (logged as a warning). Required.          [PKG_ALLOWED_ORIGINS]
       --ratelimit-per-second <n>           general rate per client IP, /v2           [PKG_RATELIMIT_PER_SECOND] [default: 10]
@@ -115,13 +126,28 @@ Options (environment variable in brackets; a flag wins over its variable):
       --ibs-public-path <path>             [default: ./pkg_ibs.pub]
   -h, --help                               show this help`;
 
-export const API_KEY_HELP = `Usage: pg-pkg api-key create --email <address> --org <name> [-d <url>]
+export const MIGRATE_HELP = `Usage: pg-pkg migrate [-d <url>]
 
-Creates an API key (PG-…) for an organisation that signs with its e-mail address. The key is
+Creates the tables the PKG reads (API keys) or brings them up to date, recording each migration in
+pg_pkg_schema_migrations. Safe to run again, and from several instances at once.
+
+  -d, --database-url <url>   PostgreSQL                                     [DATABASE_URL]
+  -h, --help                 show this help`;
+
+export const API_KEY_HELP = `Usage: pg-pkg api-key create --email <address> --org <name> [-d <url>]
+       pg-pkg api-key list [--org <name>] [-d <url>]
+       pg-pkg api-key revoke (--id <id> | --key <PG-…>) [-d <url>]
+
+create: a new API key (PG-…) for an organisation that signs with its e-mail address. The key is
 printed once; only its SHA-256 hash is stored.
+list: one tab-separated line per key (id, organisation, signing e-mail, status, created, expires,
+last used); never the keys themselves.
+revoke: the PKG refuses the key from its next request on.
 
   --email <address>          the organisation's signing e-mail address
   --org <name>               the organisation's name
+  --id <id>                  the key's id, as listed
+  --key <PG-…>               the key itself
   -d, --database-url <url>   PostgreSQL                                     [DATABASE_URL]
   -h, --help                 show this help`;
 
@@ -259,10 +285,14 @@ function keyPaths(values: Values): PkgKeyPaths {
 }
 
 function genCommand(argv: readonly string[]): Command {
-  const values = parse(argv, { scheme: { type: 'string', short: 's' }, help: { type: 'boolean', short: 'h' }, ...KEY_PATH_OPTIONS }, 'gen');
+  const values = parse(
+    argv,
+    { scheme: { type: 'string', short: 's' }, 'if-missing': { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, ...KEY_PATH_OPTIONS },
+    'gen',
+  );
   if (values.help === true) return { kind: 'help', text: GEN_HELP };
   if (values.scheme !== undefined && values.scheme !== '3') throw new ConfigError('--scheme', 'only scheme 3 exists');
-  return { kind: 'gen', paths: keyPaths(values) };
+  return { kind: 'gen', paths: keyPaths(values), ifMissing: values['if-missing'] === true };
 }
 
 function serverCommand(argv: readonly string[], env: Env): Command {
@@ -274,6 +304,7 @@ function serverCommand(argv: readonly string[], env: Env): Command {
       irma: { type: 'string', short: 'i' },
       'irma-token': { type: 'string', short: 't' },
       'database-url': { type: 'string', short: 'd' },
+      migrate: { type: 'boolean' },
       'allowed-origins': { type: 'string' },
       'ratelimit-per-second': { type: 'string' },
       'ratelimit-burst': { type: 'string' },
@@ -361,31 +392,66 @@ function serverCommand(argv: readonly string[], env: Env): Command {
   if (config.connections.requestTimeoutMs < config.connections.headersTimeoutMs) {
     throw new ConfigError('--request-timeout-ms / PKG_REQUEST_TIMEOUT_MS', 'must be at least the headers timeout');
   }
-  return { kind: 'server', config };
+  const migrate = flagOrEnv('migrate', 'PKG_MIGRATE');
+  if (migrate && config.databaseUrl === undefined) throw new ConfigError('--migrate / PKG_MIGRATE', 'needs a database (--database-url / DATABASE_URL)');
+  return { kind: 'server', config, migrate };
 }
+
+const DATABASE_OPTIONS = {
+  'database-url': { type: 'string', short: 'd' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function databaseUrl(values: Values, env: Env): string {
+  const database = setting(values, 'database-url', env, 'DATABASE_URL');
+  if (database === undefined) throw new ConfigError('--database-url / DATABASE_URL', 'is required');
+  return nonEmpty(database.name, database.value);
+}
+
+function migrateCommand(argv: readonly string[], env: Env): Command {
+  const values = parse(argv, DATABASE_OPTIONS, 'migrate');
+  if (values.help === true) return { kind: 'help', text: MIGRATE_HELP };
+  return { kind: 'migrate', databaseUrl: databaseUrl(values, env) };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function apiKeyCommand(argv: readonly string[], env: Env): Command {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help', text: API_KEY_HELP };
-  if (sub !== 'create') throw new ConfigError('api-key', `unknown subcommand ${JSON.stringify(sub)} (expected "create")`);
-  const values = parse(
-    rest,
-    {
-      email: { type: 'string' },
-      org: { type: 'string' },
-      'database-url': { type: 'string', short: 'd' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    'api-key create',
-  );
-  if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
-  const database = setting(values, 'database-url', env, 'DATABASE_URL');
-  if (database === undefined) throw new ConfigError('--database-url / DATABASE_URL', 'is required');
-  const email = typeof values.email === 'string' ? values.email.trim() : '';
-  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ConfigError('--email', 'is required and must be an e-mail address');
-  const org = typeof values.org === 'string' ? values.org.trim() : '';
-  if (org === '') throw new ConfigError('--org', 'is required');
-  return { kind: 'api-key-create', databaseUrl: nonEmpty(database.name, database.value), email, org };
+  switch (sub) {
+    case 'create': {
+      const values = parse(rest, { email: { type: 'string' }, org: { type: 'string' }, ...DATABASE_OPTIONS }, 'api-key create');
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      const email = typeof values.email === 'string' ? values.email.trim() : '';
+      if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ConfigError('--email', 'is required and must be an e-mail address');
+      const org = typeof values.org === 'string' ? values.org.trim() : '';
+      if (org === '') throw new ConfigError('--org', 'is required');
+      return { kind: 'api-key-create', databaseUrl: url, email, org };
+    }
+    case 'list': {
+      const values = parse(rest, { org: { type: 'string' }, ...DATABASE_OPTIONS }, 'api-key list');
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const org = typeof values.org === 'string' ? nonEmpty('--org', values.org) : undefined;
+      return { kind: 'api-key-list', databaseUrl: databaseUrl(values, env), org };
+    }
+    case 'revoke': {
+      const values = parse(rest, { id: { type: 'string' }, key: { type: 'string' }, ...DATABASE_OPTIONS }, 'api-key revoke');
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      const { id, key } = values;
+      if ((id === undefined) === (key === undefined)) throw new ConfigError('--id / --key', 'give exactly one of them');
+      if (typeof id === 'string') {
+        if (!UUID.test(id.trim())) throw new ConfigError('--id', `not a key id (a UUID, as "api-key list" shows): ${JSON.stringify(id)}`);
+        return { kind: 'api-key-revoke', databaseUrl: url, ref: { id: id.trim().toLowerCase() } };
+      }
+      if (typeof key !== 'string' || !key.startsWith('PG-')) throw new ConfigError('--key', 'must be an API key (PG-…)');
+      return { kind: 'api-key-revoke', databaseUrl: url, ref: { key } };
+    }
+    default:
+      throw new ConfigError('api-key', `unknown subcommand ${JSON.stringify(sub)} (expected create, list or revoke)`);
+  }
 }
 
 /** The command that argv (without node and the script) asks for. Throws ConfigError. */
@@ -393,7 +459,7 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
   const [command, ...rest] = argv;
   switch (command) {
     case undefined:
-      throw new ConfigError('command', 'required (gen, server or api-key)');
+      throw new ConfigError('command', 'required (gen, server, migrate or api-key)');
     case '-h':
     case '--help':
     case 'help':
@@ -402,9 +468,11 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
       return genCommand(rest);
     case 'server':
       return serverCommand(rest, env);
+    case 'migrate':
+      return migrateCommand(rest, env);
     case 'api-key':
       return apiKeyCommand(rest, env);
     default:
-      throw new ConfigError('command', `unknown command ${JSON.stringify(command)} (expected gen, server or api-key)`);
+      throw new ConfigError('command', `unknown command ${JSON.stringify(command)} (expected gen, server, migrate or api-key)`);
   }
 }

@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import { ErrorCode, InputError } from 'postguard-ts';
@@ -175,27 +174,6 @@ export function createApiKeyStore(databaseUrl: string, options: ApiKeyStoreOptio
   };
 }
 
-/** Reads server/db/schema.sql (beside this module in the source tree; found from dist/ too). */
-export async function schemaSql(): Promise<string> {
-  const candidates = [new URL('./db/schema.sql', import.meta.url), new URL('../../server/db/schema.sql', import.meta.url)];
-  for (const file of candidates) {
-    try {
-      return await readFile(file, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
-  }
-  throw new Error(`schema.sql not found (looked at ${candidates.map((u) => u.pathname).join(', ')})`);
-}
-
-/** Creates the business tables the PKG reads, where missing (development and tests; idempotent). */
-export async function applySchema(databaseUrl: string): Promise<void> {
-  const sql = await schemaSql();
-  await withClient(databaseUrl, async (client) => {
-    await client.query(sql);
-  });
-}
-
 export interface NewApiKey {
   /** The organisation's signing e-mail (the value of the e-mail attribute when `email` is enabled). */
   email: string;
@@ -264,11 +242,71 @@ export async function createApiKey(databaseUrl: string, input: NewApiKey): Promi
   return apiKey;
 }
 
-/** One short-lived connection (for the CLI and schema set-up, where a pool is not worth it). */
-async function withClient<T>(databaseUrl: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
-  client.on('error', () => undefined); // reported through the failing query instead
+export type ApiKeyStatus = 'active' | 'expired' | 'revoked';
+
+/** What `pg-pkg api-key list` shows of a key: never the key (unknown here) nor its hash. */
+export interface ApiKeyListing {
+  /** business_api_keys.id: what `api-key revoke --id` takes. */
+  id: string;
+  organisation: string;
+  signingEmail: string;
+  status: ApiKeyStatus;
+  createdAt: Date;
+  expiresAt: Date;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+}
+
+/** Every API key, oldest first; with `org`, only that organisation's. Throws DatabaseUnavailableError. */
+export async function listApiKeys(databaseUrl: string, filter: { org?: string } = {}): Promise<ApiKeyListing[]> {
+  return withClient(databaseUrl, async (client) => {
+    const result = await client.query<ApiKeyListing>(
+      `SELECT k.id::text AS id, o.name AS organisation, o.signing_email AS "signingEmail",
+              CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= now() THEN 'expired' ELSE 'active' END AS status,
+              k.created_at AS "createdAt", k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.last_used_at AS "lastUsedAt"
+       FROM business_api_keys k JOIN organizations o ON o.id = k.org_id
+       WHERE $1::text IS NULL OR o.name = $1
+       ORDER BY k.created_at, k.id`,
+      [filter.org?.trim() ?? null],
+    );
+    return result.rows;
+  });
+}
+
+/** A key by its row id (as listed) or by the key itself (hashed here; for a key whose id is not at hand). */
+export type ApiKeyRef = { id: string } | { key: string };
+
+export type RevokeOutcome = { outcome: 'revoked' | 'already-revoked'; id: string } | { outcome: 'unknown' };
+
+/**
+ * Revokes a key from now on: the PKG refuses it at its next lookup (there is no cache). Revoking twice
+ * keeps the first time. Throws DatabaseUnavailableError.
+ */
+export async function revokeApiKey(databaseUrl: string, ref: ApiKeyRef): Promise<RevokeOutcome> {
+  const [column, value] = 'id' in ref ? ['id', ref.id] : ['key_hash', apiKeyHash(ref.key)];
+  return withClient(databaseUrl, async (client) => {
+    // One statement: the row as it was, and whether this call is the one that revoked it.
+    const result = await client.query<{ id: string; revoked_before: boolean }>(
+      `WITH target AS (SELECT id, revoked_at IS NOT NULL AS revoked_before FROM business_api_keys WHERE ${column} = $1),
+            done AS (UPDATE business_api_keys k SET revoked_at = now() FROM target t WHERE k.id = t.id AND NOT t.revoked_before)
+       SELECT id::text, revoked_before FROM target`,
+      [value],
+    );
+    const row = result.rows[0];
+    if (row === undefined) return { outcome: 'unknown' };
+    return { outcome: row.revoked_before ? 'already-revoked' : 'revoked', id: row.id };
+  });
+}
+
+/**
+ * One short-lived connection (for the CLI and migrations, where a pool is not worth it). A failure to
+ * connect is a DatabaseUnavailableError; errors of `use` propagate as they are.
+ */
+export async function withClient<T>(databaseUrl: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
+  let client: pg.Client;
   try {
+    client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+    client.on('error', () => undefined); // reported through the failing query instead
     await client.connect();
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
-import { applySchema } from '../db.js';
+import { migrate } from './migrate.js';
 
 /**
  * Helpers for tests against the real PostgreSQL and Redis on loopback: a private schema per run, a TCP
@@ -19,8 +19,11 @@ export interface TestSchema {
   drop(): Promise<void>;
 }
 
-/** Creates a uniquely named schema holding the business tables, so concurrent runs never collide. */
-export async function createTestSchema(baseUrl = TEST_DATABASE_URL): Promise<TestSchema> {
+/**
+ * Creates a uniquely named schema, so concurrent runs never collide, migrated by `pg-pkg migrate`'s
+ * code (the business tables and the migrations table); `{ migrated: false }` leaves it empty.
+ */
+export async function createTestSchema(baseUrl = TEST_DATABASE_URL, options: { migrated?: boolean } = {}): Promise<TestSchema> {
   const schema = `pgpkg_test_${randomBytes(6).toString('hex')}`;
   const admin = async (sql: string) => {
     const client = new pg.Client({ connectionString: baseUrl });
@@ -33,7 +36,7 @@ export async function createTestSchema(baseUrl = TEST_DATABASE_URL): Promise<Tes
   };
   await admin(`CREATE SCHEMA ${schema}`);
   const url = withSearchPath(baseUrl, schema);
-  await applySchema(url);
+  if (options.migrated !== false) await migrate(url);
   return { url, schema, drop: () => admin(`DROP SCHEMA ${schema} CASCADE`) };
 }
 

@@ -1,6 +1,7 @@
--- The part of the postguard-business schema that the PKG reads (API keys), for development and tests.
--- Production databases belong to the business service, which owns the real migrations; the PKG never
--- applies this file there. Safe to apply repeatedly.
+-- Migration 1: the part of the postguard-business schema that the PKG reads (API keys).
+-- The tables are the business service's. IF NOT EXISTS lets `pg-pkg migrate` adopt a database where
+-- that service already created them: it then records version 1 and changes nothing else.
+-- Each migration runs in one transaction (server/db/migrate.ts); never edit one that has shipped.
 
 CREATE TABLE IF NOT EXISTS users (
   id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
