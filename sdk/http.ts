@@ -1,3 +1,4 @@
+import { readLimitedText } from 'postguard-ts/pkg';
 import type { FetchLike } from './config.js';
 import { SdkError, SdkErrorCode } from './errors.js';
 
@@ -36,10 +37,17 @@ export async function exchange(
   }
 }
 
-/** The body as JSON; undefined when it cannot be read or parsed (the request's deadline still applies). */
+/** The storage service's answers are small JSON documents; a bigger body is not one of them. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * The body as JSON; undefined when it cannot be read, is over 64 KiB, or does not parse (the
+ * request's deadline still applies).
+ */
 export async function readJson(response: Response): Promise<unknown> {
   try {
-    return JSON.parse(await response.text());
+    const text = await readLimitedText(response, MAX_ANSWER_BYTES);
+    return text === undefined ? undefined : JSON.parse(text);
   } catch {
     return undefined;
   }
@@ -52,7 +60,7 @@ export async function discard(response: Response): Promise<void> {
 
 /** A short, single-line excerpt of an error body, for messages (never more than 200 characters). */
 export async function excerpt(response: Response): Promise<string> {
-  const text = await response.text().catch(() => '');
+  const text = (await readLimitedText(response, 8 * 1024).catch(() => '')) ?? '';
   const line = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
   return line.length > 200 ? `${line.slice(0, 197)}...` : line;
 }

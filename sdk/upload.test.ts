@@ -302,6 +302,25 @@ describe('PKG failures', () => {
 });
 
 describe('storage failures', () => {
+  it('an endless answer is read only up to its cap: STORAGE_BAD_RESPONSE, and the body is cancelled', async () => {
+    let cancelled = false;
+    let sent = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        sent += 65_536;
+        controller.enqueue(new TextEncoder().encode(' '.repeat(65_536)));
+      },
+      cancel: () => void (cancelled = true),
+    });
+    const { pg } = client({}, (url) =>
+      url.endsWith('/fileupload/init') ? Promise.resolve(new Response(endless, { headers: { cryptifytoken: 'a'.repeat(64) } })) : undefined,
+    );
+    const e = await rejection(pg.encrypt({ files: [{ name: 'a', content: TEXT }], recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(pkg.apiKey) }).upload());
+    expect(e.code).toBe(SdkErrorCode.STORAGE_BAD_RESPONSE);
+    expect(cancelled).toBe(true);
+    expect(sent).toBeLessThan(1024 * 1024);
+  });
+
   const sealedFor = (pg: PostGuard) =>
     pg.encrypt({ files: files(), recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) });
 

@@ -58,8 +58,13 @@ export async function withDeadline<T>(
   }
 }
 
-/** The body as text, refusing more than `limit` bytes (the stream is cancelled past it). */
-export async function readText(response: Response, url: string, limit = MAX_BODY_BYTES): Promise<string> {
+/**
+ * A response body as UTF-8 text, or `undefined` once it grows past `limit` bytes (the body is then
+ * cancelled, so a hostile or broken server cannot make us hold more). Each caller turns
+ * `undefined` into its own error. Shared by the PKG client, the PKG's identity-server client and
+ * the SDK: every whole-body read of a peer's answer goes through here.
+ */
+export async function readLimitedText(response: Response, limit: number): Promise<string | undefined> {
   if (response.body === null) return '';
   const reader = response.body.getReader();
   const parts: Uint8Array[] = [];
@@ -70,7 +75,7 @@ export async function readText(response: Response, url: string, limit = MAX_BODY
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      throw badResponse(url, `response body larger than ${limit} bytes`, response.status);
+      return undefined;
     }
     parts.push(value);
   }
@@ -81,6 +86,13 @@ export async function readText(response: Response, url: string, limit = MAX_BODY
     offset += part.byteLength;
   }
   return new TextDecoder().decode(bytes);
+}
+
+/** The body as text, refusing more than `limit` bytes (the stream is cancelled past it). */
+export async function readText(response: Response, url: string, limit = MAX_BODY_BYTES): Promise<string> {
+  const text = await readLimitedText(response, limit);
+  if (text === undefined) throw badResponse(url, `response body larger than ${limit} bytes`, response.status);
+  return text;
 }
 
 export async function readJson(response: Response, url: string): Promise<unknown> {

@@ -21,6 +21,7 @@ export { SESSION_STATUSES, isFinalStatus, readSessionClaims } from './jwt.js';
 export { PkgClientError, PkgClientErrorCode, isPkgClientError } from './errors.js';
 export type { PkgClientErrorDetails } from './errors.js';
 export { memoryStore, indexedDbStore, defaultStore } from './store.js';
+export { readLimitedText } from './http.js';
 export type { KeyValueStore } from './store.js';
 export {
   qrLink,
