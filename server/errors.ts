@@ -192,12 +192,14 @@ const OVERLONG_SEGMENT: ReadonlyArray<[RegExp, PkgErrorCode]> = [
   [/^\/v2\/(?:irma|request|idp)\/(?:jwt|statusevents)\/[^/]+$/, 'SESSION_TOKEN'],
 ];
 
-export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     const path = request.url.split('?', 1)[0] ?? '';
     const match = OVERLONG_SEGMENT.find(([pattern]) => pattern.test(path));
-    return sendError(reply, new PkgError(match?.[1] ?? 'NOT_FOUND'));
+    sendError(reply, new PkgError(match?.[1] ?? 'NOT_FOUND'));
+  } else if (error.code === 'FST_ERR_BAD_URL') {
+    sendError(reply, new PkgError('BAD_REQUEST', 'the URL is not valid'));
+  } else {
+    errorHandler(error, request, reply);
   }
-  if (error.code === 'FST_ERR_BAD_URL') return sendError(reply, new PkgError('BAD_REQUEST', 'the URL is not valid'));
-  return errorHandler(error, request, reply);
 }

@@ -250,6 +250,11 @@ describe('session tokens', () => {
     }
   });
 
+  it('a URL the router cannot decode: 400 BAD_REQUEST in the envelope, not Fastify\'s own body', async () => {
+    await expectError(await get('/v2/irma/jwt/%E0%A4%A'), 400, 'BAD_REQUEST');
+    await expectError(await get('/v2/irma/key/%FF'), 400, 'BAD_REQUEST');
+  });
+
   it('a well-formed token the identity server does not know: 404 SESSION_UNKNOWN', async () => {
     await expectError(await get(`/v2/irma/jwt/${'A'.repeat(20)}`), 404, 'SESSION_UNKNOWN');
   });
