@@ -128,6 +128,9 @@ export class StatusStreams {
       await upstream.opened;
     } catch (e) {
       leave();
+      // A client that left while its stream opened hears nothing either way; no warning in the log
+      // for the upstream we closed on its behalf.
+      if (gone.aborted) throw new PkgError('REQUEST_TIMEOUT', 'the client left', { cause: e });
       throw e;
     }
     if (listener.destroyed) throw new PkgError('SESSION_UNKNOWN', undefined, { cause: new Error('stream ended before it began') });
