@@ -5,11 +5,12 @@ import type { PkgKeys } from 'postguard-ts/keys';
 import { systemClock, type Clock } from './clock.js';
 import { corsOptions } from './cors.js';
 import type { ApiKeyStore } from './db.js';
-import { errorHandler, notFoundHandler } from './errors.js';
+import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import { IdentityServerClient } from './idp/client.js';
 import { ResultJwtVerifier } from './idp/jwt.js';
+import { StatusStreams, type StatusStreamLimits } from './idp/status-streams.js';
 import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
-import { isSensitiveRoute, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit.js';
+import { clientKeyResolver, isSensitiveRoute, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit.js';
 import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, limitedServerFactory, type ConnectionLimits } from './connections.js';
 import { apiKeyRoutes } from './routes/apikey.js';
 import { keyRoutes } from './routes/keys.js';
@@ -63,6 +64,10 @@ export interface AppDeps {
   metrics?: PkgMetrics;
   /** Header and request deadlines, keep-alive, the socket cap (server/connections.ts). */
   connections?: Partial<ConnectionLimits>;
+  /** Caps and lifetime of status-event streams (server/idp/status-streams.ts). */
+  statusStreams?: Partial<StatusStreamLimits>;
+  /** The `iss` the identity server's JWTs must carry; default: any (as pg-pkg). */
+  jwtIssuer?: string | undefined;
 }
 
 /** Session tokens in URLs (jwt/{token}, statusevents/{token}) are credentials of a sort: never logged. */
@@ -99,6 +104,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // derive a key just to throw it away.
     exposeHeadRoutes: false,
     return503OnClosing: true,
+    // Over-long path segments and undecodable URLs: our envelope, not Fastify's own body.
+    frameworkErrors: frameworkErrorHandler,
     serverFactory: limitedServerFactory({ ...DEFAULT_CONNECTION_LIMITS, ...deps.connections }),
     clientErrorHandler,
   });
@@ -106,7 +113,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.removeContentTypeParser('text/plain');
 
   const idp = new IdentityServerClient(deps.identityServer);
-  const verifier = new ResultJwtVerifier({ fetchPublicKey: () => idp.publicKeyPem(), clock });
+  // One client key for the limiter and the stream caps, and one set of streams for all three prefixes.
+  const clientKeyOf = clientKeyResolver(deps.rateLimit.settings);
+  const streams = new StatusStreams((token, signal) => idp.statusEvents(token, signal), deps.statusStreams);
+  // Closing the server ends the streams instead of waiting for their sessions to end.
+  app.addHook('preClose', async () => streams.closeAll());
+  const verifier = new ResultJwtVerifier({ fetchPublicKey: () => idp.publicKeyPem(), clock, issuer: deps.jwtIssuer });
   const metrics = deps.metrics ?? createMetrics({ processMetrics: deps.processMetrics ?? true });
   const builtAt = new Date(clock.now() * 1000);
 
@@ -114,7 +126,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.setNotFoundHandler(notFoundHandler);
 
   app.register(cors, corsOptions(deps.allowedOrigins));
-  app.register(rateLimitPlugin, { ...deps.rateLimit, isSensitive: isSensitiveRoute });
+  app.register(rateLimitPlugin, { ...deps.rateLimit, clientKeyOf, isSensitive: isSensitiveRoute });
 
   app.addHook('onResponse', async (request, reply) => {
     const path = request.url;
@@ -141,7 +153,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     vkModified: deps.keysModified?.vk ?? builtAt,
   });
   for (const prefix of IDENTITY_PREFIXES) {
-    app.register(sessionRoutes, { prefix, idp });
+    app.register(sessionRoutes, { prefix, idp, streams, clientKeyOf });
     app.register(keyRoutes, {
       prefix,
       msk: deps.keys.msk,

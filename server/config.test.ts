@@ -29,13 +29,17 @@ describe('server defaults', () => {
       identityServer: { url: 'https://is.yivi.app', token: undefined },
       databaseUrl: undefined,
       allowedOrigins: ['https://app.example'],
-      rateLimit: { perSecond: 10, burst: 50, sensitivePerSecond: 2, sensitiveBurst: 10, disabled: false, trustForwardedFor: false },
+      rateLimit: { perSecond: 10, burst: 50, sensitivePerSecond: 2, sensitiveBurst: 10, disabled: false, trustForwardedFor: false, trustedProxies: [] },
       emailAttribute: 'pbdf.sidn-pbdf.email.email',
       logLevel: 'info',
       keyPaths: { ibeSecret: './pkg_ibe.sec', ibePublic: './pkg_ibe.pub', ibsSecret: './pkg_ibs.sec', ibsPublic: './pkg_ibs.pub' },
       workers: 1,
       redisUrl: undefined,
+      redisFailure: 'open',
+      redisTimeoutMs: 250,
       connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 },
+      statusStreams: { perClient: 10, total: 2000, maxDurationMs: 900_000, retryAfterSeconds: 5 },
+      jwtIssuer: undefined,
     } satisfies ServerConfig);
   });
 
@@ -54,6 +58,47 @@ describe('connection limits', () => {
     expect(settingAtFault(['server', '--allowed-origins', '*', '--max-connections', '0'], {})).toMatch(/max-connections/);
     expect(settingAtFault(['server', '--allowed-origins', '*', '--headers-timeout-ms', 'soon'], {})).toMatch(/headers-timeout-ms/);
     expect(settingAtFault(['server', '--allowed-origins', '*', '--headers-timeout-ms', '20000', '--request-timeout-ms', '10000'], {})).toMatch(/request-timeout-ms/);
+  });
+});
+
+describe('limits of this branch: proxies, Redis failure, status-event streams, JWT issuer', () => {
+  const base = ['--allowed-origins', '*'];
+
+  it('--trusted-proxies / PKG_TRUSTED_PROXIES: addresses and CIDR ranges, checked', () => {
+    expect(server([...base, '--trusted-proxies', '10.0.0.0/8, 127.0.0.1,fd00::/8'], {}).rateLimit.trustedProxies).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
+    expect(server(base, { PKG_TRUSTED_PROXIES: '192.0.2.1' }).rateLimit.trustedProxies).toEqual(['192.0.2.1']);
+    expect(server([...base, '--trusted-proxies', '192.0.2.9'], { PKG_TRUSTED_PROXIES: '192.0.2.1' }).rateLimit.trustedProxies).toEqual(['192.0.2.9']);
+    for (const bad of ['proxy.example', '10.0.0.0/40', ' , ', '10.0.0.1,nope']) {
+      expect(settingAtFault(['server', ...base, '--trusted-proxies', bad], {}), bad).toBe('--trusted-proxies');
+    }
+    expect(settingAtFault(['server', ...base], { PKG_TRUSTED_PROXIES: 'x' })).toBe('PKG_TRUSTED_PROXIES');
+    // The deprecated flag and its replacement together would be two answers to one question.
+    expect(settingAtFault(['server', ...base, '--trusted-proxies', '10.0.0.0/8', '--ratelimit-trust-forwarded-for'], {})).toMatch(/trust-forwarded-for/);
+  });
+
+  it('--redis-failure open|closed and --redis-timeout-ms', () => {
+    expect(server([...base, '--redis-failure', 'closed'], {}).redisFailure).toBe('closed');
+    expect(server(base, { PKG_REDIS_FAILURE: 'OPEN' }).redisFailure).toBe('open');
+    expect(settingAtFault(['server', ...base, '--redis-failure', 'maybe'], {})).toBe('--redis-failure');
+    expect(server([...base, '--redis-timeout-ms', '100'], {}).redisTimeoutMs).toBe(100);
+    expect(server(base, { PKG_REDIS_TIMEOUT_MS: '500' }).redisTimeoutMs).toBe(500);
+    expect(settingAtFault(['server', ...base, '--redis-timeout-ms', '0'], {})).toBe('--redis-timeout-ms');
+  });
+
+  it('status-event stream caps and lifetime; per client no more than in all', () => {
+    const flags = [...base, '--statusevents-per-client', '3', '--statusevents-max', '50', '--statusevents-max-seconds', '60'];
+    expect(server(flags, {}).statusStreams).toEqual({ perClient: 3, total: 50, maxDurationMs: 60_000, retryAfterSeconds: 5 });
+    const env = { PKG_STATUSEVENTS_PER_CLIENT: '2', PKG_STATUSEVENTS_MAX: '4', PKG_STATUSEVENTS_MAX_SECONDS: '30' };
+    expect(server(base, env).statusStreams).toMatchObject({ perClient: 2, total: 4, maxDurationMs: 30_000 });
+    expect(settingAtFault(['server', ...base, '--statusevents-per-client', '0'], {})).toBe('--statusevents-per-client');
+    expect(settingAtFault(['server', ...base, '--statusevents-max', '5', '--statusevents-per-client', '6'], {})).toMatch(/statusevents-per-client/);
+    expect(settingAtFault(['server', ...base, '--statusevents-max-seconds', '86401'], {})).toBe('--statusevents-max-seconds');
+  });
+
+  it('--jwt-issuer / PKG_JWT_ISSUER', () => {
+    expect(server([...base, '--jwt-issuer', 'yivi.example'], {}).jwtIssuer).toBe('yivi.example');
+    expect(server(base, { PKG_JWT_ISSUER: 'irmaserver' }).jwtIssuer).toBe('irmaserver');
+    expect(settingAtFault(['server', ...base, '--jwt-issuer', ' '], {})).toBe('--jwt-issuer');
   });
 });
 
@@ -80,7 +125,7 @@ describe('flags and their environment twins', () => {
     expect(config.identityServer).toEqual({ url: 'https://yivi.example', token: 'env-token' });
     expect(config.databaseUrl).toBe('postgres://db/pkg');
     expect(config.allowedOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
-    expect(config.rateLimit).toEqual({ perSecond: 20, burst: 100, sensitivePerSecond: 3, sensitiveBurst: 12, disabled: true, trustForwardedFor: true });
+    expect(config.rateLimit).toEqual({ perSecond: 20, burst: 100, sensitivePerSecond: 3, sensitiveBurst: 12, disabled: true, trustForwardedFor: true, trustedProxies: [] });
     expect(config.emailAttribute).toBe('irma-demo.sidn-pbdf.email.email');
     expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(config.workers).toBe(4);

@@ -1,7 +1,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connections.js';
+import { DEFAULT_STATUS_STREAM_LIMITS, type StatusStreamLimits } from './idp/status-streams.js';
 import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from './keyfiles.js';
 import type { RateLimitSettings } from './ratelimit.js';
+import { trustedProxies } from './ratelimit-key.js';
 
 /**
  * The pg-pkg command line: `gen`, `server`, `migrate`, `api-key create|list|revoke`. Parsing is a pure function of argv and
@@ -28,9 +30,19 @@ export interface ServerConfig {
   /** Processes serving HTTP; 1 runs in this process, more use node:cluster. */
   workers: number;
   redisUrl: string | undefined;
+  /** When Redis fails: answer from this instance's buckets ('open'), or refuse with 503 ('closed'). */
+  redisFailure: RedisFailurePolicy;
+  /** Deadline of one Redis call in ms. */
+  redisTimeoutMs: number;
   /** Slow-client limits (server/connections.ts). */
   connections: ConnectionLimits;
+  /** Caps and lifetime of status-event streams (server/idp/status-streams.ts). */
+  statusStreams: StatusStreamLimits;
+  /** The `iss` the identity server's JWTs must carry; undefined: any (as pg-pkg). */
+  jwtIssuer: string | undefined;
 }
+
+export type RedisFailurePolicy = 'open' | 'closed';
 
 export type Command =
   | { kind: 'help'; text: string }
@@ -59,6 +71,7 @@ export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_RATE_LIMITS = { perSecond: 10, burst: 50, sensitivePerSecond: 2, sensitiveBurst: 10 } as const;
+export const DEFAULT_REDIS_TIMEOUT_MS = 250;
 const MAX_WORKERS = 256;
 const MAX_RATE = 1_000_000;
 
@@ -109,9 +122,20 @@ Options (environment variable in brackets; a flag wins over its variable):
       --ratelimit-sensitive-per-second <n> rate of key-issuing routes per client IP  [PKG_RATELIMIT_SENSITIVE_PER_SECOND] [default: 2]
       --ratelimit-sensitive-burst <n>      burst of key-issuing routes               [PKG_RATELIMIT_SENSITIVE_BURST] [default: 10]
       --ratelimit-disabled                 let every request pass the limiter        [PKG_RATELIMIT_DISABLED=true]
-      --ratelimit-trust-forwarded-for      key clients on the rightmost X-Forwarded-For entry
-                                           (only behind a proxy that sets it)        [PKG_RATELIMIT_TRUST_FORWARDED_FOR=true]
+      --trusted-proxies <list>             addresses/CIDR ranges of our reverse proxies, comma-separated;
+                                           clients are keyed on the X-Forwarded-For entry left of them
+                                           (e.g. 10.0.0.0/8,127.0.0.1)               [PKG_TRUSTED_PROXIES]
+      --ratelimit-trust-forwarded-for      deprecated: key on the rightmost X-Forwarded-For entry
+                                           whoever sends it; use --trusted-proxies   [PKG_RATELIMIT_TRUST_FORWARDED_FOR=true]
       --redis-url <url>                    share rate limits between PKG instances   [PKG_REDIS_URL]
+      --redis-failure <open|closed>        Redis down: open = this instance's own buckets (logged once,
+                                           counted in /metrics); closed = 503        [PKG_REDIS_FAILURE] [default: open]
+      --redis-timeout-ms <ms>              deadline of one Redis call                [PKG_REDIS_TIMEOUT_MS] [default: 250]
+      --statusevents-per-client <n>        status-event streams open per client      [PKG_STATUSEVENTS_PER_CLIENT] [default: 10]
+      --statusevents-max <n>               status-event streams open in all          [PKG_STATUSEVENTS_MAX] [default: 2000]
+      --statusevents-max-seconds <s>       longest a status-event stream stays open  [PKG_STATUSEVENTS_MAX_SECONDS] [default: 900]
+      --jwt-issuer <iss>                   the iss claim the identity server's JWTs must have
+                                           (default: any, as pg-pkg)                 [PKG_JWT_ISSUER]
       --headers-timeout-ms <ms>            time a client has to send its headers     [PKG_HEADERS_TIMEOUT_MS] [default: 10000]
       --request-timeout-ms <ms>            time a client has to send its request     [PKG_REQUEST_TIMEOUT_MS] [default: 30000]
       --keep-alive-timeout-ms <ms>         idle keep-alive sockets are closed after  [PKG_KEEP_ALIVE_TIMEOUT_MS] [default: 5000]
@@ -233,6 +257,22 @@ function redisUrl(setting: string, raw: string): string {
   return raw.trim();
 }
 
+function proxyList(setting: string, raw: string): string[] {
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (entries.length === 0) throw new ConfigError(setting, 'expected a comma-separated list of addresses or CIDR ranges');
+  try {
+    return [...trustedProxies(entries).ranges];
+  } catch (e) {
+    throw new ConfigError(setting, (e as Error).message);
+  }
+}
+
+function redisFailure(setting: string, raw: string): RedisFailurePolicy {
+  const v = raw.trim().toLowerCase();
+  if (v === 'open' || v === 'closed') return v;
+  throw new ConfigError(setting, `expected open or closed, got ${JSON.stringify(raw)}`);
+}
+
 function nonEmpty(setting: string, raw: string): string {
   if (raw.trim() === '') throw new ConfigError(setting, 'must not be empty');
   return raw.trim();
@@ -312,7 +352,14 @@ function serverCommand(argv: readonly string[], env: Env): Command {
       'ratelimit-sensitive-burst': { type: 'string' },
       'ratelimit-disabled': { type: 'boolean' },
       'ratelimit-trust-forwarded-for': { type: 'boolean' },
+      'trusted-proxies': { type: 'string' },
       'redis-url': { type: 'string' },
+      'redis-failure': { type: 'string' },
+      'redis-timeout-ms': { type: 'string' },
+      'statusevents-per-client': { type: 'string' },
+      'statusevents-max': { type: 'string' },
+      'statusevents-max-seconds': { type: 'string' },
+      'jwt-issuer': { type: 'string' },
       'headers-timeout-ms': { type: 'string' },
       'request-timeout-ms': { type: 'string' },
       'keep-alive-timeout-ms': { type: 'string' },
@@ -337,6 +384,9 @@ function serverCommand(argv: readonly string[], env: Env): Command {
   const workers = setting(values, 'workers', env, 'PKG_WORKERS');
   const email = setting(values, 'email-attribute', env, 'PKG_EMAIL_ATTRIBUTE');
   const level = setting(values, 'log-level', env, 'LOG_LEVEL', 'RUST_LOG');
+  const proxies = setting(values, 'trusted-proxies', env, 'PKG_TRUSTED_PROXIES');
+  const failure = setting(values, 'redis-failure', env, 'PKG_REDIS_FAILURE');
+  const issuer = setting(values, 'jwt-issuer', env, 'PKG_JWT_ISSUER');
 
   const rate = (flag: string, variable: string, fallback: number): number => {
     const s = setting(values, flag, env, variable);
@@ -376,19 +426,40 @@ function serverCommand(argv: readonly string[], env: Env): Command {
       sensitiveBurst: rate('ratelimit-sensitive-burst', 'PKG_RATELIMIT_SENSITIVE_BURST', DEFAULT_RATE_LIMITS.sensitiveBurst),
       disabled: flagOrEnv('ratelimit-disabled', 'PKG_RATELIMIT_DISABLED'),
       trustForwardedFor: flagOrEnv('ratelimit-trust-forwarded-for', 'PKG_RATELIMIT_TRUST_FORWARDED_FOR'),
+      trustedProxies: proxies === undefined ? [] : proxyList(proxies.name, proxies.value),
     },
     emailAttribute: email === undefined ? DEFAULT_EMAIL_ATTRIBUTE : attributeType(email.name, email.value),
     logLevel: level === undefined ? 'info' : logLevel(level.name, level.value),
     keyPaths: keyPaths(values),
     workers: workers === undefined ? 1 : integer(workers.name, workers.value, 1, MAX_WORKERS),
     redisUrl: redis === undefined ? undefined : redisUrl(redis.name, redis.value),
+    redisFailure: failure === undefined ? 'open' : redisFailure(failure.name, failure.value),
+    redisTimeoutMs: limit('redis-timeout-ms', 'PKG_REDIS_TIMEOUT_MS', DEFAULT_REDIS_TIMEOUT_MS, 10, 60_000),
     connections: {
       headersTimeoutMs: limit('headers-timeout-ms', 'PKG_HEADERS_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.headersTimeoutMs, 100, 600_000),
       requestTimeoutMs: limit('request-timeout-ms', 'PKG_REQUEST_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.requestTimeoutMs, 100, 3_600_000),
       keepAliveTimeoutMs: limit('keep-alive-timeout-ms', 'PKG_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs, 100, 600_000),
       maxConnections: limit('max-connections', 'PKG_MAX_CONNECTIONS', DEFAULT_CONNECTION_LIMITS.maxConnections, 1, 1_000_000),
     },
+    statusStreams: {
+      ...DEFAULT_STATUS_STREAM_LIMITS,
+      perClient: limit('statusevents-per-client', 'PKG_STATUSEVENTS_PER_CLIENT', DEFAULT_STATUS_STREAM_LIMITS.perClient, 1, 1_000_000),
+      total: limit('statusevents-max', 'PKG_STATUSEVENTS_MAX', DEFAULT_STATUS_STREAM_LIMITS.total, 1, 1_000_000),
+      maxDurationMs:
+        1000 *
+        limit('statusevents-max-seconds', 'PKG_STATUSEVENTS_MAX_SECONDS', DEFAULT_STATUS_STREAM_LIMITS.maxDurationMs / 1000, 1, 86_400),
+    },
+    jwtIssuer: issuer === undefined ? undefined : nonEmpty(issuer.name, issuer.value),
   };
+  if (config.rateLimit.trustForwardedFor && (config.rateLimit.trustedProxies?.length ?? 0) > 0) {
+    throw new ConfigError(
+      '--ratelimit-trust-forwarded-for / PKG_RATELIMIT_TRUST_FORWARDED_FOR',
+      'cannot be combined with --trusted-proxies (which replaces it); set only --trusted-proxies',
+    );
+  }
+  if (config.statusStreams.perClient > config.statusStreams.total) {
+    throw new ConfigError('--statusevents-per-client / PKG_STATUSEVENTS_PER_CLIENT', 'must not exceed --statusevents-max');
+  }
   if (config.connections.requestTimeoutMs < config.connections.headersTimeoutMs) {
     throw new ConfigError('--request-timeout-ms / PKG_REQUEST_TIMEOUT_MS', 'must be at least the headers timeout');
   }

@@ -22,6 +22,8 @@ export const PKG_ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'unsupported content type' },
   /** POST start: `validity` above 86400 s. */
   VALIDITY: { status: 400, message: 'validity exceeds maximum validity' },
+  /** start, key issuance: the identity has no attributes (`con: []`, or a session that disclosed none). */
+  EMPTY_IDENTITY: { status: 400, message: 'the identity has no attributes' },
   /** key/{timestamp}: the timestamp is not an unsigned 64-bit integer. */
   TIMESTAMP: { status: 400, message: 'no (valid) timestamp given' },
   /** The key timestamp lies in the future or after the JWT's exp, or the JWT has expired. */
@@ -44,6 +46,8 @@ export const PKG_ERRORS = {
   SESSION_UNKNOWN: { status: 404, message: 'session not found' },
   /** Too many requests from one client (see Retry-After). */
   RATE_LIMITED: { status: 429, message: 'too many requests' },
+  /** statusevents: the client (or the PKG as a whole) has the most status-event streams open it may. */
+  TOO_MANY_STREAMS: { status: 429, message: 'too many open status event streams' },
   /** A failure of the PKG itself. */
   INTERNAL: { status: 500, message: 'internal error' },
   /** The identity server answered, but not as the protocol says (non-2xx, malformed body). */
@@ -52,6 +56,8 @@ export const PKG_ERRORS = {
   IDP_UNAVAILABLE: { status: 503, message: 'identity server unavailable' },
   /** The API-key database cannot be reached. */
   DB_UNAVAILABLE: { status: 503, message: 'API key database unavailable' },
+  /** The shared rate-limit store (Redis) cannot be reached and the policy is to refuse (--redis-failure closed). */
+  RATE_LIMITER_UNAVAILABLE: { status: 503, message: 'rate limiter unavailable' },
 } as const;
 
 export type PkgErrorCode = keyof typeof PKG_ERRORS;
@@ -66,12 +72,15 @@ export interface ErrorEnvelope {
 export class PkgError extends Error {
   readonly code: PkgErrorCode;
   readonly statusCode: number;
+  /** Seconds the client should wait before trying again (429s, some 503s); sent as Retry-After. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: PkgErrorCode, message?: string, options?: { cause?: unknown }) {
+  constructor(code: PkgErrorCode, message?: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message ?? PKG_ERRORS[code].message, options);
     this.name = 'PkgError';
     this.code = code;
     this.statusCode = PKG_ERRORS[code].status;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
   toJSON(): ErrorEnvelope {
@@ -90,10 +99,21 @@ export const envelopeSchema = {
   },
 } as const;
 
+/**
+ * Retry-After and pg-pkg's X-RateLimit-After, both whole seconds. pg-pkg rounds the wait down and so
+ * often says 0 ("retry at once", which a client then does); we round up and never send less than 1.
+ */
+export function setRetryAfter(reply: FastifyReply, seconds: number): FastifyReply {
+  const value = String(Number.isFinite(seconds) ? Math.max(1, Math.ceil(seconds)) : 1);
+  return reply.header('retry-after', value).header('x-ratelimit-after', value);
+}
+
 export function sendError(reply: FastifyReply, error: PkgError): FastifyReply {
   if (error.code === 'UNAUTHENTICATED' || error.code === 'JWT_INVALID' || error.code === 'API_KEY_INVALID') {
     reply.header('www-authenticate', 'Bearer');
   }
+  // Every 429 says when to come back; a 503 does when its producer knows.
+  if (error.statusCode === 429 || error.retryAfterSeconds !== undefined) setRetryAfter(reply, error.retryAfterSeconds ?? 1);
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(error.toJSON()));
 }
 
@@ -155,10 +175,31 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   } else {
     request.log.debug({ code: mapped.code }, mapped.message);
   }
-  // A rate-limit rejection keeps the Retry-After header its producer set.
   return sendError(reply, mapped);
 }
 
 export function notFoundHandler(_request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return sendError(reply, new PkgError('NOT_FOUND'));
+}
+
+/**
+ * A path segment longer than the router takes (app.ts maxParamLength) never reaches a route: Fastify
+ * answers it, and a URL it cannot decode, before any hook. Where the route exists and only its value is
+ * too long, the answer is the route's own error for a bad value (a key timestamp, a session token).
+ */
+const OVERLONG_SEGMENT: ReadonlyArray<[RegExp, PkgErrorCode]> = [
+  [/^\/v2\/(?:irma|request|idp)\/key\/[^/]+$/, 'TIMESTAMP'],
+  [/^\/v2\/(?:irma|request|idp)\/(?:jwt|statusevents)\/[^/]+$/, 'SESSION_TOKEN'],
+];
+
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    const path = request.url.split('?', 1)[0] ?? '';
+    const match = OVERLONG_SEGMENT.find(([pattern]) => pattern.test(path));
+    sendError(reply, new PkgError(match?.[1] ?? 'NOT_FOUND'));
+  } else if (error.code === 'FST_ERR_BAD_URL') {
+    sendError(reply, new PkgError('BAD_REQUEST', 'the URL is not valid'));
+  } else {
+    errorHandler(error, request, reply);
+  }
 }

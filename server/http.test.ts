@@ -184,7 +184,6 @@ describe('request bodies and the error envelope', () => {
     for (const body of [
       [],
       {},
-      { con: [] },
       { con: [{ t: EMAIL }], validity: '300' },
       { con: [{ t: EMAIL }], validity: -1 },
       { con: [{ t: EMAIL }], validity: 1.5 },
@@ -195,7 +194,6 @@ describe('request bodies and the error envelope', () => {
       { con: [{ t: EMAIL, optional: 'yes' }] },
       { con: [[{ t: EMAIL }]] },
       { con: [[]] },
-      { con: [[[]]] },
       { con: [{ t: EMAIL }], attr: { a: { t: 1, con: [{ t: EMAIL }] } } },
       { attr: {} },
       { attr: { a: { t: -5, con: [{ t: EMAIL }] } } },
@@ -203,6 +201,26 @@ describe('request bodies and the error envelope', () => {
     ]) {
       await expectError(await post('/v2/irma/start', JSON.stringify(body)), 400, 'BAD_REQUEST');
     }
+  });
+
+  it('an identity with no attributes: 400 EMPTY_IDENTITY, before any upstream call', async () => {
+    let upstreamCalls = 0;
+    const count = () => void upstreamCalls++;
+    pkg.yivi.app.server.on('request', count);
+    try {
+      for (const body of [
+        { con: [] },
+        { con: [[[]]] },
+        { con: [[[], []]] },
+        { attr: { a: { t: 1, con: [] } } },
+        { attr: { a: { t: 1, con: [{ t: EMAIL }] }, b: { t: 1, con: [] } } },
+      ]) {
+        await expectError(await post('/v2/irma/start', JSON.stringify(body)), 400, 'EMPTY_IDENTITY');
+      }
+    } finally {
+      pkg.yivi.app.server.off('request', count);
+    }
+    expect(upstreamCalls).toBe(0);
   });
 
   it('validity above 86400: 400 VALIDITY; 86400 itself is fine', async () => {
@@ -226,10 +244,15 @@ describe('request bodies and the error envelope', () => {
 
 describe('session tokens', () => {
   it('are checked before any upstream call: 20 alphanumerics or 400 SESSION_TOKEN', async () => {
-    for (const token of ['short', 'A'.repeat(19), 'A'.repeat(21), 'AAAAAAAAAA.AAAAAAAAA', '550e8400-e29b-41d4-a716', 'AAAAAAAAAA%2FAAAAAAAAA']) {
+    for (const token of ['short', 'A'.repeat(19), 'A'.repeat(21), 'A'.repeat(65), 'A'.repeat(201), 'A'.repeat(5000), 'AAAAAAAAAA.AAAAAAAAA', '550e8400-e29b-41d4-a716', 'AAAAAAAAAA%2FAAAAAAAAA']) {
       await expectError(await get(`/v2/irma/jwt/${token}`), 400, 'SESSION_TOKEN');
       await expectError(await get(`/v2/irma/statusevents/${token}`), 400, 'SESSION_TOKEN');
     }
+  });
+
+  it('a URL the router cannot decode: 400 BAD_REQUEST in the envelope, not Fastify\'s own body', async () => {
+    await expectError(await get('/v2/irma/jwt/%E0%A4%A'), 400, 'BAD_REQUEST');
+    await expectError(await get('/v2/irma/key/%FF'), 400, 'BAD_REQUEST');
   });
 
   it('a well-formed token the identity server does not know: 404 SESSION_UNKNOWN', async () => {
@@ -277,8 +300,8 @@ describe('statusevents relay', () => {
     }
   });
 
-  it('an unknown session or a finished one is an error in the envelope, not a stream', async () => {
-    await expectError(await get(`/v2/irma/statusevents/${'B'.repeat(20)}`), 502, 'IDP_ERROR');
+  it('an unknown session is 404 SESSION_UNKNOWN in the envelope, not a stream', async () => {
+    await expectError(await get(`/v2/irma/statusevents/${'B'.repeat(20)}`), 404, 'SESSION_UNKNOWN');
   });
 });
 

@@ -216,6 +216,27 @@ describe('session outcome', () => {
     expect(body).toEqual({ status: 'DONE', proofStatus: 'MISSING_ATTRIBUTES' });
   });
 
+  it('a VALID disclosure of no attributes: 400 EMPTY_IDENTITY, no key of any kind', async () => {
+    const nullOnly = [[{ rawvalue: null, id: EMAIL, status: 'NULL', issuancetime: 0 }]];
+    for (const extra of [{ disclosed: [] }, { disclosed: null }, { disclosed: [[]] }, { disclosed: nullOnly }]) {
+      const jwt = await rs256(claims(extra));
+      await expectError(await key(jwt), 400, 'EMPTY_IDENTITY');
+      await expectError(await key(jwt, '/v2/irma/key'), 400, 'EMPTY_IDENTITY');
+      await expectError(await signKey(`Bearer ${jwt}`), 400, 'EMPTY_IDENTITY');
+    }
+    await expectError(await key(await rs256(without('disclosed'))), 400, 'EMPTY_IDENTITY');
+    // The way it happens for real: an all-optional request the person answers with nothing.
+    const jwt = await realJwt({ con: [{ t: EMAIL, optional: true }] }, {});
+    await expectError(await key(jwt), 400, 'EMPTY_IDENTITY');
+  });
+
+  it('sign/key whose pubSignId selects none of the disclosed attributes: 400 EMPTY_IDENTITY', async () => {
+    const jwt = await rs256(claims());
+    await expectError(await signKey(`Bearer ${jwt}`, { pubSignId: [{ t: 'irma-demo.other.cred.attr' }] }), 400, 'EMPTY_IDENTITY');
+    await expectError(await signKey(`Bearer ${jwt}`, { pubSignId: [] }), 400, 'EMPTY_IDENTITY');
+    expect((await signKey(`Bearer ${jwt}`, { pubSignId: [{ t: EMAIL }] })).status).toBe(200);
+  });
+
   it('a cancelled session gives no key', async () => {
     const started = await (
       await fetch(`${pkg.url}/v2/irma/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ con: [{ t: EMAIL }] }) })
@@ -246,6 +267,18 @@ describe('key timestamps', () => {
     for (const ts of ['abc', '-1', '1.5', '1e9', '18446744073709551616', '0x10', '%201']) {
       await expectError(await key(await rs256(claims()), `/v2/irma/key/${ts}`), 400, 'TIMESTAMP');
     }
+  });
+
+  it('too long, however long: 400 TIMESTAMP, not a schema or routing error', async () => {
+    const jwt = await rs256(claims());
+    // Past the schema's old bound (32), and past the router's segment bound (200).
+    for (const ts of ['1'.repeat(21), '1'.repeat(33), '1'.repeat(64), '1'.repeat(201), '9'.repeat(4000)]) {
+      await expectError(await key(jwt, `/v2/irma/key/${ts}`), 400, 'TIMESTAMP');
+      await expectError(await key(jwt, `/v2/idp/key/${ts}`), 400, 'TIMESTAMP');
+    }
+    // Another path shape is still no route.
+    await expectError(await key(jwt, `/v2/irma/key/${'1'.repeat(201)}/x`), 404, 'NOT_FOUND');
+    await expectError(await key(jwt, `/v2/other/key/${'1'.repeat(201)}`), 404, 'NOT_FOUND');
   });
 
   it('keyTimestamp: after exp is CHRONOLOGY even when not in the future', () => {

@@ -49,6 +49,8 @@ export interface PkgMetrics {
   countRequest(route: string | undefined, clientHeader: string | undefined, status: number): void;
   /** Counts one issued key. */
   countKey(kind: 'usk' | 'signing'): void;
+  /** Counts one rate-limit take answered without Redis: from local buckets, or refused (503). */
+  countRedisUnavailable(action: 'local' | 'refused'): void;
   contentType(): string;
   /** The exposition text: this app's metrics, then the process's. */
   text(): Promise<string>;
@@ -79,6 +81,12 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): PkgMe
     labelNames: ['kind'] as const,
     registers: [registry],
   });
+  const redisUnavailable = new Counter({
+    name: 'postguard_ratelimit_redis_unavailable_total',
+    help: 'Rate-limit checks made while Redis was unavailable: answered from local buckets, or refused with 503.',
+    labelNames: ['action'] as const,
+    registers: [registry],
+  });
   const versions = new Map<string, Set<string>>();
   const extra = options.processMetrics === false ? undefined : processMetricsRegistry();
 
@@ -89,6 +97,9 @@ export function createMetrics(options: { processMetrics?: boolean } = {}): PkgMe
     },
     countKey(kind) {
       keys.inc({ kind });
+    },
+    countRedisUnavailable(action) {
+      redisUnavailable.inc({ action });
     },
     contentType: () => registry.contentType,
     async text() {

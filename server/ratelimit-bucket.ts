@@ -17,10 +17,15 @@ export interface TakeResult {
   waitMs?: number;
 }
 
+/** A store whose backend is unreachable and whose policy is to refuse rather than answer locally. */
+export class BucketStoreUnavailableError extends Error {
+  override readonly name = 'BucketStoreUnavailableError';
+}
+
 export interface BucketStore {
   /**
-   * Takes one token from the bucket of (`key`, `tier`). Stores never reject: when their backend is
-   * unreachable they answer from a local fallback (see each store).
+   * Takes one token from the bucket of (`key`, `tier`). When their backend is unreachable, stores answer
+   * from a local fallback (see each store), or, if so configured, reject with BucketStoreUnavailableError.
    */
   take(key: string, tier: Tier, ratePerSecond: number, burst: number): Promise<TakeResult>;
   close(): Promise<void>;

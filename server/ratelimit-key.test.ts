@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { addressKey, clientKey } from './ratelimit-key.js';
+import { addressKey, clientKey, forwardedAddress, trustedProxies } from './ratelimit-key.js';
 
 describe('clientKey without trust', () => {
   it('keys on the TCP peer and ignores X-Forwarded-For entirely', () => {
@@ -41,9 +41,12 @@ describe('clientKey with a trusted proxy', () => {
       ' ',
       ',',
       'unknown',
-      '198.51.100.1:443', // with a port
-      '[2001:db8::1]', // bracketed
-      '[2001:db8::1]:443',
+      '198.51.100.1:65536', // not a port
+      '198.51.100.1:', // no port
+      '[2001:db8::1]:', // no port
+      '[198.51.100.1]', // IPv4 in brackets
+      '[fe80::1%eth0]', // with a zone
+      '2001:db8::1:443]',
       'fe80::1%eth0', // with a zone
       '198.51.100', // incomplete
       '198.51.100.256',
@@ -60,6 +63,75 @@ describe('clientKey with a trusted proxy', () => {
   it('masks a forwarded IPv6 address like a peer one', () => {
     expect(clientKey(peer, '2001:db8:aaaa:bbcc:dddd::1', true)).toBe('2001:db8:aaaa:bb00::/56');
     expect(clientKey(peer, '::ffff:198.51.100.9', true)).toBe('198.51.100.9');
+  });
+
+  it('reads entries with a port as their address: two clients behind one proxy keep two buckets', () => {
+    expect(clientKey(peer, '198.51.100.1:443', true)).toBe('198.51.100.1');
+    expect(clientKey(peer, '198.51.100.2:443', true)).toBe('198.51.100.2');
+    expect(clientKey(peer, '[2001:db8:aaaa:bbcc::1]:443', true)).toBe('2001:db8:aaaa:bb00::/56');
+    expect(clientKey(peer, '[2001:db8:1111:2222::1]', true)).toBe('2001:db8:1111:2200::/56');
+    expect(clientKey(peer, '[::ffff:198.51.100.3]:8080', true)).toBe('198.51.100.3');
+  });
+});
+
+describe('forwardedAddress', () => {
+  it('strips ports and brackets and nothing else', () => {
+    expect(forwardedAddress(' 192.0.2.1 ')).toBe('192.0.2.1');
+    expect(forwardedAddress('192.0.2.1:0')).toBe('192.0.2.1');
+    expect(forwardedAddress('192.0.2.1:65535')).toBe('192.0.2.1');
+    expect(forwardedAddress('2001:db8::1')).toBe('2001:db8::1');
+    expect(forwardedAddress('[2001:db8::1]:65535')).toBe('2001:db8::1');
+    for (const bad of ['192.0.2.1:65536', '192.0.2.1:-1', '192.0.2.1:1:2', '[2001:db8::1', '2001:db8::1]', '[]', '[::1]:x', 'a:1', '::1%lo']) {
+      expect(forwardedAddress(bad), bad).toBeUndefined();
+    }
+  });
+});
+
+describe('clientKey with --trusted-proxies', () => {
+  const proxies = trustedProxies(['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
+
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy', () => {
+    expect(clientKey('192.0.2.7', '198.51.100.1', proxies)).toBe('192.0.2.7');
+    expect(clientKey('11.0.0.1', '198.51.100.1', proxies)).toBe('11.0.0.1');
+    expect(clientKey('127.0.0.2', '198.51.100.1', proxies)).toBe('127.0.0.2');
+    expect(clientKey('2001:db8::5', '198.51.100.1', proxies)).toBe('2001:db8:0:0::/56');
+  });
+
+  it('believes a trusted peer: the client is the entry it appended', () => {
+    expect(clientKey('10.1.2.3', '198.51.100.1', proxies)).toBe('198.51.100.1');
+    expect(clientKey('127.0.0.1', '198.51.100.1:5000', proxies)).toBe('198.51.100.1');
+    expect(clientKey('::ffff:127.0.0.1', '198.51.100.1', proxies)).toBe('198.51.100.1');
+    expect(clientKey('fd12::1', '[2001:db8:1:2ff::3]:443', proxies)).toBe('2001:db8:1:200::/56');
+    // Without the header a trusted proxy is its own client (health checks and the like).
+    expect(clientKey('10.1.2.3', undefined, proxies)).toBe('10.1.2.3');
+  });
+
+  it('walks left through trusted proxies and stops at the first address that is not one', () => {
+    // client → 10.9.9.9 (edge proxy) → 10.1.2.3 (peer)
+    expect(clientKey('10.1.2.3', '198.51.100.1, 10.9.9.9', proxies)).toBe('198.51.100.1');
+    // A client's own spoofed entries sit left of its real address, and are never reached.
+    expect(clientKey('10.1.2.3', '1.1.1.1, 10.0.0.1, 198.51.100.1, 10.9.9.9', proxies)).toBe('198.51.100.1');
+    // A spoofed trusted address on the far left just makes the walk end there, at a trusted address.
+    expect(clientKey('10.1.2.3', '10.0.0.1', proxies)).toBe('10.0.0.1');
+  });
+
+  it('stops at the proxy that wrote an entry it cannot read', () => {
+    expect(clientKey('10.1.2.3', '198.51.100.1, unknown', proxies)).toBe('10.1.2.3');
+    expect(clientKey('10.1.2.3', '198.51.100.1, unknown, 10.9.9.9', proxies)).toBe('10.9.9.9');
+    expect(clientKey('10.1.2.3', '', proxies)).toBe('10.1.2.3');
+    expect(clientKey('10.1.2.3', ',', proxies)).toBe('10.1.2.3');
+  });
+
+  it('walks at most 16 hops', () => {
+    const chain = Array.from({ length: 20 }, (_, i) => `10.0.0.${i + 1}`).join(', ');
+    expect(clientKey('10.1.2.3', `198.51.100.1, ${chain}`, proxies)).toBe('10.0.0.5');
+  });
+
+  it('takes addresses and CIDR ranges, and refuses anything else', () => {
+    expect(trustedProxies([' 192.0.2.0/24 ', '::1', '0.0.0.0/0']).ranges).toEqual(['192.0.2.0/24', '::1', '0.0.0.0/0']);
+    for (const bad of ['', 'proxy.example', '10.0.0.0/33', 'fd00::/129', '10.0.0.0/', '10.0.0.0/x', 'fe80::1%eth0', '10.0.0.0/8/8']) {
+      expect(() => trustedProxies([bad]), bad).toThrow(RangeError);
+    }
   });
 });
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort, recordingLogger, startTcpProxy } from './db/testing.js';
+import { BucketStoreUnavailableError } from './ratelimit-bucket.js';
 import { redisBucketStore, type RedisBucketStore } from './ratelimit-redis.js';
 
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -147,5 +148,44 @@ describe('redisBucketStore', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  it('failure closed: refuses while Redis is unreachable, counts each refusal, and says so once', async () => {
+    const { lines, logger } = recordingLogger();
+    const actions: string[] = [];
+    const store = open(`redis://127.0.0.1:${await closedPort()}`, { logger, failure: 'closed', onUnavailable: (a) => actions.push(a) });
+    await until(() => lines.length > 0, 'the failure is logged');
+    for (let i = 0; i < 3; i++) {
+      await expect(store.take('198.51.100.10', 'general', 1, 2)).rejects.toBeInstanceOf(BucketStoreUnavailableError);
+    }
+    expect(actions).toEqual(['refused', 'refused', 'refused']);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // a few reconnect attempts
+    expect(lines).toEqual([['warn', expect.stringContaining('refusing')]]);
+  });
+
+  it('failure closed: a Redis that stops replying is refused after the call deadline, not waited for', async () => {
+    const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
+    const actions: string[] = [];
+    const store = open(`redis://127.0.0.1:${proxy.port}`, { failure: 'closed', commandTimeoutMs: 100, onUnavailable: (a) => actions.push(a) });
+    try {
+      await until(() => store.shared, 'connected');
+      expect((await store.take('198.51.100.11', 'general', 1, 2)).allowed).toBe(true);
+      proxy.stall();
+      const started = performance.now();
+      await expect(store.take('198.51.100.11', 'general', 1, 2)).rejects.toBeInstanceOf(BucketStoreUnavailableError);
+      const waited = performance.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(90);
+      expect(waited).toBeLessThan(1000);
+      expect(actions).toEqual(['refused']);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('failure open counts every take answered locally', async () => {
+    const actions: string[] = [];
+    const store = open(`redis://127.0.0.1:${await closedPort()}`, { onUnavailable: (a) => actions.push(a) });
+    expect(await allowedOf([1, 2, 3].map(() => store.take('198.51.100.12', 'general', 1, 2)))).toBe(2);
+    expect(actions).toEqual(['local', 'local', 'local']);
   });
 });

@@ -2,12 +2,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Redis } from 'ioredis';
 import {
   ALLOWED,
+  BucketStoreUnavailableError,
   atLeastOne,
   memoryBucketStore,
   refused,
   tokenIntervalUs,
   type BucketStore,
   type TakeResult,
+  type Tier,
 } from './ratelimit-bucket.js';
 
 /**
@@ -17,12 +19,17 @@ import {
  * TTL that ends at that instant: full buckets vanish by themselves. A Lua script does read-decide-write
  * atomically and reads the clock from Redis, so instances with skewed clocks still agree.
  *
- * When Redis is unreachable or slow (no reply within `commandTimeoutMs`), takes are answered from a local
- * memory store, so limits keep holding per instance instead of failing closed (an outage of a cache would
- * take the PKG down) or open (no limit on key issuance). While Redis is down, clients get up to N times
- * their allowance across N instances. The switch is logged once each way. ioredis keeps reconnecting in
- * the background and the shared buckets are used again as soon as it is ready; after a timeout on a live
- * connection, Redis is tried again after `retryAfterMs`.
+ * When Redis is unreachable or slow (no reply within `commandTimeoutMs`), the `failure` policy decides:
+ * - 'open' (default): takes are answered from a local memory store, so limits keep holding per instance
+ *   instead of failing closed (an outage of a cache would take the PKG down) or not at all (no limit on key
+ *   issuance). While Redis is down, clients get up to N times their allowance across N instances.
+ * - 'closed': takes reject with BucketStoreUnavailableError and the PKG answers 503, for deployments where
+ *   N times the allowance is worse than an outage.
+ * Either way the switch is logged once each way, and each take answered without Redis is reported to
+ * `onUnavailable` (a metric). ioredis keeps reconnecting in the background and the shared buckets are used
+ * again as soon as it is ready; after a timeout on a live connection, Redis is tried again after
+ * `retryAfterMs`. Until the first connection is made, takes are answered locally (or refused) without a
+ * warning.
  */
 
 // KEYS[1] the bucket; ARGV[1] µs between tokens; ARGV[2] burst. Returns {allowed, µs to wait}.
@@ -50,8 +57,12 @@ export interface RedisBucketStoreOptions {
   commandTimeoutMs?: number;
   /** After a failed or timed-out command, answer locally this long before trying Redis again (default 1 s). */
   retryAfterMs?: number;
-  /** Answers while Redis does not (default: a memory store). */
+  /** Answers while Redis does not (default: a memory store); unused with failure 'closed'. */
   fallback?: BucketStore;
+  /** What a take does while Redis is unavailable: answer locally ('open', default) or reject ('closed'). */
+  failure?: 'open' | 'closed';
+  /** Called for every take answered without Redis: 'local' (open) or 'refused' (closed). */
+  onUnavailable?: (action: 'local' | 'refused') => void;
   logger?: Pick<FastifyBaseLogger, 'warn' | 'info'>;
 }
 
@@ -83,8 +94,14 @@ export function redisBucketStore(url: string, options: RedisBucketStoreOptions =
   // A connection can stay up while Redis hangs; then only a deadline notices, and one is enough: for
   // retryAfterMs requests skip Redis instead of each waiting out its own timeout.
   let localUntil = 0;
+  const closed = options.failure === 'closed';
   const toLocal = (why: string) => {
-    if (mode !== 'local') log?.warn(`rate limiter: Redis ${why}; using this instance's own buckets until it is back`);
+    if (mode !== 'local') {
+      log?.warn(
+        `rate limiter: Redis ${why}; ` +
+          (closed ? 'refusing /v2 requests with 503 until it is back (--redis-failure closed)' : "using this instance's own buckets until it is back"),
+      );
+    }
     mode = 'local';
     localUntil = performance.now() + retryAfterMs;
   };
@@ -97,6 +114,12 @@ export function redisBucketStore(url: string, options: RedisBucketStoreOptions =
   client.on('error', (error: Error) => toLocal(`failed (${error.message})`));
   client.on('ready', toShared);
 
+  const withoutRedis = (key: string, tier: Tier, ratePerSecond: number, burst: number): Promise<TakeResult> => {
+    options.onUnavailable?.(closed ? 'refused' : 'local');
+    if (closed) return Promise.reject(new BucketStoreUnavailableError('Redis is unavailable'));
+    return fallback.take(key, tier, ratePerSecond, burst);
+  };
+
   return {
     get shared() {
       return mode === 'shared' && client.status === 'ready';
@@ -104,9 +127,9 @@ export function redisBucketStore(url: string, options: RedisBucketStoreOptions =
     async take(key, tier, ratePerSecond, burst): Promise<TakeResult> {
       if (client.status !== 'ready') {
         if (mode === 'shared') toLocal(`connection lost (${client.status})`);
-        return fallback.take(key, tier, ratePerSecond, burst);
+        return withoutRedis(key, tier, ratePerSecond, burst);
       }
-      if (performance.now() < localUntil) return fallback.take(key, tier, ratePerSecond, burst);
+      if (performance.now() < localUntil) return withoutRedis(key, tier, ratePerSecond, burst);
       try {
         const [allowed, waitUs] = await take(
           `${prefix}${tier}:${key}`,
@@ -117,7 +140,7 @@ export function redisBucketStore(url: string, options: RedisBucketStoreOptions =
         return allowed === 1 ? ALLOWED : refused(waitUs);
       } catch (error) {
         toLocal(`failed (${error instanceof Error ? error.message : String(error)})`);
-        return fallback.take(key, tier, ratePerSecond, burst);
+        return withoutRedis(key, tier, ratePerSecond, burst);
       }
     },
     async close() {

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { closedPort } from './db/testing.js';
+import { createMetrics } from './metrics.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryBucketStore, redisBucketStore, type BucketStore, type RateLimitSettings } from './ratelimit.js';
 import { manualClock, startStandin, type RunningStandin } from './standin/testing.js';
@@ -67,7 +69,9 @@ describe('two tiers per client', () => {
       expect(await statuses(8, () => get('192.0.2.1'))).toEqual(repeat(200, 8));
       const refused = await get('192.0.2.1');
       expect(refused.status).toBe(429);
-      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // Whole seconds, at least 1, in both pg-pkg's headers.
+      expect(refused.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      expect(refused.headers.get('x-ratelimit-after')).toBe(refused.headers.get('retry-after'));
       expect(await refused.json()).toEqual({ error: true, code: 'RATE_LIMITED', message: expect.any(String) });
       expect((await get('192.0.2.2')).status).toBe(200);
       // Outside /v2 nothing is limited.
@@ -130,6 +134,40 @@ describe('which client a request counts against', () => {
     });
   });
 
+  it('trusted entries with a port: two clients behind the proxy keep two buckets', async () => {
+    await withPkg(SETTINGS, async (pkg) => {
+      const get = (entry: string) => fetch(`${pkg.url}/v2/parameters`, { headers: from(entry) });
+      expect(await statuses(9, () => get('192.0.2.60:1111'))).toEqual([...repeat(200, 8), 429]);
+      // Same address, another port: the same client.
+      expect((await get('192.0.2.60:2222')).status).toBe(429);
+      expect((await get('[::ffff:192.0.2.60]:3333')).status).toBe(429);
+      // Another address behind the same proxy: its own bucket.
+      expect((await get('192.0.2.61:1111')).status).toBe(200);
+      expect((await get('[2001:db8:5:600::1]:443')).status).toBe(200);
+    });
+  });
+
+  it('--trusted-proxies: X-Forwarded-For is believed only from a listed proxy, walked through listed hops', async () => {
+    // The test's requests come from 127.0.0.1: listed, then not.
+    const proxies = { ...SETTINGS, trustForwardedFor: false };
+    await withPkg({ ...proxies, trustedProxies: ['10.0.0.0/8', '127.0.0.1'] }, async (pkg) => {
+      let i = 0;
+      // Each request from another client behind two of our proxies: nobody runs out.
+      const behindProxies = () => fetch(`${pkg.url}/v2/parameters`, { headers: from(`203.0.113.${i++}, 10.1.2.3`) });
+      expect(await statuses(12, behindProxies)).toEqual(repeat(200, 12));
+      // One client that prepends spoofed entries is still one client.
+      let j = 0;
+      const spoofing = () => fetch(`${pkg.url}/v2/parameters`, { headers: from(`198.51.100.${j++}, 203.0.113.200, 10.1.2.3`) });
+      expect(await statuses(9, spoofing)).toEqual([...repeat(200, 8), 429]);
+    });
+    await withPkg({ ...proxies, trustedProxies: ['10.0.0.0/8'] }, async (pkg) => {
+      let i = 0;
+      // The peer (127.0.0.1) is not a listed proxy: its header is its own invention.
+      const rotating = () => fetch(`${pkg.url}/v2/parameters`, { headers: from(`203.0.113.${i++}`) });
+      expect(await statuses(9, rotating)).toEqual([...repeat(200, 8), 429]);
+    });
+  });
+
   it('untrusted (the default): X-Forwarded-For is ignored, the TCP peer counts', async () => {
     await withPkg({ ...SETTINGS, trustForwardedFor: false }, async (pkg) => {
       let i = 0;
@@ -142,6 +180,58 @@ describe('which client a request counts against', () => {
     await withPkg({ ...SETTINGS, disabled: true }, async (pkg) => {
       expect(await statuses(20, () => fetch(`${pkg.url}/v2/irma/key/1`))).toEqual(repeat(401, 20));
     });
+  });
+});
+
+describe('when Redis fails', () => {
+  const settings = { ...SETTINGS, burst: 4 };
+  const get = (pkg: RunningPkg, ip: string) => fetch(`${pkg.url}/v2/parameters`, { headers: from(ip) });
+
+  it('open (default): answers from local buckets, limits still hold, and /metrics counts it', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const store = redisBucketStore(`redis://127.0.0.1:${await closedPort()}`, { onUnavailable: (a) => metrics.countRedisUnavailable(a) });
+    const pkg = await startPkg({ yivi, rateLimit: { settings, store }, metrics });
+    try {
+      expect(await statuses(5, () => get(pkg, '192.0.2.90'))).toEqual([...repeat(200, 4), 429]);
+      const text = await (await fetch(`${pkg.url}/metrics`)).text();
+      expect(text).toContain('postguard_ratelimit_redis_unavailable_total{action="local"} 5');
+    } finally {
+      await pkg.close();
+      await store.close();
+    }
+  });
+
+  it('closed: 503 RATE_LIMITER_UNAVAILABLE in the envelope, with Retry-After; outside /v2 still answers', async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const store = redisBucketStore(`redis://127.0.0.1:${await closedPort()}`, {
+      failure: 'closed',
+      onUnavailable: (a) => metrics.countRedisUnavailable(a),
+    });
+    const pkg = await startPkg({ yivi, rateLimit: { settings, store }, metrics });
+    try {
+      const refused = await get(pkg, '192.0.2.91');
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(await refused.json()).toEqual({ error: true, code: 'RATE_LIMITER_UNAVAILABLE', message: 'rate limiter unavailable' });
+      expect((await fetch(`${pkg.url}/health`)).status).toBe(200);
+      expect(await (await fetch(`${pkg.url}/metrics`)).text()).toContain('postguard_ratelimit_redis_unavailable_total{action="refused"} 1');
+    } finally {
+      await pkg.close();
+      await store.close();
+    }
+  });
+
+  it('closed, against the real Redis: requests pass while it answers', async () => {
+    const store = redisBucketStore('redis://127.0.0.1:6379', { failure: 'closed', keyPrefix: `pg-pkg:test:${randomBytes(6).toString('hex')}:` });
+    const deadline = Date.now() + 5000;
+    while (!store.shared && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    const pkg = await startPkg({ yivi, rateLimit: { settings, store } });
+    try {
+      expect(await statuses(5, () => get(pkg, '192.0.2.92'))).toEqual([...repeat(200, 4), 429]);
+    } finally {
+      await pkg.close();
+      await store.close();
+    }
   });
 });
 

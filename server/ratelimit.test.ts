@@ -105,6 +105,7 @@ describe('rateLimitPlugin', () => {
     const refused = await app.inject({ url: '/v2/parameters', ...from('192.0.2.1') });
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.headers['x-ratelimit-after']).toBe('1');
     expect(refused.headers['content-type']).toMatch(/^application\/json/);
     expect(refused.json()).toEqual({ error: true, code: 'RATE_LIMITED', message: 'Too many requests, retry in 1s' });
   });

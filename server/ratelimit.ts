@@ -1,8 +1,9 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { memoryBucketStore, type BucketStore } from './ratelimit-bucket.js';
+import { PkgError, sendError } from './errors.js';
+import { BucketStoreUnavailableError, memoryBucketStore, type BucketStore } from './ratelimit-bucket.js';
 import { clusterBucketStore } from './ratelimit-cluster.js';
-import { clientKey } from './ratelimit-key.js';
+import { clientKey, trustedProxies } from './ratelimit-key.js';
 import { redisBucketStore } from './ratelimit-redis.js';
 
 /**
@@ -18,8 +19,8 @@ import { redisBucketStore } from './ratelimit-redis.js';
  * instances (redisBucketStore). processBucketStore picks the right one for the process it runs in.
  */
 
-export { ALLOWED, memoryBucketStore, type BucketStore, type MemoryBucketStore, type TakeResult, type Tier } from './ratelimit-bucket.js';
-export { addressKey, clientKey } from './ratelimit-key.js';
+export { ALLOWED, BucketStoreUnavailableError, memoryBucketStore, type BucketStore, type MemoryBucketStore, type TakeResult, type Tier } from './ratelimit-bucket.js';
+export { addressKey, clientKey, forwardedAddress, trustedProxies, type TrustedProxies } from './ratelimit-key.js';
 export { clusterBucketStore, installClusterBucketServer, type ClusterBucketStoreOptions } from './ratelimit-cluster.js';
 export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions } from './ratelimit-redis.js';
 
@@ -32,10 +33,21 @@ export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions }
  */
 export function processBucketStore(options: {
   redisUrl?: string | undefined;
+  /** With Redis: its failure policy, call deadline and unavailability counter (ratelimit-redis.ts). */
+  redisFailure?: 'open' | 'closed';
+  redisTimeoutMs?: number;
+  onRedisUnavailable?: (action: 'local' | 'refused') => void;
   logger?: Pick<FastifyBaseLogger, 'warn' | 'info'>;
 }): BucketStore {
   const logger = options.logger === undefined ? {} : { logger: options.logger };
-  if (options.redisUrl !== undefined) return redisBucketStore(options.redisUrl, logger);
+  if (options.redisUrl !== undefined) {
+    return redisBucketStore(options.redisUrl, {
+      ...logger,
+      ...(options.redisFailure === undefined ? {} : { failure: options.redisFailure }),
+      ...(options.redisTimeoutMs === undefined ? {} : { commandTimeoutMs: options.redisTimeoutMs }),
+      ...(options.onRedisUnavailable === undefined ? {} : { onUnavailable: options.onRedisUnavailable }),
+    });
+  }
   if (cluster.isWorker) return clusterBucketStore(logger);
   return memoryBucketStore();
 }
@@ -46,12 +58,36 @@ export interface RateLimitSettings {
   sensitivePerSecond: number;
   sensitiveBurst: number;
   disabled: boolean;
+  /** Deprecated (pg-pkg's flag): key on the rightmost X-Forwarded-For entry, whoever the peer is. */
   trustForwardedFor: boolean;
+  /** Addresses and CIDR ranges of our reverse proxies: their X-Forwarded-For entries are believed. */
+  trustedProxies?: readonly string[];
+}
+
+/** How a request's client is keyed: the peer, or X-Forwarded-For as far as trusted proxies wrote it. */
+export type ClientKeyOf = (request: FastifyRequest) => string | undefined;
+
+export function clientKeyResolver(settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>): ClientKeyOf {
+  const proxies = settings.trustedProxies;
+  const trust = proxies !== undefined && proxies.length > 0 ? trustedProxies(proxies) : settings.trustForwardedFor;
+  return (request) => {
+    const forwarded = request.headers['x-forwarded-for'];
+    return clientKey(request.socket.remoteAddress, Array.isArray(forwarded) ? forwarded.join(',') : forwarded, trust);
+  };
+}
+
+/** Where clients are keyed, for the start-up log. */
+export function describeClientKeying(settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>): string {
+  const proxies = settings.trustedProxies ?? [];
+  if (proxies.length > 0) return `the X-Forwarded-For entry left of the trusted proxies (${proxies.join(', ')})`;
+  return settings.trustForwardedFor ? 'the rightmost X-Forwarded-For entry (deprecated setting)' : 'the TCP peer address';
 }
 
 export interface RateLimitPluginOptions {
   settings: RateLimitSettings;
   store: BucketStore;
+  /** Default: clientKeyResolver(settings). */
+  clientKeyOf?: ClientKeyOf;
   /** Whether a route (its pattern, e.g. `/v2/irma/key/:timestamp`) issues keys. See isSensitiveRoute. */
   isSensitive: (routeUrl: string) => boolean;
 }
@@ -68,34 +104,27 @@ const isPreflight = (request: FastifyRequest) =>
   request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined;
 
 function tooManyRequests(reply: FastifyReply, retryAfterSeconds: number) {
-  return reply
-    .code(429)
-    .header('retry-after', String(retryAfterSeconds))
-    .send({ error: true, code: 'RATE_LIMITED', message: `Too many requests, retry in ${retryAfterSeconds}s` });
+  const seconds = Math.max(1, retryAfterSeconds);
+  return sendError(reply, new PkgError('RATE_LIMITED', `Too many requests, retry in ${seconds}s`, { retryAfterSeconds: seconds }));
 }
 
-const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { settings, store, isSensitive }) => {
+const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { settings, store, isSensitive, clientKeyOf }) => {
   if (settings.disabled) {
     app.log.warn('rate limiting is disabled: every request passes');
     return;
   }
   app.log.info(
     `rate limiting: ${settings.perSecond}/s burst ${settings.burst}; key-issuing ${settings.sensitivePerSecond}/s ` +
-      `burst ${settings.sensitiveBurst}; clients keyed on ` +
-      (settings.trustForwardedFor ? 'the rightmost X-Forwarded-For entry' : 'the TCP peer address'),
+      `burst ${settings.sensitiveBurst}; clients keyed on ${describeClientKeying(settings)}`,
   );
+  const keyOf = clientKeyOf ?? clientKeyResolver(settings);
 
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.split('?', 1)[0] ?? '';
     const route = request.routeOptions.url;
     if (!(isLimitedPath(path) || (route !== undefined && isLimitedPath(route))) || isPreflight(request)) return;
 
-    const forwarded = request.headers['x-forwarded-for'];
-    const key = clientKey(
-      request.socket.remoteAddress,
-      Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
-      settings.trustForwardedFor,
-    );
+    const key = keyOf(request);
     if (key === undefined) {
       // No peer address: the socket is already gone, or the PKG listens on a Unix socket without a trusted
       // proxy's X-Forwarded-For. Refusing beats pooling every such client into one bucket unannounced.
@@ -111,8 +140,12 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { setting
       const sensitive = await store.take(key, 'sensitive', settings.sensitivePerSecond, settings.sensitiveBurst);
       if (!sensitive.allowed) return tooManyRequests(reply, sensitive.retryAfterSeconds);
     } catch (error) {
-      // Stores answer locally when their backend fails, so this is a bug; a bug in the limiter should
-      // not take the PKG down with it.
+      // A store whose backend is down answers locally, or (--redis-failure closed) refuses; the store
+      // has logged that once, so no line per request here.
+      if (error instanceof BucketStoreUnavailableError) {
+        return sendError(reply, new PkgError('RATE_LIMITER_UNAVAILABLE', undefined, { retryAfterSeconds: 1 }));
+      }
+      // Anything else is a bug; a bug in the limiter should not take the PKG down with it.
       request.log.error({ err: error }, 'rate limiter store failed; request let through');
     }
   });

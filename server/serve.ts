@@ -91,7 +91,16 @@ interface ServeOptions {
 export async function serve(config: ServerConfig, options: ServeOptions = {}): Promise<RunningServer> {
   const { keys, modified } = await loadKeys(config.keyPaths);
   const late = lateLogger();
-  const store = options.store ?? processBucketStore({ redisUrl: config.redisUrl, logger: late.log });
+  const metrics = options.metrics ?? createMetrics({ processMetrics: true });
+  const store =
+    options.store ??
+    processBucketStore({
+      redisUrl: config.redisUrl,
+      redisFailure: config.redisFailure,
+      redisTimeoutMs: config.redisTimeoutMs,
+      onRedisUnavailable: (action) => metrics.countRedisUnavailable(action),
+      logger: late.log,
+    });
   let apiKeys: ApiKeyStore | undefined;
   if (config.databaseUrl !== undefined) {
     apiKeys = createApiKeyStore(config.databaseUrl, { emailAttribute: config.emailAttribute, logger: late.log });
@@ -104,8 +113,10 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
     rateLimit: { settings: config.rateLimit, store },
     allowedOrigins: config.allowedOrigins,
     connections: config.connections,
+    statusStreams: config.statusStreams,
+    jwtIssuer: config.jwtIssuer,
     logger: { level: config.logLevel },
-    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+    metrics,
   });
   late.attach(app.log);
 
@@ -120,6 +131,12 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
   }
   app.log.info(`identity server ${config.identityServer.url}${config.identityServer.token === undefined ? '' : ' (with requestor token)'}`);
   app.log.info(apiKeys === undefined ? 'no database: API keys are disabled' : 'API keys enabled');
+  if (config.rateLimit.trustForwardedFor) {
+    app.log.warn(
+      '--ratelimit-trust-forwarded-for is deprecated: it believes X-Forwarded-For from anyone who reaches the PKG; ' +
+        'set --trusted-proxies to the addresses of your reverse proxies instead',
+    );
+  }
 
   try {
     await app.listen({ host: config.host, port: config.port });

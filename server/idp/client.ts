@@ -35,6 +35,7 @@ const MAX_JWT_BYTES = 64 * 1024;
 const MAX_PUBLIC_KEY_BYTES = 16 * 1024;
 const MAX_ERROR_BYTES = 8 * 1024;
 
+const STATUS_EVENTS_CALL = 'GET statusevents';
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const SESSION_TYPES: ReadonlySet<string> = new Set(['disclosing', 'signing', 'issuing']);
 
@@ -71,6 +72,8 @@ async function upstreamFailure(response: Response, call: string): Promise<PkgErr
   const type = await remoteErrorType(response);
   const cause = new Error(`${call}: identity server answered ${response.status}${type ? ` ${type}` : ''}`);
   if (type === 'SESSION_UNKNOWN') return new PkgError('SESSION_UNKNOWN', undefined, { cause });
+  // irmago's requestor statusevents route answers an unknown (or forgotten) session with 501 UNSUPPORTED.
+  if (type === 'UNSUPPORTED' && call === STATUS_EVENTS_CALL) return new PkgError('SESSION_UNKNOWN', undefined, { cause });
   if (type === 'SSE_DISABLED') {
     return new PkgError('IDP_ERROR', 'the identity server does not serve status events', { cause });
   }
@@ -196,7 +199,7 @@ export class IdentityServerClient {
       signal.removeEventListener('abort', onAbort);
       const failure = response.ok
         ? new PkgError('IDP_ERROR', undefined, { cause: new Error(`statusevents answered ${type}`) })
-        : await upstreamFailure(response, 'GET statusevents');
+        : await upstreamFailure(response, STATUS_EVENTS_CALL);
       controller.abort();
       throw failure;
     }

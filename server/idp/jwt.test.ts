@@ -187,3 +187,43 @@ describe('provenAttributes', () => {
     }
   });
 });
+
+describe('beyond pg-pkg: issuer and times in the future', () => {
+  const clock = manualClock(1_800_000_000);
+  const now = clock.now();
+  const verifier = (options: { issuer?: string; clockSkewSeconds?: number } = {}) =>
+    new ResultJwtVerifier({ fetchPublicKey: keySource(keyA.pem).fetch, clock, ...options });
+
+  it('iat may lie at most 60 s in the future (clock skew), no further', async () => {
+    const v = verifier();
+    expect(await code(v.verify(await sign(claims(now, { iat: now + 60 }))))).toBe('OK');
+    expect(await code(v.verify(await sign(claims(now, { iat: now + 61 }))))).toBe('JWT_INVALID');
+    expect(await code(v.verify(await sign(claims(now, { iat: now + 86_400, exp: now + 90_000 }))))).toBe('JWT_INVALID');
+    // Any past iat is fine, as before.
+    expect(await code(v.verify(await sign(claims(now, { iat: 0 }))))).toBe('OK');
+  });
+
+  it('nbf, when present, is an integer at most 60 s in the future', async () => {
+    const v = verifier();
+    expect(await code(v.verify(await sign(claims(now, { nbf: now - 10 }))))).toBe('OK');
+    expect(await code(v.verify(await sign(claims(now, { nbf: now + 60 }))))).toBe('OK');
+    expect(await code(v.verify(await sign(claims(now, { nbf: now + 61 }))))).toBe('JWT_INVALID');
+    expect(await code(v.verify(await sign(claims(now, { nbf: 'soon' }))))).toBe('JWT_INVALID');
+    expect(await code(v.verify(await sign(claims(now, { nbf: now + 0.5 }))))).toBe('JWT_INVALID');
+  });
+
+  it('the allowance is configurable', async () => {
+    const strict = verifier({ clockSkewSeconds: 0 });
+    expect(await code(strict.verify(await sign(claims(now, { iat: now }))))).toBe('OK');
+    expect(await code(strict.verify(await sign(claims(now, { iat: now + 1 }))))).toBe('JWT_INVALID');
+  });
+
+  it('with an issuer configured, iss must be exactly it; without, any iss passes', async () => {
+    const v = verifier({ issuer: 'irmaserver' });
+    expect(await code(v.verify(await sign(claims(now))))).toBe('OK');
+    for (const iss of ['other', 'IRMASERVER', 'irmaserver ', '']) {
+      expect(await code(v.verify(await sign(claims(now, { iss }))))).toBe('JWT_INVALID');
+    }
+    expect(await code(verifier().verify(await sign(claims(now, { iss: 'other' }))))).toBe('OK');
+  });
+});

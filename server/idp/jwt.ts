@@ -15,6 +15,9 @@ import { PkgError } from '../errors.js';
  *   restart; a failed fetch is remembered for 3 s so an outage fails requests fast.
  * - Claims: exp (leeway 0; at or after exp the token is expired: CHRONOLOGY, as pg-pkg), iat, iss
  *   and sub present, token/status/type of the right kinds, proofStatus one of Yivi's values, no aud.
+ *   Beyond pg-pkg (which reads neither): `iat` and, when present, `nbf` may lie at most
+ *   `clockSkewSeconds` (60) in the future, since a token "issued" later than now was not made by an
+ *   identity server with a sane clock; and with `issuer` configured, `iss` must equal it.
  * - Identity: only for status DONE, proofStatus VALID and type disclosing; then every PRESENT
  *   disclosed attribute. Any other outcome proves nothing (the disclosed list is not even parsed:
  *   with MISSING_ATTRIBUTES Yivi puts null where a disjunction was not satisfied).
@@ -37,6 +40,7 @@ export type ProofStatus = (typeof PROOF_STATUSES)[number];
 
 export interface ResultClaims {
   exp: number;
+  nbf?: number;
   iat: number;
   iss: string;
   sub: string;
@@ -61,7 +65,13 @@ export interface JwtVerifierOptions {
   refreshIntervalSeconds?: number;
   /** Seconds a failed fetch is remembered (requests fail fast meanwhile). 3. */
   failureBackoffSeconds?: number;
+  /** The `iss` every token must carry (`--jwt-issuer`); undefined: any. */
+  issuer?: string | undefined;
+  /** How far `iat` and `nbf` may lie in the future, for clocks that disagree a little. 60. */
+  clockSkewSeconds?: number;
 }
+
+export const DEFAULT_CLOCK_SKEW_SECONDS = 60;
 
 const MAX_JWT_CHARS = 64 * 1024;
 const MAX_DISCLOSED_ATTRIBUTES = 256;
@@ -84,6 +94,7 @@ function parseClaims(payload: Uint8Array): ResultClaims {
   const c = value as Record<string, unknown>;
   if (!isCount(c.exp)) throw invalid('exp missing or not an integer');
   if (!isCount(c.iat)) throw invalid('iat missing or not an integer');
+  if (c.nbf !== undefined && !isCount(c.nbf)) throw invalid('nbf not an integer');
   if (typeof c.iss !== 'string' || c.iss === '') throw invalid('iss missing');
   if (typeof c.sub !== 'string' || c.sub === '') throw invalid('sub missing');
   if (c.aud !== undefined) throw invalid('aud present: the token is meant for someone else');
@@ -94,6 +105,7 @@ function parseClaims(payload: Uint8Array): ResultClaims {
     throw invalid('proofStatus unknown');
   }
   const claims: ResultClaims = {
+    ...(c.nbf === undefined ? {} : { nbf: c.nbf as number }),
     exp: c.exp,
     iat: c.iat,
     iss: c.iss,
@@ -232,7 +244,12 @@ export class ResultJwtVerifier {
     }
 
     const claims = parseClaims(payload);
-    if (this.options.clock.now() >= claims.exp) throw new PkgError('CHRONOLOGY', undefined, { cause: new Error('JWT expired') });
+    const now = this.options.clock.now();
+    if (now >= claims.exp) throw new PkgError('CHRONOLOGY', undefined, { cause: new Error('JWT expired') });
+    const latest = now + (this.options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS);
+    if (claims.iat > latest) throw invalid('iat lies in the future');
+    if (claims.nbf !== undefined && claims.nbf > latest) throw invalid('not valid yet (nbf)');
+    if (this.options.issuer !== undefined && claims.iss !== this.options.issuer) throw invalid('iss is not the configured issuer');
     return { claims, attributes: provenAttributes(claims) };
   }
 }

@@ -55,10 +55,13 @@ describe('PostGuard start shape {con, validity?}', () => {
     ]);
   });
 
-  it('validity above 86400 is VALIDITY; nothing to disclose is BAD_REQUEST', () => {
+  it('validity above 86400 is VALIDITY; nothing to disclose is EMPTY_IDENTITY', () => {
     expect(codeOf(() => disclosureRequest({ con: [{ t: EMAIL }], validity: MAX_VALIDITY + 1 }))).toBe('VALIDITY');
-    expect(codeOf(() => disclosureRequest({ con: [[[]]] }))).toBe('BAD_REQUEST');
-    expect(codeOf(() => disclosureRequest({ con: [[[], []]] }))).toBe('BAD_REQUEST');
+    expect(codeOf(() => disclosureRequest({ con: [] }))).toBe('EMPTY_IDENTITY');
+    expect(codeOf(() => disclosureRequest({ con: [[[]]] }))).toBe('EMPTY_IDENTITY');
+    expect(codeOf(() => disclosureRequest({ con: [[[], []]] }))).toBe('EMPTY_IDENTITY');
+    expect(codeOf(() => disclosureRequest({ attr: { a: { t: 1, con: [] } } }))).toBe('EMPTY_IDENTITY');
+    expect(codeOf(() => disclosureRequest({ attr: { a: { t: 1, con: [{ t: EMAIL }] }, b: { t: 1, con: [] } } }))).toBe('EMPTY_IDENTITY');
   });
 });
 

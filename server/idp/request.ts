@@ -68,9 +68,9 @@ export const startBodySchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
+    // No minItems on either `con`: an empty one is EMPTY_IDENTITY (disclosureRequest), not a schema error.
     con: {
       type: 'array',
-      minItems: 1,
       maxItems: LIMITS.attributes,
       // Decided by shape, as pg-pkg does: an array is a disjunction, anything else an attribute.
       items: { if: { type: 'array' }, then: disjunctionSchema, else: startAttributeSchema },
@@ -86,7 +86,7 @@ export const startBodySchema = {
         additionalProperties: false,
         properties: {
           t: timestampSchema,
-          con: { type: 'array', minItems: 1, maxItems: LIMITS.attributes, items: attributeSchema },
+          con: { type: 'array', maxItems: LIMITS.attributes, items: attributeSchema },
         },
       },
     },
@@ -135,10 +135,15 @@ export function disclosureRequest(body: StartBody): ExtendedDisclosureRequest {
   if ((body.con === undefined) === (body.attr === undefined)) {
     throw new PkgError('BAD_REQUEST', 'body must have exactly one of "con" and "attr"');
   }
+  // A key for no attributes would open anything sealed for "nobody in particular": such a session is
+  // refused up front, as a key for an empty disclosure is refused later (routes/keys.ts).
+  if (body.con !== undefined && body.con.length === 0) throw new PkgError('EMPTY_IDENTITY', 'con is empty');
+  if (body.attr !== undefined && Object.values(body.attr).some((entry) => entry.con.length === 0)) {
+    throw new PkgError('EMPTY_IDENTITY', 'a recipient has an empty con');
+  }
   const disclose = body.con !== undefined ? body.con.map(fromConItem) : fromRecipients(body.attr!);
   if (!disclose.some((discon) => discon.some((alternative) => alternative.length > 0))) {
-    // Yivi refuses a request with nothing to disclose; say so here instead of as an upstream error.
-    throw new PkgError('BAD_REQUEST', 'the request asks for no attribute');
+    throw new PkgError('EMPTY_IDENTITY', 'the request asks for no attribute');
   }
   return { validity, request: { '@context': DISCLOSURE_CONTEXT, disclose } };
 }

@@ -126,11 +126,13 @@ interface SigningResponse {
   privSignKey?: { key: string; policy: Policy };
 }
 
+// No maxLength: a timestamp too long is TIMESTAMP (keyTimestamp), not a schema error. The router bounds
+// the segment (maxParamLength); longer ones are answered by the not-found handler (errors.ts).
 const timestampParams = {
   type: 'object',
   required: ['timestamp'],
   additionalProperties: false,
-  properties: { timestamp: { type: 'string', maxLength: 32 } },
+  properties: { timestamp: { type: 'string' } },
 } as const;
 
 export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions): Promise<void> {
@@ -141,7 +143,10 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
     const ts = keyTimestamp(rawTimestamp, clock.now(), claims.exp);
     const response: KeyResponse = { status: claims.status };
     if (claims.proofStatus !== undefined) response.proofStatus = claims.proofStatus;
-    // A key only for what a VALID disclosure proved; anything else gets the status and no key.
+    // A key only for what a VALID disclosure proved; anything else gets the status and no key. A VALID
+    // disclosure of nothing (all-optional request, or an identity server that sends no attributes) proves
+    // nothing either, and a key for the empty identity would open what was sealed for "anyone at ts".
+    if (attributes !== undefined && attributes.length === 0) throw new PkgError('EMPTY_IDENTITY', 'the session disclosed no attributes');
     if (attributes !== undefined) {
       response.key = extractUsk(msk, { ts, con: attributes });
       metrics.countKey('usk');
@@ -161,6 +166,8 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
   // spelling, so a sealer writes what every reader derives the same identity from: an API key
   // whose e-mail was stored as Alice@Example.com signs as alice@example.com.
   const signingKey = (con: Attribute[], ts: number): { key: string; policy: Policy } => {
+    // A signature by "nobody" proves nothing about the sender: no signing key for the empty identity.
+    if (con.length === 0) throw new PkgError('EMPTY_IDENTITY', 'the signing identity has no attributes');
     const policy = { ts, con: con.map((a) => (a.v === undefined ? { t: a.t } : { t: a.t, v: canonicalize(a.t, a.v) })) };
     metrics.countKey('signing');
     return { key: extractSigningKey(sk, policy), policy };
@@ -207,7 +214,9 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
       if (privSignId !== undefined) {
         // Only value-less entries select a private attribute (pg-pkg's rule).
         const privateTypes = new Set(privSignId.filter((a) => a.v === undefined || a.v === null).map((a) => a.t));
-        response.privSignKey = signingKey(attributes.filter((a) => privateTypes.has(a.t)), ts);
+        const privateAttributes = attributes.filter((a) => privateTypes.has(a.t));
+        // pg-pkg would sign for an empty private identity; with nothing selected there is no private key.
+        if (privateAttributes.length > 0) response.privSignKey = signingKey(privateAttributes, ts);
       }
       return response;
     },

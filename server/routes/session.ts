@@ -1,27 +1,33 @@
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeWebReadableStream } from 'node:stream/web';
 import type { FastifyInstance } from 'fastify';
 import type { IdentityServerClient } from '../idp/client.js';
 import { disclosureRequest, startBodySchema, type StartBody } from '../idp/request.js';
+import type { StatusStreams } from '../idp/status-streams.js';
 import { checkSessionToken } from '../idp/token.js';
+import type { ClientKeyOf } from '../ratelimit.js';
 
 /**
  * The identity session, relayed to the identity server (Yivi requestor API):
  *   POST start                 → POST {idp}/session; answers {sessionPtr: {u, irmaqr}, token}
  *   GET  jwt/{token}           → GET {idp}/session/{token}/result-jwt; the JWT text, unchanged
- *   GET  statusevents/{token}  → GET {idp}/session/{token}/statusevents; the SSE bytes, unchanged
+ *   GET  statusevents/{token}  → GET {idp}/session/{token}/statusevents; the SSE bytes, unchanged,
+ *                                one upstream per session shared by its listeners, capped (idp/status-streams.ts)
  * Tokens are checked (20 alphanumerics) before any upstream call. No key material passes here.
  */
 
 export interface SessionRoutesOptions {
   idp: IdentityServerClient;
+  streams: StatusStreams;
+  /** The client a stream counts against (the rate limiter's key). */
+  clientKeyOf: ClientKeyOf;
 }
 
+// No maxLength: a token of the wrong length is SESSION_TOKEN (checkSessionToken), not a schema error.
+// The router bounds the segment (maxParamLength); longer ones are answered by the not-found handler.
 const tokenParams = {
   type: 'object',
   required: ['token'],
   additionalProperties: false,
-  properties: { token: { type: 'string', maxLength: 64 } },
+  properties: { token: { type: 'string' } },
 } as const;
 
 const sessionPackageSchema = {
@@ -39,13 +45,7 @@ const sessionPackageSchema = {
   },
 } as const;
 
-export async function sessionRoutes(app: FastifyInstance, { idp }: SessionRoutesOptions): Promise<void> {
-  // Open relays, so that closing the server ends them instead of waiting for their sessions to end.
-  const relays = new Set<AbortController>();
-  app.addHook('preClose', async () => {
-    for (const relay of relays) relay.abort();
-  });
-
+export async function sessionRoutes(app: FastifyInstance, { idp, streams, clientKeyOf }: SessionRoutesOptions): Promise<void> {
   app.post<{ Body: StartBody }>(
     '/start',
     { schema: { body: startBodySchema, response: { 200: sessionPackageSchema } } },
@@ -70,17 +70,14 @@ export async function sessionRoutes(app: FastifyInstance, { idp }: SessionRoutes
     { schema: { params: tokenParams }, exposeHeadRoute: false },
     async (request, reply) => {
       const token = checkSessionToken(request.params.token);
-      // The client going away (or the response ending) ends the upstream request too.
-      const upstream = new AbortController();
-      relays.add(upstream);
-      reply.raw.once('close', () => {
-        upstream.abort();
-        relays.delete(upstream);
-      });
-      const body = await idp.statusEvents(token, upstream.signal);
-      const events = Readable.fromWeb(body as unknown as NodeWebReadableStream<Uint8Array>);
-      // An upstream that breaks off mid-stream just ends the relay; nothing to report to anyone.
-      events.on('error', () => undefined);
+      // The client going away ends its stream, and the upstream with the session's last listener.
+      const gone = new AbortController();
+      reply.raw.once('close', () => gone.abort());
+      // Without a peer address (a socket already gone) the client is nobody in particular.
+      const events = await streams.subscribe(token, clientKeyOf(request) ?? 'unknown', gone.signal);
+      // Fastify sets the headers and pipes; Node would send them with the first event, which for a
+      // listener that joins a shared upstream may be minutes away. EventSource waits for the headers.
+      reply.raw.once('pipe', () => reply.raw.flushHeaders());
       return reply
         .header('content-type', 'text/event-stream')
         .header('cache-control', 'no-cache')

@@ -428,6 +428,30 @@ describe('timeouts (injected clock)', () => {
   });
 });
 
+describe('a cap on sessions in progress', () => {
+  it('refuses a new session beyond maxPendingSessions; one that finishes, is cancelled or times out frees its place', async () => {
+    const r = await start({ maxPendingSessions: 2 });
+    const first = await startSession(r);
+    const second = await startSession(r);
+    const refused = await post(`${r.url}/session`, pkgBody());
+    expect(refused.status).toBe(500);
+    expect(await refused.json()).toMatchObject({ error: 'INTERNAL_ERROR' });
+    // Done: its place is free, though its result stays readable.
+    await wallet.disclose(first.sessionPtr, { [EMAIL]: 'alice@example.org' });
+    const third = await startSession(r);
+    expect((await post(`${r.url}/session`, pkgBody())).status).toBe(500);
+    // Cancelled.
+    expect((await fetch(`${r.url}/session/${second.token}`, { method: 'DELETE' })).status).toBe(200);
+    await startSession(r);
+    expect((await post(`${r.url}/session`, pkgBody())).status).toBe(500);
+    expect((await getJson(`${r.url}/session/${first.token}/result`)).body).toMatchObject({ status: 'DONE' });
+    // Timed out (found by the sweep that a refusal runs first).
+    r.clock.advance(901);
+    await startSession(r);
+    expect((await getJson(`${r.url}/session/${third.token}/status`)).body).toBe('TIMEOUT');
+  });
+});
+
 describe('knobs under /standin', () => {
   it('lists pending sessions without their requestor tokens', async () => {
     const r = await start();

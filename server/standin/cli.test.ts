@@ -32,6 +32,8 @@ describe('parseCli', () => {
       host: '0.0.0.0',
       options: { publicUrl: 'http://192.168.1.5:8088', requestorToken: 't0k', keyPath: '/k.pem' },
     });
+    expect(parseCli(['--port', '1', '--max-sessions', '50'])).toMatchObject({ options: { maxPendingSessions: 50 } });
+    for (const bad of ['0', '-1', 'many', '1e3']) expect(() => parseCli(['--port', '1', '--max-sessions', bad]), bad).toThrow(CliError);
     expect(parseCli(['--help'])).toEqual({ kind: 'help' });
     expect(parseCli(['-h', '--port', 'junk'])).toEqual({ kind: 'help' });
   });

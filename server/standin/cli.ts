@@ -5,7 +5,7 @@ import { normalizePublicUrl } from './settings.js';
 
 /** The `pg-standin` command line: parsing (pure, testable) and running. */
 
-export const USAGE = `Usage: pg-standin --port <n> [--host <h>] [--public-url <u>] [--token <t>] [--key-path <p>]
+export const USAGE = `Usage: pg-standin --port <n> [--host <h>] [--public-url <u>] [--token <t>] [--key-path <p>] [--max-sessions <n>]
 
 A local stand-in for the Yivi (IRMA) server, for development, demos and tests.
 
@@ -16,6 +16,7 @@ A local stand-in for the Yivi (IRMA) server, for development, demos and tests.
   --token <t>        requestor token: POST /session then needs "Authorization: <t>" (default: no auth)
   --key-path <p>     RSA key for result JWTs, created on first use (default $STANDIN_KEY_PATH,
                      else .keys/standin-jwt.pem)
+  --max-sessions <n> sessions in progress at once; POST /session beyond it fails (default 1000)
   -h, --help         show this help
 
 Wallet page: <url>/standin/wallet. Logs go to stderr; stdout gets one "listening on <url>" line.`;
@@ -27,7 +28,7 @@ export type CliCommand = ServerCommand<StandinOptions>;
 export function parseCli(argv: readonly string[]): CliCommand {
   return parseServerCli(
     argv,
-    { 'public-url': { type: 'string' }, token: { type: 'string' }, 'key-path': { type: 'string' } },
+    { 'public-url': { type: 'string' }, token: { type: 'string' }, 'key-path': { type: 'string' }, 'max-sessions': { type: 'string' } },
     (values) => {
       const options: StandinOptions = { logger: { level: 'info', stream: process.stderr } };
       const publicUrl = values['public-url'];
@@ -45,6 +46,11 @@ export function parseCli(argv: readonly string[]): CliCommand {
         options.requestorToken = token;
       }
       if (typeof values['key-path'] === 'string') options.keyPath = values['key-path'];
+      const maxSessions = values['max-sessions'];
+      if (typeof maxSessions === 'string') {
+        if (!/^\d{1,9}$/.test(maxSessions) || Number(maxSessions) < 1) throw new CliError(`--max-sessions must be a positive integer, got ${JSON.stringify(maxSessions)}`);
+        options.maxPendingSessions = Number(maxSessions);
+      }
       return options;
     },
   );

@@ -65,6 +65,12 @@ export interface StoreLimits {
   sessionResultLifetime: number;
   /** Live sessions kept at most; creation beyond this fails instead of growing without bound. */
   maxSessions: number;
+  /**
+   * Sessions in progress (not yet DONE, CANCELLED or TIMEOUT) at most. Each can hold a wallet and
+   * status-event streams for up to `maxSessionLifetime`; a client that starts sessions and walks away
+   * would otherwise fill the table with them. Finished ones only wait to be read.
+   */
+  maxPendingSessions?: number;
 }
 
 /** Forced outcomes for the next /proofs call (test knobs, not part of Yivi). */
@@ -100,6 +106,8 @@ export class SessionStore {
   private readonly byRequestor = new Map<string, Session>();
   private readonly byClient = new Map<string, Session>();
   private forcedNext: ForcedOutcome | undefined;
+  /** Sessions not in a final status; kept by setStatus, so create need not count. */
+  private inProgress = 0;
 
   constructor(
     private readonly clock: Clock,
@@ -111,6 +119,9 @@ export class SessionStore {
     if (this.byRequestor.size >= this.limits.maxSessions) {
       throw new YiviError('INTERNAL_ERROR', 'too many sessions');
     }
+    const maxPending = this.limits.maxPendingSessions ?? Infinity;
+    if (this.inProgress >= maxPending) this.sweep();
+    if (this.inProgress >= maxPending) throw new YiviError('INTERNAL_ERROR', 'too many sessions in progress');
     const now = this.clock.now();
     const requestorToken = randomToken();
     const session: Session = {
@@ -131,6 +142,7 @@ export class SessionStore {
     };
     this.byRequestor.set(session.requestorToken, session);
     this.byClient.set(session.clientToken, session);
+    this.inProgress++;
     return session;
   }
 
@@ -146,6 +158,11 @@ export class SessionStore {
   /** Either token; for the stand-in's own knobs. */
   byAnyToken(token: string): Session | undefined {
     return this.byRequestorToken(token) ?? this.byClientToken(token);
+  }
+
+  /** How many sessions are in progress (not in a final status). */
+  get pendingCount(): number {
+    return this.inProgress;
   }
 
   /** Sessions still waiting for a wallet or its proofs, oldest first. */
@@ -291,6 +308,7 @@ export class SessionStore {
 
   private setStatus(session: Session, status: SessionStatus): void {
     if (session.status === status) return;
+    if (isFinalStatus(status) && !isFinalStatus(session.status)) this.inProgress--;
     session.status = status;
     session.result.status = status;
     if (isFinalStatus(status)) session.finishedAt = this.clock.now();

@@ -25,6 +25,8 @@ export interface StandinOptions {
   sessionResultLifetime?: number;
   /** Most live sessions kept at once. 10000. */
   maxSessions?: number;
+  /** Most sessions in progress (not finished) at once; beyond, POST /session fails. 1000. */
+  maxPendingSessions?: number;
   /** JWT `iss`; '' leaves the claim out, as irmago does. Default "irmaserver". */
   jwtIssuer?: string;
   /** Production mode: requests go to wallets without `devMode: true`. Default false (irmago's dev default). */
@@ -89,6 +91,7 @@ export function resolveSettings(options: StandinOptions): StandinSettings {
       maxSessionLifetime: nonNegative('maxSessionLifetime', options.maxSessionLifetime, 15 * 60),
       sessionResultLifetime: nonNegative('sessionResultLifetime', options.sessionResultLifetime, 5 * 60),
       maxSessions: nonNegative('maxSessions', options.maxSessions, 10_000),
+      maxPendingSessions: nonNegative('maxPendingSessions', options.maxPendingSessions, 1000),
     },
     jwtIssuer: options.jwtIssuer ?? DEFAULT_JWT_ISSUER,
     devMode: options.production !== true,

@@ -1,4 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import cors from '@fastify/cors';
@@ -65,7 +66,12 @@ export function buildStorage(options: StorageOptions = {}): FastifyInstance {
 
   const ctx: StorageContext = {
     settings,
-    store: new SessionStore(settings.clock, settings.sessionTtlSeconds),
+    store: new SessionStore(settings.clock, settings.sessionTtlSeconds, {
+      unfinalizedTtlSeconds: settings.unfinalizedTtlSeconds,
+      maxUnfinalized: settings.maxUnfinalizedUploads,
+      // An upload that can no longer be finished leaves no partial file behind.
+      onExpired: (uuid) => void rm(join(ctx.dataDir, uuid), { force: true }).catch(() => undefined),
+    }),
     usage: new UsageLedger(settings.rollingWindowSeconds),
     outbox: new Outbox(settings.publicUrl),
     faults: new Faults(),

@@ -54,6 +54,12 @@ describe('parseCli', () => {
     expect(parseCli(['-h', '--port', 'junk'])).toEqual({ kind: 'help' });
   });
 
+  it('maps the upload bounds', () => {
+    expect(parseCli(['--port', '1', '--unfinalized-ttl-seconds', '600', '--max-unfinalized-uploads', '5'])).toMatchObject({
+      options: { unfinalizedTtlSeconds: 600, maxUnfinalizedUploads: 5 },
+    });
+  });
+
   it('rejects bad flags with one-line messages', () => {
     const cases: Array<[string[], RegExp]> = [
       [[], /--port is required/],
@@ -68,6 +74,9 @@ describe('parseCli', () => {
       [['--port', '1', '--chunk-size', '0'], /--chunk-size must be a positive integer/],
       [['--port', '1', '--chunk-size', '-5'], /--chunk-size/],
       [['--port', '1', '--email-attribute', ''], /--email-attribute must not be empty/],
+      [['--port', '1', '--unfinalized-ttl-seconds', '0'], /--unfinalized-ttl-seconds must be a positive integer/],
+      [['--port', '1', '--max-unfinalized-uploads', 'lots'], /--max-unfinalized-uploads must be a positive integer/],
+      [['--port', '1', '--max-unfinalized-uploads', '0'], /--max-unfinalized-uploads must be a positive integer/],
     ];
     for (const [argv, message] of cases) {
       let error: unknown;

@@ -6,7 +6,8 @@ import { resolveSettings } from './settings.js';
 /** The `pg-storage` command line: parsing (pure, testable) and running. */
 
 export const USAGE = `Usage: pg-storage --port <n> [--host <h>] [--data-dir <d>] [--pkg-url <u>] [--public-url <u>]
-                  [--chunk-size <n>] [--email-attribute <t>]
+                  [--chunk-size <n>] [--email-attribute <t>] [--unfinalized-ttl-seconds <s>]
+                  [--max-unfinalized-uploads <n>]
 
 A stand-in for Cryptify, PostGuard's file store, for development and tests. Notification e-mails are
 not sent: GET /standin/outbox lists what would have been mailed.
@@ -19,6 +20,11 @@ not sent: GET /standin/outbox lists what would have been mailed.
   --public-url <u>        website base for the download links in mails (default https://postguard.eu)
   --chunk-size <n>        largest chunk per PUT in bytes (default 5000000)
   --email-attribute <t>   attribute type of the sender's e-mail (default pbdf.sidn-pbdf.email.email)
+  --unfinalized-ttl-seconds <s>
+                          an upload not finalized this long after init is dropped, with its file
+                          (default 86400)
+  --max-unfinalized-uploads <n>
+                          uploads begun and not finalized at once; init beyond answers 503 (default 1000)
   -h, --help              show this help
 
 Logs go to stderr; stdout gets one "listening on <url>" line.`;
@@ -36,6 +42,8 @@ export function parseCli(argv: readonly string[]): CliCommand {
       'public-url': { type: 'string' },
       'chunk-size': { type: 'string' },
       'email-attribute': { type: 'string' },
+      'unfinalized-ttl-seconds': { type: 'string' },
+      'max-unfinalized-uploads': { type: 'string' },
     },
     (values) => {
       const text = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
@@ -52,6 +60,15 @@ export function parseCli(argv: readonly string[]): CliCommand {
       if (chunkSize !== undefined) {
         if (!/^\d{1,15}$/.test(chunkSize)) throw new CliError('--chunk-size must be a positive integer');
         options.chunkSize = Number(chunkSize);
+      }
+      for (const [flag, key] of [
+        ['unfinalized-ttl-seconds', 'unfinalizedTtlSeconds'],
+        ['max-unfinalized-uploads', 'maxUnfinalizedUploads'],
+      ] as const) {
+        const raw = text(flag);
+        if (raw === undefined) continue;
+        if (!/^\d{1,12}$/.test(raw)) throw new CliError(`--${flag} must be a positive integer`);
+        options[key] = Number(raw);
       }
       try {
         resolveSettings(options);

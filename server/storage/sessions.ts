@@ -1,7 +1,12 @@
 /**
  * In-flight uploads, in memory only (as in Cryptify: a restart loses them, the files stay).
  * A session is evicted after `ttlSeconds` without a successful chunk, chunk replay or status
- * call; eviction never deletes the file.
+ * call; that eviction never deletes the file (Cryptify's behaviour).
+ *
+ * Beyond Cryptify, so a client cannot hold the stand-in's memory and disk with uploads it never
+ * finishes: an upload not finalized within `unfinalizedTtlSeconds` of its init expires however
+ * active it is (status calls would otherwise keep it forever), and its partial file goes too
+ * (`onExpired`); and at most `maxUnfinalized` unfinalized uploads are held at once.
  */
 
 export interface Clock {
@@ -63,13 +68,37 @@ export class Mutex {
   }
 }
 
+export interface UploadLimits {
+  /** Seconds from init within which an upload must be finalized. Default: no limit. */
+  unfinalizedTtlSeconds?: number;
+  /** Unfinalized uploads held at once. Default: no limit. */
+  maxUnfinalized?: number;
+  /** Called with the UUID of an upload that expired unfinalized (to delete its partial file). */
+  onExpired?: (uuid: string) => void;
+}
+
 export class SessionStore {
   private readonly sessions = new Map<string, UploadSession>();
 
   constructor(
     private readonly clock: Clock,
     private readonly ttlSeconds: number,
+    private readonly limits: UploadLimits = {},
   ) {}
+
+  /** Whether another upload may begin; sweeps expired ones first when at the cap. */
+  hasRoomForUpload(): boolean {
+    const max = this.limits.maxUnfinalized ?? Infinity;
+    if (this.unfinalized() < max) return true;
+    this.sweep();
+    return this.unfinalized() < max;
+  }
+
+  private unfinalized(): number {
+    let n = 0;
+    for (const session of this.sessions.values()) if (session.finalized === 0) n++;
+    return n;
+  }
 
   add(session: UploadSession): void {
     this.sessions.set(session.uuid, session);
@@ -79,7 +108,14 @@ export class SessionStore {
   get(uuid: string): UploadSession | undefined {
     const session = this.sessions.get(uuid);
     if (session === undefined) return undefined;
-    if (this.clock.now() - session.lastActive > this.ttlSeconds) {
+    const now = this.clock.now();
+    const deadline = this.limits.unfinalizedTtlSeconds;
+    if (session.finalized === 0 && deadline !== undefined && now - session.createdAt > deadline) {
+      this.sessions.delete(uuid);
+      this.limits.onExpired?.(uuid);
+      return undefined;
+    }
+    if (now - session.lastActive > this.ttlSeconds) {
       this.sessions.delete(uuid);
       return undefined;
     }

@@ -18,6 +18,10 @@ export interface StorageOptions {
   rollingWindowSeconds?: number;
   /** Seconds without activity after which an upload session is forgotten. 3600. */
   sessionTtlSeconds?: number;
+  /** Seconds from init within which an upload must be finalized, else it and its file are dropped. 86 400. */
+  unfinalizedTtlSeconds?: number;
+  /** Unfinalized uploads held at once; init beyond answers 503. 1000. */
+  maxUnfinalizedUploads?: number;
   /** Time source in Unix seconds. Default the system clock. */
   clock?: Clock;
   /** The PKG's verifying key (base64): finalize then checks the header signature, as Cryptify does. */
@@ -52,6 +56,8 @@ export interface StorageSettings {
   apiKeyRollingLimit: number;
   rollingWindowSeconds: number;
   sessionTtlSeconds: number;
+  unfinalizedTtlSeconds: number;
+  maxUnfinalizedUploads: number;
   clock: Clock;
   verifyingKey: string | undefined;
   pkgUrl: string | undefined;
@@ -104,6 +110,8 @@ export function resolveSettings(options: StorageOptions): StorageSettings {
     apiKeyRollingLimit: positiveInteger('apiKeyRollingLimit', options.apiKeyRollingLimit, 100_000_000_000),
     rollingWindowSeconds: positiveInteger('rollingWindowSeconds', options.rollingWindowSeconds, 14 * 24 * 3600),
     sessionTtlSeconds: nonNegative('sessionTtlSeconds', options.sessionTtlSeconds, 3600),
+    unfinalizedTtlSeconds: positiveInteger('unfinalizedTtlSeconds', options.unfinalizedTtlSeconds, 86_400),
+    maxUnfinalizedUploads: positiveInteger('maxUnfinalizedUploads', options.maxUnfinalizedUploads, 1000),
     clock: options.clock ?? systemClock,
     verifyingKey: options.verifyingKey,
     pkgUrl: httpUrl('pkgUrl', options.pkgUrl),

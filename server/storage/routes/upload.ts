@@ -136,6 +136,11 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       return sendText(reply, 400, `Could not parse e-mail address: ${error.message}`);
     }
 
+    // Not Cryptify's: a bound on uploads begun and not finished, checked before the PKG is asked or a
+    // file is created.
+    if (!store.hasRoomForUpload()) {
+      return reply.header('retry-after', '60').code(503).type('text/plain; charset=utf-8').send('too many uploads in progress');
+    }
     const apiKey = apiKeyFromHeader(request.headers.authorization);
     // Without a PKG to ask, a key earns nothing: the default tier, as for a rejected key.
     let check: ApiKeyCheck = { outcome: 'rejected' };
