@@ -28,7 +28,7 @@ export function pkgClient(url: string, version: string): PkgClient {
     url,
     store: memoryStore(),
     timeoutMs: REQUEST_TIMEOUT_MS,
-    // The PKG counts clients by this header (pkg-api.md §3.2): host, host version, client, client version.
+    // The PKG counts clients by this header (server/README.md, Metrics): host, host version, client, client version.
     headers: { 'x-postguard-client-version': `node,${process.versions.node},pg-cli,${version}` },
   });
 }

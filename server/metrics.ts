@@ -2,7 +2,7 @@ import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * Prometheus metrics. The family clients and dashboards know is pg-pkg's `postguard_clients`
- * counter, with the newest pg-pkg's bounded label set (pkg-api.md §3.2): every /v2 request is
+ * counter, with the newest pg-pkg's bounded label set (server/README.md, Metrics): every /v2 request is
  * counted by matched route pattern, the client's host and client name (allow-listed, else "other"),
  * its version (sanitised, at most 64 distinct values per client) and the status. Requests the rate
  * limiter refused are not counted, as in pg-pkg. Beside it: keys issued, and Node's process metrics.

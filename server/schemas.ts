@@ -1,3 +1,5 @@
+import { SESSION_STATUSES } from 'postguard-ts/pkg';
+
 /**
  * JSON Schemas shared by the routes. Every object schema closes itself (additionalProperties: false),
  * and the app's Ajv neither coerces types nor strips unknown fields, so a misspelled field is a 400
@@ -57,7 +59,7 @@ export const policySchema = {
 
 export const sessionStatusSchema = {
   type: 'string',
-  enum: ['INITIALIZED', 'PAIRING', 'CONNECTED', 'CANCELLED', 'DONE', 'TIMEOUT'],
+  enum: [...SESSION_STATUSES],
 } as const;
 
 export const proofStatusSchema = {

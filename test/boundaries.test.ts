@@ -69,3 +69,11 @@ describe('package boundaries', () => {
     expect(Object.keys(manifest.dependencies).sort()).toEqual(['@noble/curves', '@noble/hashes', 'comlink', 'idb-keyval', 'qrcode']);
   });
 });
+
+describe('one vocabulary', () => {
+  it("the stand-in's Yivi session statuses are the library's (the stand-in keeps its own copy to stay import-free)", async () => {
+    const { SESSION_STATUSES: library } = await import('../lib/pkg/jwt.js');
+    const { SESSION_STATUSES: standin } = await import('../server/standin/protocol.js');
+    expect([...standin].sort()).toEqual([...library].sort());
+  });
+});

@@ -9,7 +9,7 @@ import { IdentitySession, type EventSourceConstructor, type SessionOptions } fro
 import { defaultStore, type KeyValueStore } from './store.js';
 
 /**
- * The PKG as a web application needs it (pkg-api.md §3):
+ * The PKG as a web application needs it (its routes: server/README.md):
  *
  *   masterPublicKey(), verificationKey()   GET /v2/parameters, /v2/sign/parameters; cached in the store
  *                                          and revalidated with the ETag (If-None-Match → 304)

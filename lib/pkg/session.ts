@@ -5,7 +5,7 @@ import { qrLink, sameDeviceLink, universalLink, androidIntentLink, type SessionP
 import { readEventStream } from './sse.js';
 
 /**
- * One identity session at the PKG (pkg-api.md §3.4-3.6): the PKG started it at the identity
+ * One identity session at the PKG (start, statusevents, jwt: server/README.md, Routes): the PKG started it at the identity
  * server; this object follows its status until it ends and then fetches the session-result JWT.
  *
  * Status comes from `statusevents/{token}` (server-sent events: EventSource where the runtime has

@@ -1,3 +1,4 @@
+import { readLimitedText } from 'postguard-ts/pkg';
 import { PkgError } from '../errors.js';
 import type { ExtendedDisclosureRequest } from './request.js';
 import { SESSION_TOKEN_PATTERN, checkSessionToken } from './token.js';
@@ -41,21 +42,9 @@ const SESSION_TYPES: ReadonlySet<string> = new Set(['disclosing', 'signing', 'is
 
 /** Reads at most `limit` bytes of a body; more is a protocol violation. */
 async function readLimited(response: Response, limit: number, what: string): Promise<string> {
-  const reader = response.body?.getReader();
-  if (reader === undefined) return '';
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new PkgError('IDP_ERROR', undefined, { cause: new Error(`${what} exceeds ${limit} bytes`) });
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = await readLimitedText(response, limit);
+  if (text === undefined) throw new PkgError('IDP_ERROR', undefined, { cause: new Error(`${what} exceeds ${limit} bytes`) });
+  return text;
 }
 
 /** Yivi's error type (e.g. SESSION_UNKNOWN) from a non-2xx answer, if its body has one. */

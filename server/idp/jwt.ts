@@ -1,11 +1,12 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import type { Attribute } from 'postguard-ts';
+import { SESSION_STATUSES } from 'postguard-ts/pkg';
 import type { Clock } from '../clock.js';
 import { PkgError } from '../errors.js';
 
 /**
- * Checks of the session-result JWT that the key routes take as a credential (pkg-api.md §5), and
+ * Checks of the session-result JWT that the key routes take as a credential (server/README.md, Routes), and
  * the identity it proves.
  *
  * - RS256 only, decided from the header before any key is touched: `none`, HS256 (e.g. keyed with
@@ -23,7 +24,8 @@ import { PkgError } from '../errors.js';
  *   with MISSING_ATTRIBUTES Yivi puts null where a disjunction was not satisfied).
  */
 
-export const SESSION_STATUSES = ['INITIALIZED', 'PAIRING', 'CONNECTED', 'CANCELLED', 'DONE', 'TIMEOUT'] as const;
+// One list of Yivi's session statuses, the library's (postguard-ts/pkg): the PKG, its client and the stand-in agree.
+export { SESSION_STATUSES };
 export const PROOF_STATUSES = [
   'VALID',
   'INVALID',

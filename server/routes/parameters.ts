@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
  * GET /v2/parameters (the KEM master public key) and GET /v2/sign/parameters (the IBS verifying key):
  * `{"formatVersion": 0, "publicKey": "<base64>"}`, computed once, with a strong ETag, Last-Modified
  * (the key file's modification time) and `Cache-Control: public, no-cache`, so caches keep the key
- * and revalidate it cheaply. Conditional requests (pkg-api.md §3.3, with RFC 9110's precedence):
+ * and revalidate it cheaply. Conditional requests (server/README.md, Routes; with RFC 9110's precedence):
  * If-None-Match naming our tag (strong comparison; `*` is not a match, as in pg-pkg) → 304; without
  * If-None-Match, an If-Modified-Since at or after Last-Modified → 304.
  */

@@ -2,7 +2,7 @@
  * The Yivi (IRMA) wire vocabulary shared by the stand-in server and the simulated wallet.
  *
  * Browser-safe on purpose: no Node imports, so a demo page can bundle the wallet client.
- * Names and JSON shapes follow the Yivi server (irmago) exactly; see shared/reference/yivi.md.
+ * Names and JSON shapes follow the Yivi server (irmago) exactly; see server/standin/README.md.
  */
 
 export const LD_CONTEXT = {
@@ -22,6 +22,8 @@ export const MIN_VERSION_HEADER = 'X-IRMA-MinProtocolVersion';
 export const MAX_VERSION_HEADER = 'X-IRMA-MaxProtocolVersion';
 export const CLIENT_PROTOCOL_VERSION = '2.8';
 
+// The stand-in models irmago on its own (this file has no imports: wallet.ts runs in pages as is);
+// test/boundaries.test.ts checks the list against the one the PKG and its client use (postguard-ts/pkg).
 export const SESSION_STATUSES = ['INITIALIZED', 'PAIRING', 'CONNECTED', 'CANCELLED', 'DONE', 'TIMEOUT'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
