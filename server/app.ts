@@ -10,7 +10,7 @@ import { IdentityServerClient } from './idp/client.js';
 import { ResultJwtVerifier } from './idp/jwt.js';
 import { StatusStreams, type StatusStreamLimits } from './idp/status-streams.js';
 import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
-import { clientKeyResolver, isSensitiveRoute, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit.js';
+import { clientKeyResolver, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit/index.js';
 import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, limitedServerFactory, type ConnectionLimits } from './connections.js';
 import { apiKeyRoutes } from './routes/apikey.js';
 import { keyRoutes } from './routes/keys.js';
@@ -126,7 +126,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.setNotFoundHandler(notFoundHandler);
 
   app.register(cors, corsOptions(deps.allowedOrigins));
-  app.register(rateLimitPlugin, { ...deps.rateLimit, clientKeyOf, isSensitive: isSensitiveRoute });
+  app.register(rateLimitPlugin, { ...deps.rateLimit, clientKeyOf });
 
   app.addHook('onResponse', async (request, reply) => {
     const path = request.url;

@@ -2,8 +2,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connections.js';
 import { DEFAULT_STATUS_STREAM_LIMITS, type StatusStreamLimits } from './idp/status-streams.js';
 import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from './keyfiles.js';
-import type { RateLimitSettings } from './ratelimit.js';
-import { trustedProxies } from './ratelimit-key.js';
+import type { RateLimitSettings } from './ratelimit/index.js';
+import { trustedProxies } from './ratelimit/key.js';
 
 /**
  * The pg-pkg command line: `gen`, `server`, `migrate`, `api-key create|list|revoke`. Parsing is a pure function of argv and

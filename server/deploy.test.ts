@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { buildApp } from './app.js';
 import { parseCommand, type Env, type ServerConfig } from './config.js';
-import { memoryBucketStore } from './ratelimit.js';
+import { memoryBucketStore } from './ratelimit/index.js';
 import { parseCli as parseStandinCli } from './standin/cli.js';
 import { NO_RATE_LIMIT, testKeys } from './testing.js';
 

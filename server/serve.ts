@@ -9,7 +9,7 @@ import { buildApp } from './app.js';
 import { ConfigError, type ServerConfig } from './config.js';
 import { createApiKeyStore, type ApiKeyStore } from './db.js';
 import { createMetrics, processMetricsRegistry, type PkgMetrics } from './metrics.js';
-import { installClusterBucketServer, memoryBucketStore, processBucketStore, type BucketStore } from './ratelimit.js';
+import { installClusterBucketServer, memoryBucketStore, processBucketStore, type BucketStore } from './ratelimit/index.js';
 
 /**
  * Running `pg-pkg server`: load and check the keys, connect what is configured, listen, and shut down

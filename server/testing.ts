@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { generatePkgKeys, type PkgKeys } from '../lib/keys.js';
 import { buildApp, type AppDeps } from './app.js';
 import type { Clock } from './clock.js';
-import { memoryBucketStore, type BucketStore, type RateLimitSettings } from './ratelimit.js';
+import { memoryBucketStore, type BucketStore, type RateLimitSettings } from './ratelimit/index.js';
 import { manualClock, startStandin, type ManualClock, type RunningStandin } from './standin/testing.js';
 import type { StandinOptions } from './standin/settings.js';
 

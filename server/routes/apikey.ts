@@ -3,6 +3,7 @@ import { bearerCredential } from '../auth.js';
 import type { ApiKeyStore } from '../db.js';
 import { PkgError } from '../errors.js';
 import { lookupApiKey } from './keys.js';
+import { SENSITIVE } from '../ratelimit/index.js';
 
 /**
  * GET /v2/api-key/validate: lets a storage service (Cryptify) check an API key and learn its tenant.
@@ -22,7 +23,7 @@ const validateSchema = {
 } as const;
 
 export async function apiKeyRoutes(app: FastifyInstance, { apiKeys }: { apiKeys: ApiKeyStore }): Promise<void> {
-  app.get('/v2/api-key/validate', { schema: validateSchema }, async (request) => {
+  app.get('/v2/api-key/validate', { config: SENSITIVE, schema: validateSchema }, async (request) => {
     let apiKey: string;
     try {
       const credential = bearerCredential(request);

@@ -8,6 +8,7 @@ import { PkgError } from '../errors.js';
 import type { ResultJwtVerifier, ProofStatus, SessionStatus, VerifiedResult } from '../idp/jwt.js';
 import type { PkgMetrics } from '../metrics.js';
 import { LIMITS, attributeSchema, policySchema, proofStatusSchema, sessionStatusSchema } from '../schemas.js';
+import { SENSITIVE } from '../ratelimit/index.js';
 
 /**
  * Key issuance, under a Bearer credential:
@@ -156,11 +157,11 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
 
   app.get<{ Params: { timestamp: string } }>(
     '/key/:timestamp',
-    { schema: { params: timestampParams, response: { 200: keyResponseSchema } } },
+    { config: SENSITIVE, schema: { params: timestampParams, response: { 200: keyResponseSchema } } },
     (request) => issueUsk(request, request.params.timestamp),
   );
 
-  app.get('/key', { schema: { response: { 200: keyResponseSchema } } }, (request) => issueUsk(request, undefined));
+  app.get('/key', { config: SENSITIVE, schema: { response: { 200: keyResponseSchema } } }, (request) => issueUsk(request, undefined));
 
   // Issued for the canonical identity (current PostGuard), and the policy returned in its canonical
   // spelling, so a sealer writes what every reader derives the same identity from: an API key
@@ -178,6 +179,7 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
   app.post<{ Body: SigningRequest }>(
     '/sign/key',
     {
+      config: SENSITIVE,
       schema: { body: signingRequestSchema, response: { 200: signingResponseSchema } },
       onRequest: async (request) => {
         const credential = bearerCredential(request);

@@ -3,7 +3,7 @@ import type { IdentityServerClient } from '../idp/client.js';
 import { disclosureRequest, startBodySchema, type StartBody } from '../idp/request.js';
 import type { StatusStreams } from '../idp/status-streams.js';
 import { checkSessionToken } from '../idp/token.js';
-import type { ClientKeyOf } from '../ratelimit.js';
+import { SENSITIVE, type ClientKeyOf } from '../ratelimit/index.js';
 
 /**
  * The identity session, relayed to the identity server (Yivi requestor API):
@@ -48,7 +48,7 @@ const sessionPackageSchema = {
 export async function sessionRoutes(app: FastifyInstance, { idp, streams, clientKeyOf }: SessionRoutesOptions): Promise<void> {
   app.post<{ Body: StartBody }>(
     '/start',
-    { schema: { body: startBodySchema, response: { 200: sessionPackageSchema } } },
+    { config: SENSITIVE, schema: { body: startBodySchema, response: { 200: sessionPackageSchema } } },
     async (request) => {
       const session = await idp.startSession(disclosureRequest(request.body));
       request.log.info('identity session started');

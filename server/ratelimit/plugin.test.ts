@@ -1,13 +1,14 @@
 import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startPkg } from '../testing.js';
 import {
-  isSensitiveRoute,
+  SENSITIVE,
   memoryBucketStore,
   processBucketStore,
   rateLimitPlugin,
   type BucketStore,
   type RateLimitSettings,
-} from './ratelimit.js';
+} from './index.js';
 
 const SETTINGS: RateLimitSettings = {
   perSecond: 1,
@@ -36,15 +37,15 @@ async function buildApp(
 ) {
   const app = Fastify({ logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } } });
   apps.push(app);
-  await app.register(rateLimitPlugin, { settings: { ...SETTINGS, ...settings }, store, isSensitive: isSensitiveRoute });
+  await app.register(rateLimitPlugin, { settings: { ...SETTINGS, ...settings }, store });
   const ok = async () => ({ ok: true });
   app.get('/health', ok);
   app.get('/metrics', ok);
   app.get('/v2/parameters', ok);
-  app.post('/v2/irma/start', ok);
-  app.get('/v2/irma/key/:timestamp', ok);
-  app.post('/v2/request/sign/key', ok);
-  app.get('/v2/api-key/validate', ok);
+  app.post('/v2/irma/start', { config: SENSITIVE }, ok);
+  app.get('/v2/irma/key/:timestamp', { config: SENSITIVE }, ok);
+  app.post('/v2/request/sign/key', { config: SENSITIVE }, ok);
+  app.get('/v2/api-key/validate', { config: SENSITIVE }, ok);
   app.options('/v2/parameters', ok);
   return app;
 }
@@ -59,30 +60,30 @@ async function statuses(app: FastifyInstance, n: number, request: InjectOptions)
 
 const count = (codes: number[], code: number) => codes.filter((c) => c === code).length;
 
-describe('isSensitiveRoute', () => {
-  it('matches the key-issuing routes under any identity-provider segment, and nothing else', () => {
-    for (const url of [
-      '/v2/irma/start',
-      '/v2/request/start',
-      '/v2/idp/key',
-      '/v2/irma/key/:timestamp',
-      '/v2/:idp(irma|request)/key/:timestamp',
-      '/v2/irma/sign/key',
-      '/v2/api-key/validate',
-    ]) {
-      expect(isSensitiveRoute(url), url).toBe(true);
-    }
-    for (const url of [
-      '/v2/parameters',
-      '/v2/sign/parameters',
-      '/v2/irma/jwt/:token',
-      '/v2/irma/statusevents/:token',
-      '/v2/irma/key/:timestamp/extra',
-      '/v3/irma/start',
-      '/health',
-      '/v2/irma/startx',
-    ]) {
-      expect(isSensitiveRoute(url), url).toBe(false);
+describe("the PKG's routes declare their tier", () => {
+  it("the reference's key-issuing set, under every identity-provider segment, pays the sensitive tier; nothing else does", async () => {
+    // Burst 1 in the sensitive tier: a second request from the same client to a sensitive route is
+    // 429 before its own checks (auth, schema) run; the general tier is wide open.
+    const pkg = await startPkg({
+      rateLimit: { settings: { ...SETTINGS, perSecond: 1000, burst: 1000, sensitivePerSecond: 0.001, sensitiveBurst: 1 } },
+    });
+    try {
+      const second = async (method: 'GET' | 'POST', url: string) => {
+        // Each route gets its own client, so the one sensitive bucket per client does not carry over.
+        const remoteAddress = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+        const request = { method, url, remoteAddress, ...(method === 'POST' ? { payload: {} } : {}) };
+        await pkg.app.inject(request);
+        return (await pkg.app.inject(request)).statusCode;
+      };
+      for (const idp of ['irma', 'request', 'idp']) {
+        for (const [method, path] of [['POST', 'start'], ['GET', 'key'], ['GET', 'key/1700000000'], ['POST', 'sign/key']] as const) {
+          expect(await second(method, `/v2/${idp}/${path}`), `${method} /v2/${idp}/${path}`).toBe(429);
+        }
+        for (const path of [`jwt/${'a'.repeat(20)}`]) expect(await second('GET', `/v2/${idp}/${path}`), path).not.toBe(429);
+      }
+      for (const path of ['/v2/parameters', '/v2/sign/parameters', '/health']) expect(await second('GET', path), path).not.toBe(429);
+    } finally {
+      await pkg.close();
     }
   });
 });

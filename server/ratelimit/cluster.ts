@@ -1,6 +1,6 @@
 import type { Cluster, Worker } from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
-import { memoryBucketStore, type BucketStore, type TakeResult, type Tier } from './ratelimit-bucket.js';
+import { memoryBucketStore, type BucketStore, type TakeResult, type Tier } from './bucket.js';
 
 /**
  * One set of buckets for all workers of a `node:cluster` PKG: workers ask the primary over the cluster

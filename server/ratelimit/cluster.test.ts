@@ -4,15 +4,15 @@ import { EventEmitter } from 'node:events';
 import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { recordingLogger } from './db/testing.js';
-import { memoryBucketStore, type BucketStore, type TakeResult } from './ratelimit-bucket.js';
+import { recordingLogger } from '../db/testing.js';
+import { memoryBucketStore, type BucketStore, type TakeResult } from './bucket.js';
 import {
   clusterBucketStore,
   installClusterBucketServer,
   PROTOCOL,
   type ClusterChannel,
   type TakeRequest,
-} from './ratelimit-cluster.js';
+} from './cluster.js';
 
 function fakeChannel() {
   const listeners = new Set<(message: unknown) => void>();
@@ -207,7 +207,7 @@ describe('installClusterBucketServer (primary side)', () => {
 });
 
 describe('a real node:cluster', () => {
-  const fixture = fileURLToPath(new URL('./ratelimit-cluster.fixture.ts', import.meta.url));
+  const fixture = fileURLToPath(new URL('./cluster.fixture.ts', import.meta.url));
   const cwd = fileURLToPath(new URL('..', import.meta.url));
   let running: ChildProcess | undefined;
 

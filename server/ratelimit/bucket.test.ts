@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { gcraTake, memoryBucketStore, retryAfterSeconds } from './ratelimit-bucket.js';
+import { gcraTake, memoryBucketStore, retryAfterSeconds } from './bucket.js';
 
 function manualMs(start = 1_000_000) {
   let now = start;

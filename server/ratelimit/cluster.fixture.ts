@@ -1,6 +1,6 @@
 /**
  * Test fixture (not product code): a PKG-shaped node:cluster, one tiny Fastify app per worker with the
- * rate-limit plugin, all on one port. Run as `node --import tsx server/ratelimit-cluster.fixture.ts`.
+ * rate-limit plugin, all on one port. Run as `node --import tsx server/ratelimit/cluster.fixture.ts`.
  *
  * Environment: WORKERS (default 3), BURST (general burst, default 20), PRIMARY=silent to make the primary
  * ignore take requests (the workers then fall back to their own buckets).
@@ -8,7 +8,7 @@
  */
 import cluster from 'node:cluster';
 import Fastify from 'fastify';
-import { installClusterBucketServer, memoryBucketStore, processBucketStore, rateLimitPlugin } from './ratelimit.js';
+import { installClusterBucketServer, memoryBucketStore, processBucketStore, rateLimitPlugin } from './index.js';
 
 const workers = Number(process.env['WORKERS'] ?? 3);
 const burst = Number(process.env['BURST'] ?? 20);
@@ -44,7 +44,6 @@ if (cluster.isPrimary) {
       trustForwardedFor: false,
     },
     store: processBucketStore({}), // in a worker: the primary's buckets
-    isSensitive: () => false,
   });
   app.get('/v2/whoami', async () => ({ worker: cluster.worker?.id }));
   // Port 0 in every worker: the primary hands them all the same ephemeral port.

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { addressKey, clientKey, forwardedAddress, trustedProxies } from './ratelimit-key.js';
+import { addressKey, clientKey, forwardedAddress, trustedProxies } from './key.js';
 
 describe('clientKey without trust', () => {
   it('keys on the TCP peer and ignores X-Forwarded-For entirely', () => {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closedPort, recordingLogger, startTcpProxy } from './db/testing.js';
-import { BucketStoreUnavailableError } from './ratelimit-bucket.js';
-import { redisBucketStore, type RedisBucketStore } from './ratelimit-redis.js';
+import { closedPort, recordingLogger, startTcpProxy } from '../db/testing.js';
+import { BucketStoreUnavailableError } from './bucket.js';
+import { redisBucketStore, type RedisBucketStore } from './redis.js';
 
 const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 

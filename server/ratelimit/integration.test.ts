@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { closedPort } from './db/testing.js';
-import { createMetrics } from './metrics.js';
+import { closedPort } from '../db/testing.js';
+import { createMetrics } from '../metrics.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { memoryBucketStore, redisBucketStore, type BucketStore, type RateLimitSettings } from './ratelimit.js';
-import { manualClock, startStandin, type RunningStandin } from './standin/testing.js';
-import { startPkg, type RunningPkg } from './testing.js';
+import { memoryBucketStore, redisBucketStore, type BucketStore, type RateLimitSettings } from './index.js';
+import { manualClock, startStandin, type RunningStandin } from '../standin/testing.js';
+import { startPkg, type RunningPkg } from '../testing.js';
 
 /**
  * The rate limiter inside the PKG: both tiers, per client, before authentication, X-Forwarded-For

@@ -1,16 +1,18 @@
 import cluster from 'node:cluster';
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { PkgError, sendError } from './errors.js';
-import { BucketStoreUnavailableError, memoryBucketStore, type BucketStore } from './ratelimit-bucket.js';
-import { clusterBucketStore } from './ratelimit-cluster.js';
-import { clientKey, trustedProxies } from './ratelimit-key.js';
-import { redisBucketStore } from './ratelimit-redis.js';
+import fp from 'fastify-plugin';
+import { PkgError, sendError } from '../errors.js';
+import { BucketStoreUnavailableError, memoryBucketStore, type BucketStore } from './bucket.js';
+import { clusterBucketStore } from './cluster.js';
+import { clientKey, trustedProxies } from './key.js';
+import { redisBucketStore } from './redis.js';
 
 /**
  * The PKG's rate limiter: token buckets per client address in two tiers.
  *
  * Every request under /v2 takes a token from the client's general bucket; a request to a key-issuing
  * route then also takes one from the client's sensitive bucket (one bucket for all sensitive routes).
+ * A route declares its tier where it is defined: `config: { rateLimit: 'sensitive' }` (SENSITIVE).
  * The general token is spent even when the sensitive tier refuses. CORS preflights and everything
  * outside /v2 (/health, /metrics) pass untouched. Over the limit: 429 with Retry-After.
  *
@@ -19,10 +21,10 @@ import { redisBucketStore } from './ratelimit-redis.js';
  * instances (redisBucketStore). processBucketStore picks the right one for the process it runs in.
  */
 
-export { ALLOWED, BucketStoreUnavailableError, memoryBucketStore, type BucketStore, type MemoryBucketStore, type TakeResult, type Tier } from './ratelimit-bucket.js';
-export { addressKey, clientKey, forwardedAddress, trustedProxies, type TrustedProxies } from './ratelimit-key.js';
-export { clusterBucketStore, installClusterBucketServer, type ClusterBucketStoreOptions } from './ratelimit-cluster.js';
-export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions } from './ratelimit-redis.js';
+export { ALLOWED, BucketStoreUnavailableError, memoryBucketStore, type BucketStore, type MemoryBucketStore, type TakeResult, type Tier } from './bucket.js';
+export { addressKey, clientKey, forwardedAddress, trustedProxies, type TrustedProxies } from './key.js';
+export { clusterBucketStore, installClusterBucketServer, type ClusterBucketStoreOptions } from './cluster.js';
+export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions } from './redis.js';
 
 /**
  * The store for the process this runs in:
@@ -33,7 +35,7 @@ export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions }
  */
 export function processBucketStore(options: {
   redisUrl?: string | undefined;
-  /** With Redis: its failure policy, call deadline and unavailability counter (ratelimit-redis.ts). */
+  /** With Redis: its failure policy, call deadline and unavailability counter (redis.ts). */
   redisFailure?: 'open' | 'closed';
   redisTimeoutMs?: number;
   onRedisUnavailable?: (action: 'local' | 'refused') => void;
@@ -51,6 +53,16 @@ export function processBucketStore(options: {
   if (cluster.isWorker) return clusterBucketStore(logger);
   return memoryBucketStore();
 }
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's rate-limit tier beyond the general one every /v2 request pays. */
+    rateLimit?: 'sensitive';
+  }
+}
+
+/** Route options for a key-issuing route (the reference PKG's set: start, key, sign/key, api-key/validate). */
+export const SENSITIVE = { rateLimit: 'sensitive' } as const;
 
 export interface RateLimitSettings {
   perSecond: number;
@@ -88,14 +100,6 @@ export interface RateLimitPluginOptions {
   store: BucketStore;
   /** Default: clientKeyResolver(settings). */
   clientKeyOf?: ClientKeyOf;
-  /** Whether a route (its pattern, e.g. `/v2/irma/key/:timestamp`) issues keys. See isSensitiveRoute. */
-  isSensitive: (routeUrl: string) => boolean;
-}
-
-/** The reference PKG's sensitive set: start, key, key/{timestamp}, sign/key (under any identity-provider
- *  segment) and api-key/validate. */
-export function isSensitiveRoute(routeUrl: string): boolean {
-  return /^\/v2\/(?:[^/]+\/(?:start|key|key\/[^/]+|sign\/key)|api-key\/validate)$/.test(routeUrl);
 }
 
 const isLimitedPath = (path: string) => path === '/v2' || path.startsWith('/v2/');
@@ -108,7 +112,7 @@ function tooManyRequests(reply: FastifyReply, retryAfterSeconds: number) {
   return sendError(reply, new PkgError('RATE_LIMITED', `Too many requests, retry in ${seconds}s`, { retryAfterSeconds: seconds }));
 }
 
-const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { settings, store, isSensitive, clientKeyOf }) => {
+const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { settings, store, clientKeyOf }) => {
   if (settings.disabled) {
     app.log.warn('rate limiting is disabled: every request passes');
     return;
@@ -136,7 +140,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { setting
     try {
       const general = await store.take(key, 'general', settings.perSecond, settings.burst);
       if (!general.allowed) return tooManyRequests(reply, general.retryAfterSeconds);
-      if (route === undefined || !isSensitive(route)) return;
+      if (request.routeOptions.config.rateLimit !== 'sensitive') return;
       const sensitive = await store.take(key, 'sensitive', settings.sensitivePerSecond, settings.sensitiveBurst);
       if (!sensitive.allowed) return tooManyRequests(reply, sensitive.retryAfterSeconds);
     } catch (error) {
@@ -151,8 +155,5 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { setting
   });
 };
 
-/** Registered with skip-override (what fastify-plugin does), so the hook covers the whole app. */
-export const rateLimitPlugin: FastifyPluginAsync<RateLimitPluginOptions> = Object.assign(plugin, {
-  [Symbol.for('skip-override')]: true,
-  [Symbol.for('fastify.display-name')]: 'pg-pkg-ratelimit',
-});
+/** Not encapsulated (fastify-plugin), so its hook covers every route of the app it is registered on. */
+export const rateLimitPlugin = fp(plugin, { name: 'pg-pkg-ratelimit', fastify: '5.x' });

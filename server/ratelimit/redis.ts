@@ -10,7 +10,7 @@ import {
   type BucketStore,
   type TakeResult,
   type Tier,
-} from './ratelimit-bucket.js';
+} from './bucket.js';
 
 /**
  * Buckets in Redis, shared by every PKG instance behind a load balancer.
@@ -33,7 +33,7 @@ import {
  */
 
 // KEYS[1] the bucket; ARGV[1] µs between tokens; ARGV[2] burst. Returns {allowed, µs to wait}.
-// The rule of gcraTake (ratelimit-bucket.ts), in whole microseconds of Redis time: exact in Lua's doubles
+// The rule of gcraTake (bucket.ts), in whole microseconds of Redis time: exact in Lua's doubles
 // (1.7e15 < 2^53); '%.0f' because tostring would print them in 14 significant digits.
 const TAKE_SCRIPT = `
 local interval = tonumber(ARGV[1])
