@@ -17,7 +17,7 @@ function settingAtFault(argv: string[], env: Env = ORIGINS): string {
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     expect(e.message).not.toContain('\n');
-    return e.setting;
+    return e.setting ?? e.message;
   }
 }
 

@@ -58,11 +58,14 @@ export type Command =
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   constructor(
-    /** The flag (and its environment twin) at fault, e.g. "--port" or "--allowed-origins / PKG_ALLOWED_ORIGINS". */
-    readonly setting: string,
+    /**
+     * The flag (and its environment twin) at fault, e.g. "--port" or "--allowed-origins / PKG_ALLOWED_ORIGINS";
+     * undefined when the problem names it itself (the argument parser's own messages).
+     */
+    readonly setting: string | undefined,
     problem: string,
   ) {
-    super(`${setting}: ${problem}`);
+    super(setting === undefined ? problem : `${setting}: ${problem}`);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError } from './config.js';
 
 /**
  * The shared shape of the development servers' command lines (pg-standin, pg-storage): strict flag
@@ -7,9 +8,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
  * <url>" line on stdout, and a clean exit on SIGINT or SIGTERM.
  */
 
-export class CliError extends Error {
-  override readonly name = 'CliError';
-}
+// The dev servers' usage errors are pg-pkg's: one class for "this setting is wrong" in the package.
+export { ConfigError };
 
 export type ServerCommand<O> = { kind: 'help' } | { kind: 'run'; port: number; host: string; options: O };
 
@@ -30,13 +30,13 @@ export function parseServerCli<O>(
       options: { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' }, ...extra },
     }));
   } catch (e) {
-    throw new CliError((e as Error).message.split('\n')[0] ?? 'invalid arguments');
+    throw new ConfigError(undefined, (e as Error).message.split('\n')[0] ?? 'invalid arguments');
   }
   if (values.help === true) return { kind: 'help' };
   const port = values.port;
-  if (typeof port !== 'string') throw new CliError('--port is required');
+  if (typeof port !== 'string') throw new ConfigError('--port', 'is required');
   if (!/^\d{1,5}$/.test(port) || Number(port) > 65_535) {
-    throw new CliError(`--port must be a number from 0 to 65535, got ${JSON.stringify(port)}`);
+    throw new ConfigError('--port', `must be a number from 0 to 65535, got ${JSON.stringify(port)}`);
   }
   const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
   return { kind: 'run', port: Number(port), host, options: toOptions(values) };
@@ -55,7 +55,7 @@ export async function runServerCli<O>(
   try {
     command = parse(argv);
   } catch (e) {
-    if (!(e instanceof CliError)) throw e;
+    if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`${name}: ${e.message} (see --help)\n`);
     return 2;
   }

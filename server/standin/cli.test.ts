@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CliError, parseCli } from './cli.js';
+import { ConfigError, parseCli } from './cli.js';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
@@ -33,14 +33,14 @@ describe('parseCli', () => {
       options: { publicUrl: 'http://192.168.1.5:8088', requestorToken: 't0k', keyPath: '/k.pem' },
     });
     expect(parseCli(['--port', '1', '--max-sessions', '50'])).toMatchObject({ options: { maxPendingSessions: 50 } });
-    for (const bad of ['0', '-1', 'many', '1e3']) expect(() => parseCli(['--port', '1', '--max-sessions', bad]), bad).toThrow(CliError);
+    for (const bad of ['0', '-1', 'many', '1e3']) expect(() => parseCli(['--port', '1', '--max-sessions', bad]), bad).toThrow(ConfigError);
     expect(parseCli(['--help'])).toEqual({ kind: 'help' });
     expect(parseCli(['-h', '--port', 'junk'])).toEqual({ kind: 'help' });
   });
 
   it('rejects bad flags with one-line messages', () => {
     const cases: Array<[string[], RegExp]> = [
-      [[], /--port is required/],
+      [[], /--port: is required/],
       [['--port'], /--port/],
       [['--port', '65536'], /0 to 65535/],
       [['--port', '-1'], /--port/],
@@ -49,7 +49,7 @@ describe('parseCli', () => {
       [['--port', '1', 'extra'], /positional/],
       [['--port', '1', '--public-url', 'not a url'], /not an absolute URL/],
       [['--port', '1', '--public-url', 'ftp://x'], /must be http/],
-      [['--port', '1', '--token', ''], /--token must not be empty/],
+      [['--port', '1', '--token', ''], /--token: must not be empty/],
     ];
     for (const [argv, message] of cases) {
       let error: unknown;
@@ -58,7 +58,7 @@ describe('parseCli', () => {
       } catch (e) {
         error = e;
       }
-      expect(error, argv.join(' ')).toBeInstanceOf(CliError);
+      expect(error, argv.join(' ')).toBeInstanceOf(ConfigError);
       expect((error as Error).message).toMatch(message);
       expect((error as Error).message).not.toContain('\n');
     }

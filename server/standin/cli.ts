@@ -1,4 +1,4 @@
-import { CliError, parseServerCli, runServerCli, type ServerCommand } from '../dev-server-cli.js';
+import { ConfigError, parseServerCli, runServerCli, type ServerCommand } from '../dev-server-cli.js';
 import { buildStandin } from './app.js';
 import type { StandinOptions } from './settings.js';
 import { normalizePublicUrl } from './settings.js';
@@ -21,7 +21,7 @@ A local stand-in for the Yivi (IRMA) server, for development, demos and tests.
 
 Wallet page: <url>/standin/wallet. Logs go to stderr; stdout gets one "listening on <url>" line.`;
 
-export { CliError };
+export { ConfigError };
 
 export type CliCommand = ServerCommand<StandinOptions>;
 
@@ -36,19 +36,19 @@ export function parseCli(argv: readonly string[]): CliCommand {
         try {
           normalizePublicUrl(publicUrl);
         } catch (e) {
-          throw new CliError((e as Error).message);
+          throw new ConfigError('--public-url', (e as Error).message);
         }
         options.publicUrl = publicUrl;
       }
       const token = values.token;
       if (typeof token === 'string') {
-        if (token === '') throw new CliError('--token must not be empty');
+        if (token === '') throw new ConfigError('--token', 'must not be empty');
         options.requestorToken = token;
       }
       if (typeof values['key-path'] === 'string') options.keyPath = values['key-path'];
       const maxSessions = values['max-sessions'];
       if (typeof maxSessions === 'string') {
-        if (!/^\d{1,9}$/.test(maxSessions) || Number(maxSessions) < 1) throw new CliError(`--max-sessions must be a positive integer, got ${JSON.stringify(maxSessions)}`);
+        if (!/^\d{1,9}$/.test(maxSessions) || Number(maxSessions) < 1) throw new ConfigError('--max-sessions', `must be a positive integer, got ${JSON.stringify(maxSessions)}`);
         options.maxPendingSessions = Number(maxSessions);
       }
       return options;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CliError, parseCli } from './cli.js';
+import { ConfigError, parseCli } from './cli.js';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
@@ -62,21 +62,21 @@ describe('parseCli', () => {
 
   it('rejects bad flags with one-line messages', () => {
     const cases: Array<[string[], RegExp]> = [
-      [[], /--port is required/],
+      [[], /--port: is required/],
       [['--port'], /--port/],
       [['--port', '65536'], /0 to 65535/],
       [['--port', 'x'], /0 to 65535/],
       [['--port', '1', '--verbose'], /Unknown option '--verbose'/],
       [['--port', '1', 'extra'], /positional/],
-      [['--port', '1', '--data-dir', ''], /--data-dir must not be empty/],
-      [['--port', '1', '--pkg-url', 'not a url'], /--pkg-url must be an absolute http\(s\) URL/],
-      [['--port', '1', '--public-url', 'ftp://x'], /--public-url must be an absolute http\(s\) URL/],
-      [['--port', '1', '--chunk-size', '0'], /--chunk-size must be a positive integer/],
+      [['--port', '1', '--data-dir', ''], /--data-dir: must not be empty/],
+      [['--port', '1', '--pkg-url', 'not a url'], /--pkg-url: must be an absolute http\(s\) URL/],
+      [['--port', '1', '--public-url', 'ftp://x'], /--public-url: must be an absolute http\(s\) URL/],
+      [['--port', '1', '--chunk-size', '0'], /--chunk-size: must be a positive integer/],
       [['--port', '1', '--chunk-size', '-5'], /--chunk-size/],
-      [['--port', '1', '--email-attribute', ''], /--email-attribute must not be empty/],
-      [['--port', '1', '--unfinalized-ttl-seconds', '0'], /--unfinalized-ttl-seconds must be a positive integer/],
-      [['--port', '1', '--max-unfinalized-uploads', 'lots'], /--max-unfinalized-uploads must be a positive integer/],
-      [['--port', '1', '--max-unfinalized-uploads', '0'], /--max-unfinalized-uploads must be a positive integer/],
+      [['--port', '1', '--email-attribute', ''], /--email-attribute: must not be empty/],
+      [['--port', '1', '--unfinalized-ttl-seconds', '0'], /--unfinalized-ttl-seconds: must be a positive integer/],
+      [['--port', '1', '--max-unfinalized-uploads', 'lots'], /--max-unfinalized-uploads: must be a positive integer/],
+      [['--port', '1', '--max-unfinalized-uploads', '0'], /--max-unfinalized-uploads: must be a positive integer/],
     ];
     for (const [argv, message] of cases) {
       let error: unknown;
@@ -85,7 +85,7 @@ describe('parseCli', () => {
       } catch (e) {
         error = e;
       }
-      expect(error, argv.join(' ')).toBeInstanceOf(CliError);
+      expect(error, argv.join(' ')).toBeInstanceOf(ConfigError);
       expect((error as Error).message).toMatch(message);
       expect((error as Error).message).not.toContain('\n');
     }

@@ -1,4 +1,4 @@
-import { CliError, parseServerCli, runServerCli, type ServerCommand } from '../dev-server-cli.js';
+import { ConfigError, parseServerCli, runServerCli, type ServerCommand } from '../dev-server-cli.js';
 import { buildStorage, storageDataDir } from './app.js';
 import type { StorageOptions } from './settings.js';
 import { resolveSettings } from './settings.js';
@@ -29,7 +29,7 @@ not sent: GET /standin/outbox lists what would have been mailed.
 
 Logs go to stderr; stdout gets one "listening on <url>" line.`;
 
-export { CliError };
+export { ConfigError };
 
 export type CliCommand = ServerCommand<StorageOptions>;
 
@@ -50,7 +50,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
       const options: StorageOptions = { logger: { level: 'info', stream: process.stderr } };
       const dataDir = text('data-dir');
       if (dataDir !== undefined) {
-        if (dataDir === '') throw new CliError('--data-dir must not be empty');
+        if (dataDir === '') throw new ConfigError('--data-dir', 'must not be empty');
         options.dataDir = dataDir;
       }
       if (text('pkg-url') !== undefined) options.pkgUrl = text('pkg-url')!;
@@ -58,7 +58,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
       if (text('email-attribute') !== undefined) options.emailAttribute = text('email-attribute')!;
       const chunkSize = text('chunk-size');
       if (chunkSize !== undefined) {
-        if (!/^\d{1,15}$/.test(chunkSize)) throw new CliError('--chunk-size must be a positive integer');
+        if (!/^\d{1,15}$/.test(chunkSize)) throw new ConfigError('--chunk-size', 'must be a positive integer');
         options.chunkSize = Number(chunkSize);
       }
       for (const [flag, key] of [
@@ -67,13 +67,13 @@ export function parseCli(argv: readonly string[]): CliCommand {
       ] as const) {
         const raw = text(flag);
         if (raw === undefined) continue;
-        if (!/^\d{1,12}$/.test(raw)) throw new CliError(`--${flag} must be a positive integer`);
+        if (!/^\d{1,12}$/.test(raw)) throw new ConfigError(`--${flag}`, 'must be a positive integer');
         options[key] = Number(raw);
       }
       try {
         resolveSettings(options);
       } catch (e) {
-        throw new CliError((e as Error).message.replace(/^storage option (\w+)/, (_, name: string) => `--${kebab(name)}`));
+        throw new ConfigError(undefined, (e as Error).message.replace(/^storage option (\w+)/, (_, name: string) => `--${kebab(name)}:`));
       }
       return options;
     },
