@@ -569,27 +569,34 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       entry.abort.signal.removeEventListener('abort', onEnd);
       settle();
     };
+    let cancelled = false;
     const stream = new ReadableStream<Uint8Array>(
       {
         start(c) {
           controller = c;
         },
         async pull(c) {
+          let next: IteratorResult<Uint8Array, void>;
           try {
-            const next = await withTimeout(pieces.next(), stallMs * 2, () => new PostGuardError(ErrorCode.SOURCE_FAILED, 'a segment of the range did not arrive in time'));
-            if (next.done) {
-              c.close();
-              finish();
-            } else c.enqueue(next.value);
+            next = await withTimeout(pieces.next(), stallMs * 2, () => new PostGuardError(ErrorCode.SOURCE_FAILED, 'a segment of the range did not arrive in time'));
           } catch (error) {
+            if (cancelled) return;
             // As for a full download: the body errors, and the page hears why (TAMPERED, ...).
             c.error(error);
             finish();
             end(entry, error);
+            return;
           }
+          // A reader that cancelled while this segment was being decrypted wants nothing more.
+          if (cancelled) return;
+          if (next.done) {
+            c.close();
+            finish();
+          } else c.enqueue(next.value);
         },
         async cancel() {
           // The media element moved on: this response ends, the registration does not.
+          cancelled = true;
           finish();
           await pieces.return().catch(() => undefined);
         },
