@@ -251,6 +251,7 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
     watchdog = setTimeout(() => {
       settle.reject(new PostGuardError(ErrorCode.SOURCE_FAILED, `the service worker stopped answering (nothing for ${Math.round(ms / 1000)} s)`));
       channel.port1.close();
+      ended();
     }, ms);
   };
   void done.catch(() => undefined).finally(() => clearTimeout(watchdog));
@@ -258,20 +259,18 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   // page keeps the worker up all along (trackDownload), whatever `done` did.
   let ended!: () => void;
   const lifetime = new Promise<void>((resolve) => (ended = resolve));
-  void done.catch(() => undefined).finally(() => {
-    if (options.seekable !== true) ended();
-  });
+  // What the worker made of `seekable` (a stream source cannot seek: it is then a one-shot download).
+  let seekableHere = options.seekable === true;
   const registered = new Promise<{ id: string; url: string; seekable: boolean }>((resolve, reject) => {
     channel.port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
       // A seekable URL may sit unread between a video's requests for as long as it lives.
-      if (data.type === 'registered' || options.seekable !== true) silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
+      if (data.type === 'registered' || !seekableHere) silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
       switch (data.type) {
         case 'registered':
           if (data.ok) {
-            resolve({ id: data.id, url: data.url, seekable: data.seekable === true });
-            if (data.seekable !== true) ended();
-          }
-          else {
+            seekableHere = data.seekable === true;
+            resolve({ id: data.id, url: data.url, seekable: seekableHere });
+          } else {
             const error = reviveError(data.error);
             reject(error);
             settle.reject(error);
@@ -288,7 +287,7 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
           options.onProgress?.(data.bytes);
           settle.resolve(data.result);
           // A seekable download goes on answering (and may still fail in a later range).
-          if (options.seekable !== true) channel.port1.close();
+          if (!seekableHere) channel.port1.close();
           break;
         case 'range':
           options.onRange?.({

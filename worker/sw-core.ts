@@ -494,7 +494,12 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
 
     let lastProgress = 0;
     let settle!: () => void;
-    lifetime(new Promise<void>((resolve) => (settle = resolve)).finally(() => clearInterval(heartbeat)));
+    lifetime(
+      new Promise<void>((resolve) => (settle = resolve)).finally(() => {
+        clearInterval(heartbeat);
+        entry.abort.signal.removeEventListener('abort', stop);
+      }),
+    );
     const stream = body(prefix, more, length, pacer(r, reply), {
       sent(bytes) {
         const now = Date.now();
