@@ -133,6 +133,35 @@ export class Unsealer extends VerifiedHeaderView {
   }
 }
 
+/** What random access into a streaming ciphertext needs: its key, opened for one recipient. */
+export interface SegmentAccess {
+  key: CryptoKey;
+  iv: Uint8Array;
+  segmentSize: number;
+  /** The header signer (its signature verified): the sender the file claims. */
+  publicPolicy: Policy;
+}
+
+/**
+ * Verifies a streaming ciphertext's header and opens its key for `recipientId`, without reading
+ * any segment: for lib/segments.ts openSegmentAlone (the service worker's Range requests). What
+ * that gives is weaker than `StreamUnsealer.unseal`: segments authenticate one by one under the
+ * file's key, but the sender's signatures over the payload are not checked.
+ */
+export async function openSegmentAccess(
+  headerBytes: Uint8Array,
+  signatureBytes: Uint8Array,
+  vk: string,
+  recipientId: string,
+  usk: string | PreparedUserSecretKey,
+): Promise<SegmentAccess> {
+  const { header, publicPolicy } = await verifyHeader(headerBytes, signatureBytes, vk);
+  if (header.mode.type !== 'Streaming') throw new FormatError(ErrorCode.WRONG_MODE, 'this is an in-memory ciphertext: it has no segments to seek in');
+  const segmentSize = checkedSegmentSize(header.mode);
+  const key = await openCapsule(header, recipientId, usk);
+  return { key, iv: header.iv, segmentSize, publicPolicy };
+}
+
 export class StreamUnsealer extends VerifiedHeaderView {
   /** Set before the first await of `unseal`: one reader at a time, since the source is read once. */
   private claimed = false;

@@ -1,3 +1,4 @@
+import type { Policy } from '../lib/policy.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import { reviveError } from './errors.js';
@@ -39,8 +40,22 @@ export interface DownloadOptions {
   disposition?: 'attachment' | 'inline';
   /** Ciphertext bytes, for a stream source (Blob and URL sources know theirs): enables Content-Length. */
   size?: number;
-  /** How long the URL waits to be fetched (default 5 minutes). */
+  /**
+   * How long the URL waits to be fetched (default 5 minutes); for a `seekable` download, its whole
+   * lifetime (default 30 minutes). At most 1 hour.
+   */
   ttlMs?: number;
+  /**
+   * Answer Range requests, so that a `<video>` or `<audio>` previewing the file can seek: the URL
+   * then answers any number of requests until `ttlMs` has passed (or `revoke()`). A range is
+   * decrypted from just the segments that hold it, each authenticated under the file's key, but
+   * the sender's signatures are verified only by a full (non-range) response: `onRange` reports
+   * each range served that way. Only a Blob or a URL whose server answers ranges can seek; a
+   * stream source is served once, whole. Not with `paced`.
+   */
+  seekable?: boolean;
+  /** A range response of a seekable download has started (its bytes were not checked against the sender's signature). */
+  onRange?: (range: ServedRange) => void;
   /** Plaintext bytes delivered so far (a few times a second). */
   onProgress?: (bytes: number) => void;
   /** Plaintext bytes authenticated so far, before the response starts (see `verifyFirst`). */
@@ -64,11 +79,32 @@ export interface DownloadOptions {
   registrationTimeoutMs?: number;
 }
 
+/** A range of the plaintext that a seekable download served without verifying the sender's signatures. */
+export interface ServedRange {
+  /** First and last byte (inclusive) of the plaintext, of `total`. */
+  start: number;
+  end: number;
+  total: number;
+  /** Every segment authenticated under the file's key; the sender's signatures not verified. */
+  verified: 'segments';
+  /** The sender the file's header names (the header's signature verified, the content's not). */
+  claimedSender: Policy;
+  /** Whether that sender is also sealed inside the encryption (VerificationResult.bound). */
+  bound: boolean;
+}
+
 export interface PreparedDownload {
   id: string;
-  /** Same-origin URL under the worker's scope; works once. */
+  /** Same-origin URL under the worker's scope; works once (a seekable one: until its lifetime ends). */
   url: string;
-  /** The sender's verified identity once the last byte authenticated; rejects with a coded error. */
+  /** Whether the URL answers Range requests and many requests (asked with `seekable`, and a Blob or URL source). */
+  seekable: boolean;
+  /**
+   * The sender's verified identity once the last byte authenticated; rejects with a coded error.
+   * Seekable: resolves when a full (non-range) response verified the whole file; rejects when any
+   * response fails (TAMPERED in a range, ...), or with INVALID_STATE when the lifetime ends (or
+   * `revoke()`) before a full response did.
+   */
   done: Promise<VerificationResult>;
   /** Forgets the registration (if it was not fetched yet). */
   revoke(): void;
@@ -199,6 +235,7 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   if (options.ttlMs !== undefined) request.ttlMs = options.ttlMs;
   if (options.verifyFirst !== undefined) request.verifyFirst = options.verifyFirst;
   if (options.paced !== undefined) request.paced = options.paced;
+  if (options.seekable !== undefined) request.seekable = options.seekable;
 
   const channel = new MessageChannel();
   let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };
@@ -207,23 +244,33 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   // A browser may stop the worker in the middle (a crash, a limit): then no message ever comes.
   // Until the URL is fetched the registration's lifetime bounds the silence; once it is being
   // answered, the worker speaks at least every 10 s (its heartbeat).
-  const ttl = Math.min(60 * 60_000, options.ttlMs ?? 5 * 60_000);
+  const ttl = Math.min(60 * 60_000, options.ttlMs ?? (options.seekable === true ? 30 : 5) * 60_000);
   let watchdog: ReturnType<typeof setTimeout> | undefined;
   const silence = (ms: number) => {
     clearTimeout(watchdog);
     watchdog = setTimeout(() => {
       settle.reject(new PostGuardError(ErrorCode.SOURCE_FAILED, `the service worker stopped answering (nothing for ${Math.round(ms / 1000)} s)`));
       channel.port1.close();
+      ended();
     }, ms);
   };
   void done.catch(() => undefined).finally(() => clearTimeout(watchdog));
-  const registered = new Promise<{ id: string; url: string }>((resolve, reject) => {
+  // A seekable registration lives until the worker ends it (its lifetime, a failure, a revoke): its
+  // page keeps the worker up all along (trackDownload), whatever `done` did.
+  let ended!: () => void;
+  const lifetime = new Promise<void>((resolve) => (ended = resolve));
+  // What the worker made of `seekable` (a stream source cannot seek: it is then a one-shot download).
+  let seekableHere = options.seekable === true;
+  const registered = new Promise<{ id: string; url: string; seekable: boolean }>((resolve, reject) => {
     channel.port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
-      silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
+      // A seekable URL may sit unread between a video's requests for as long as it lives.
+      if (data.type === 'registered' || !seekableHere) silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
       switch (data.type) {
         case 'registered':
-          if (data.ok) resolve({ id: data.id, url: data.url });
-          else {
+          if (data.ok) {
+            seekableHere = data.seekable === true;
+            resolve({ id: data.id, url: data.url, seekable: seekableHere });
+          } else {
             const error = reviveError(data.error);
             reject(error);
             settle.reject(error);
@@ -239,11 +286,23 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
         case 'done':
           options.onProgress?.(data.bytes);
           settle.resolve(data.result);
-          channel.port1.close();
+          // A seekable download goes on answering (and may still fail in a later range).
+          if (!seekableHere) channel.port1.close();
+          break;
+        case 'range':
+          options.onRange?.({
+            start: data.start,
+            end: data.end,
+            total: data.total,
+            verified: 'segments',
+            claimedSender: data.sender,
+            bound: data.bound,
+          });
           break;
         case 'error':
           settle.reject(reviveError(data.error));
           channel.port1.close();
+          ended();
           break;
       }
     };
@@ -256,11 +315,17 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
       reject(new Error('the service worker did not answer the registration (is it the postguard-ts decrypting worker?)'));
     }, options.registrationTimeoutMs ?? 10_000);
   });
-  const { id, url } = await Promise.race([registered, timeout]).finally(() => clearTimeout(timer));
-  trackDownload(worker, done);
+  const { id, url, seekable } = await Promise.race([registered, timeout]).finally(() => clearTimeout(timer));
+  if (seekable) {
+    // The worker says when the lifetime is over; this bounds it should the worker be gone.
+    const bound = setTimeout(ended, ttl + SILENCE_MS);
+    void lifetime.then(() => clearTimeout(bound));
+  }
+  trackDownload(worker, seekable ? lifetime : done);
   return {
     id,
     url,
+    seekable,
     done,
     revoke: () => worker.postMessage({ type: MESSAGE_REVOKE, id }),
     fetch: async (init) => {

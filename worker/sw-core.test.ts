@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostGuardError } from '../lib/errors.js';
 import { DEFAULT_SEGMENT_SIZE, sealStream, type SealOptions } from '../lib/index.js';
@@ -30,6 +31,8 @@ let plain: Uint8Array;
 let framingBytes: number;
 let sealLarge: (segments?: number) => Promise<Uint8Array>;
 let server: Server;
+/** The Range headers the test server's /ranged file was asked for. */
+const rangeRequests: string[] = [];
 let serverUrl: string;
 const sender = { ts: TS, con: [{ t: EMAIL, v: 'bob@example.org' }] };
 
@@ -55,7 +58,15 @@ beforeAll(async () => {
   };
   server = createServer((req, res) => {
     if (req.url === '/ct') res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': ciphertext.length }).end(ciphertext);
-    else res.writeHead(404).end('no');
+    else if (req.url === '/ranged') {
+      // A static file server that answers one byte range (what the seekable path asks for).
+      rangeRequests.push(req.headers.range ?? '');
+      const match = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+      if (match === null) return void res.writeHead(200, { 'content-length': ciphertext.length, 'accept-ranges': 'bytes' }).end(ciphertext);
+      const start = Number(match[1]);
+      const end = Math.min(match[2] === '' ? Infinity : Number(match[2]), ciphertext.length - 1);
+      res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${ciphertext.length}`, 'content-length': end - start + 1 }).end(ciphertext.subarray(start, end + 1));
+    } else res.writeHead(404).end('no');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
@@ -80,7 +91,8 @@ function worker(options: DecrypterOptions = {}) {
       port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
         events.push(data);
         if (data.type === 'registered') resolve(data);
-        if (data.type === 'done' || data.type === 'error' || (data.type === 'registered' && !data.ok)) {
+        // A seekable registration goes on after a 'done': only an error ends it.
+        if ((data.type === 'done' && request.seekable !== true) || data.type === 'error' || (data.type === 'registered' && !data.ok)) {
           ended(data);
           port1.close();
         }
@@ -93,12 +105,12 @@ function worker(options: DecrypterOptions = {}) {
     return { reply: await reply, events, end };
   }
 
-  function get(url: string, method = 'GET'): { response: Promise<Response>; lifetime: Promise<unknown> } {
+  function get(url: string, method = 'GET', headers: Record<string, string> = {}): { response: Promise<Response>; lifetime: Promise<unknown> } {
     let response: Promise<Response> | undefined;
     const lifetimes: Promise<unknown>[] = [];
     scope.dispatchEvent(
       Object.assign(new Event('fetch'), {
-        request: new Request(url, { method }),
+        request: new Request(url, { method, headers }),
         respondWith: (r: Response | Promise<Response>) => (response = Promise.resolve(r)),
         waitUntil: (p: Promise<unknown>) => lifetimes.push(p),
       }),
@@ -549,6 +561,193 @@ describe('heartbeat', () => {
     const after = events.length;
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(events.length).toBe(after);
+  });
+});
+
+describe('range requests (seekable)', () => {
+  const WIRE = DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD;
+  const ranged = (w: ReturnType<typeof worker>, url: string, range: string, headers: Record<string, string> = {}) =>
+    w.get(url, 'GET', { range, ...headers }).response;
+  const blobOf = (bytes: Uint8Array) => ({ kind: 'blob' as const, blob: new Blob([bytes as BlobPart]) });
+  /** Byte equality without vitest's element-by-element diffing (seconds for a megabyte). */
+  const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+  it('a seekable Blob answers many requests: 206 with the exact range, 416 past the end, 200 whole with Accept-Ranges', async () => {
+    const w = worker();
+    const { reply, events } = await w.register({ seekable: true, disposition: 'inline', contentType: 'video/webm' });
+    expect(reply).toMatchObject({ ok: true, seekable: true });
+    const url = registeredUrl(reply);
+
+    // Across the boundary of segments 1 and 2.
+    const start = 2 * DEFAULT_SEGMENT_SIZE - 1000;
+    const res = await ranged(w, url, `bytes=${start}-${start + 4999}`);
+    expect(res.status).toBe(206);
+    expect(res.headers.get('content-range')).toBe(`bytes ${start}-${start + 4999}/${plain.length}`);
+    expect(res.headers.get('content-length')).toBe('5000');
+    expect(res.headers.get('accept-ranges')).toBe('bytes');
+    expect(res.headers.get('x-postguard-verified')).toBe('segments');
+    expect(res.headers.get('content-type')).toBe('video/webm');
+    expect(res.headers.get('content-security-policy')).toBe('sandbox');
+    expect(same(await bytesOf(res), plain.slice(start, start + 5000))).toBe(true);
+    expect(events).toContainEqual({ type: 'range', start, end: start + 4999, total: plain.length, sender, bound: true });
+
+    const open = await ranged(w, url, 'bytes=0-');
+    expect([open.status, open.headers.get('content-range')]).toEqual([206, `bytes 0-${plain.length - 1}/${plain.length}`]);
+    expect(same(await bytesOf(open), plain)).toBe(true);
+    const suffix = await ranged(w, url, 'bytes=-10');
+    expect(same(await bytesOf(suffix), plain.slice(-10))).toBe(true);
+    const multi = await ranged(w, url, 'bytes=5000000-, 7-9, 20-29');
+    expect([multi.status, multi.headers.get('content-range')]).toEqual([206, `bytes 7-9/${plain.length}`]);
+    expect(same(await bytesOf(multi), plain.slice(7, 10))).toBe(true);
+
+    const past = await ranged(w, url, `bytes=${plain.length}-`);
+    expect([past.status, past.headers.get('content-range')]).toEqual([416, `bytes */${plain.length}`]);
+
+    // Without Range (or with an If-Range we cannot honour): the whole file, verified, and still seekable.
+    for (const whole of [await w.get(url).response, await ranged(w, url, 'bytes=10-', { 'if-range': '"x"' })]) {
+      expect([whole.status, whole.headers.get('accept-ranges'), whole.headers.get('x-postguard-verified')]).toEqual([200, 'bytes', 'complete']);
+      expect(same(await bytesOf(whole), plain)).toBe(true);
+    }
+    await expect.poll(() => events.filter((e) => e.type === 'done').length).toBe(2);
+    expect(events.find((e) => e.type === 'done')).toMatchObject({ result: { public: sender, bound: true } });
+    expect((await ranged(w, url, 'bytes=1-1')).status).toBe(206);
+  });
+
+  it('property: any range of a seekable file is exactly plaintext.slice(a, b + 1)', async () => {
+    const w = worker();
+    const url = registeredUrl((await w.register({ seekable: true })).reply);
+    await fc.assert(
+      fc.asyncProperty(fc.nat(plain.length - 1), fc.nat(plain.length), async (a, length) => {
+        const b = Math.min(plain.length - 1, a + length);
+        const res = await ranged(w, url, `bytes=${a}-${b}`);
+        expect(res.headers.get('content-range')).toBe(`bytes ${a}-${b}/${plain.length}`);
+        expect(same(await bytesOf(res), plain.slice(a, b + 1))).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a tampered segment errors the body of a range that needs it, tells the page TAMPERED, and ends the registration', async () => {
+    const bad = ciphertext.slice();
+    bad[framingBytes + 2 * WIRE + 100]! ^= 0x01; // inside segment 2
+    const w = worker();
+    const { reply, end } = await w.register({ seekable: true, source: blobOf(bad) });
+    const url = registeredUrl(reply);
+    // Segment 1 alone is fine: segments authenticate on their own.
+    const good = await ranged(w, url, `bytes=${DEFAULT_SEGMENT_SIZE}-${DEFAULT_SEGMENT_SIZE + 99}`);
+    expect(same(await bytesOf(good), plain.slice(DEFAULT_SEGMENT_SIZE, DEFAULT_SEGMENT_SIZE + 100))).toBe(true);
+    const res = await ranged(w, url, `bytes=${DEFAULT_SEGMENT_SIZE}-`);
+    expect(res.status).toBe(206);
+    await expect(bytesOf(res)).rejects.toMatchObject({ code: 'TAMPERED' });
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+    expect((await ranged(w, url, 'bytes=0-9')).status).toBe(404);
+  });
+
+  it('segment 0 and the final segment are authenticated before the first range: damaged or cut, no byte is served', async () => {
+    const finalTampered = ciphertext.slice();
+    finalTampered[ciphertext.length - 20]! ^= 0x01;
+    const cut = ciphertext.slice(0, framingBytes + 3 * WIRE); // whole segments, no final one
+    const shorter = ciphertext.slice(0, ciphertext.length - 1);
+    for (const [bytes, code] of [[finalTampered, 'TAMPERED'], [cut, 'TRUNCATED'], [shorter, 'TAMPERED']] as const) {
+      const w = worker();
+      const { reply, end } = await w.register({ seekable: true, source: blobOf(bytes) });
+      const res = await ranged(w, registeredUrl(reply), 'bytes=0-99');
+      expect([res.status, res.headers.get('x-postguard-error')], code).toEqual([422, code]);
+      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code });
+    }
+    const w = worker();
+    const { reply } = await w.register({ seekable: true, usk: otherUsk });
+    const res = await ranged(w, registeredUrl(reply), 'bytes=0-99');
+    expect([res.status, res.headers.get('x-postguard-error')]).toEqual([403, 'WRONG_KEY']);
+  });
+
+  it('a reader that drops a range (a seeking video) ends that response only', async () => {
+    const w = worker();
+    const { reply, events } = await w.register({ seekable: true });
+    const url = registeredUrl(reply);
+    const res = await ranged(w, url, 'bytes=0-');
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel('seeked elsewhere');
+    const next = await ranged(w, url, 'bytes=-100');
+    expect(same(await bytesOf(next), plain.slice(-100))).toBe(true);
+    // A full response dropped by its reader is not an error either.
+    const whole = await w.get(url).response;
+    await whole.body!.cancel('seeked');
+    expect((await ranged(w, url, 'bytes=0-0')).status).toBe(206);
+    expect(events.filter((e) => e.type === 'error')).toEqual([]);
+  });
+
+  it('a range dropped while its next segment is being decrypted ends quietly (WebKit does this as it seeks)', async () => {
+    // A Blob whose reads take a while, so that the cancel lands while a pull waits for a segment.
+    class SlowBlob extends Blob {
+      override slice(start?: number, end?: number): Blob {
+        const part = super.slice(start, end);
+        return Object.assign(part, { arrayBuffer: () => new Promise<ArrayBuffer>((resolve) => setTimeout(() => resolve(Blob.prototype.arrayBuffer.call(part)), 50)) });
+      }
+    }
+    const w = worker();
+    const { reply, events } = await w.register({ seekable: true, source: { kind: 'blob', blob: new SlowBlob([ciphertext as BlobPart]) } });
+    const url = registeredUrl(reply);
+    const res = await ranged(w, url, `bytes=${DEFAULT_SEGMENT_SIZE}-`);
+    const reader = res.body!.getReader();
+    const pending = reader.read();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await reader.cancel('seeked');
+    await pending;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(events.filter((e) => e.type === 'error')).toEqual([]);
+    expect(same(await bytesOf(await ranged(w, url, 'bytes=5-9')), plain.slice(5, 10))).toBe(true);
+  });
+
+  it('a URL whose server answers ranges is read in ranges; one that does not is served whole', async () => {
+    const w = worker();
+    rangeRequests.length = 0;
+    const { reply } = await w.register({ seekable: true, source: { kind: 'url', url: `${serverUrl}/ranged` } });
+    const url = registeredUrl(reply);
+    const start = 2 * DEFAULT_SEGMENT_SIZE + 10;
+    const res = await ranged(w, url, `bytes=${start}-${start + 99}`);
+    expect([res.status, res.headers.get('content-range')]).toEqual([206, `bytes ${start}-${start + 99}/${plain.length}`]);
+    expect(same(await bytesOf(res), plain.slice(start, start + 100))).toBe(true);
+    // The probe (framing and the start of segment 0), segment 0, the final segment, segment 2; never the whole file.
+    expect(rangeRequests.every((r) => /^bytes=\d+-\d+$/.test(r))).toBe(true);
+    expect(rangeRequests).toContain(`bytes=${framingBytes + 2 * WIRE}-${framingBytes + 3 * WIRE - 1}`);
+
+    const plainServer = await w.register({ seekable: true, source: { kind: 'url', url: `${serverUrl}/ct` } });
+    const whole = await ranged(w, registeredUrl(plainServer.reply), 'bytes=100-199');
+    expect([whole.status, whole.headers.get('accept-ranges'), whole.headers.get('x-postguard-verified')]).toEqual([200, 'none', 'complete']);
+    expect(same(await bytesOf(whole), plain)).toBe(true);
+  });
+
+  it('a stream cannot seek: registered seekable it is served once, whole, ignoring Range', async () => {
+    const w = worker();
+    const { reply } = await w.register({ seekable: true, source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) } });
+    expect(reply).toMatchObject({ ok: true, seekable: false });
+    const url = registeredUrl(reply);
+    const res = await ranged(w, url, 'bytes=100-199');
+    expect([res.status, res.headers.get('accept-ranges'), res.headers.get('content-range')]).toEqual([200, 'none', null]);
+    expect(same(await bytesOf(res), plain)).toBe(true);
+    expect((await ranged(w, url, 'bytes=100-199')).status).toBe(404);
+  });
+
+  it('a one-shot registration ignores Range: the whole file, verified, once', async () => {
+    const w = worker();
+    const { reply } = await w.register({});
+    const res = await ranged(w, registeredUrl(reply), 'bytes=100-199');
+    expect([res.status, res.headers.get('accept-ranges')]).toEqual([200, 'none']);
+    expect(same(await bytesOf(res), plain)).toBe(true);
+  });
+
+  it('a seekable registration lives for its lifetime, used or not, then says so', async () => {
+    const w = worker();
+    const { reply, end } = await w.register({ seekable: true, ttlMs: 300 });
+    const url = registeredUrl(reply);
+    expect((await ranged(w, url, 'bytes=0-9')).status).toBe(206);
+    expect((await ranged(w, url, 'bytes=0-9')).status).toBe(206);
+    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/lifetime/) });
+    expect((await ranged(w, url, 'bytes=0-9')).status).toBe(404);
+    const refused = await w.register({ seekable: true, paced: true });
+    expect(reviveError((refused.reply as { error: unknown }).error)).toMatchObject({ code: 'INVALID_INPUT' });
   });
 });
 

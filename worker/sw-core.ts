@@ -5,6 +5,8 @@ import { encodeError } from './errors.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import { FramingSniffer, streamingPlaintextSize } from './plaintext-size.js';
 import { portToReadable } from './port-stream.js';
+import { contentRange, parseRange, unsatisfiedRange } from './http-range.js';
+import { openSeekable, randomAccess, type SeekableFile } from './sw-seek.js';
 import { openSource, rereadable, withTimeout, type OpenedSource } from './sw-source.js';
 import {
   DOWNLOAD_PATH,
@@ -26,7 +28,9 @@ import {
  * memory whatever the size. If anything fails after the response started, its body stream errors,
  * so a download is marked failed rather than saved short or corrupt.
  *
- * Registrations live in memory only (keys never touch storage), are single-use and expire.
+ * Registrations live in memory only (keys never touch storage), are single-use and expire. A
+ * seekable one (a Blob or URL source registered with `seekable`) answers Range requests from the
+ * segments that hold them (sw-seek.ts) and any number of requests until its lifetime ends.
  */
 
 export interface DecrypterOptions {
@@ -35,6 +39,8 @@ export interface DecrypterOptions {
   /** Lifetime of an unused registration. 5 minutes by default, at most 1 hour. */
   defaultTtlMs?: number;
   maxTtlMs?: number;
+  /** Whole lifetime of a seekable registration (used or not). 30 minutes by default, at most `maxTtlMs`. */
+  seekableTtlMs?: number;
   /** Most registrations waiting at once. 64. */
   maxRegistrations?: number;
   /** Minimum interval between progress messages. 250 ms. */
@@ -59,10 +65,17 @@ export interface DecrypterOptions {
 }
 
 interface Registration {
+  id: string;
   request: RegisterRequest;
   reply: MessagePort;
   expiresAt: number;
   timer: ReturnType<typeof setTimeout>;
+  /** Answers Range requests and many requests (a Blob or URL source registered with `seekable`). */
+  seekable: boolean;
+  /** A seekable registration's file, opened by its first range request and kept for the others; undefined inside: the source cannot seek. */
+  file?: Promise<SeekableFile | undefined>;
+  /** Aborted when the registration ends: stops a seekable one's source reads. */
+  abort: AbortController;
 }
 
 /** How often a worker with a download in progress tells its page that it is still there. */
@@ -98,6 +111,9 @@ function invalidRequest(r: RegisterRequest): string | undefined {
   if (r.disposition !== undefined && r.disposition !== 'attachment' && r.disposition !== 'inline') return 'disposition must be attachment or inline';
   if (r.verifyFirst !== undefined && typeof r.verifyFirst !== 'boolean') return 'verifyFirst must be a boolean';
   if (r.paced !== undefined && typeof r.paced !== 'boolean') return 'paced must be a boolean';
+  if (r.seekable !== undefined && typeof r.seekable !== 'boolean') return 'seekable must be a boolean';
+  // Pacing follows one reader through one body; a seekable URL is read by a media element, in ranges.
+  if (r.seekable === true && r.paced === true) return 'a download cannot be both seekable and paced';
   if (r.size !== undefined && (!Number.isSafeInteger(r.size) || r.size < 0)) return 'size must be a non-negative integer';
   const s = r.source as WireSource | undefined;
   if (typeof s !== 'object' || s === null) return 'source is missing';
@@ -145,6 +161,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   const path = options.path ?? DOWNLOAD_PATH;
   const defaultTtl = options.defaultTtlMs ?? 5 * 60_000;
   const maxTtl = options.maxTtlMs ?? 60 * 60_000;
+  const seekableTtl = options.seekableTtlMs ?? 30 * 60_000;
   const maxRegistrations = options.maxRegistrations ?? 64;
   const progressInterval = options.progressIntervalMs ?? 250;
   const maxEventMs = options.maxEventMs ?? 270_000;
@@ -162,6 +179,13 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     registrations.delete(id);
     clearTimeout(entry.timer);
     return entry;
+  };
+
+  /** Ends a registration with an error its page hears (once): it answers nothing more. */
+  const end = (entry: Registration, error: unknown) => {
+    if (drop(entry.id) === undefined) return;
+    post(entry.reply, { type: 'error', error: encodeError(error) });
+    entry.abort.abort(error);
   };
 
   const post = (port: MessagePort, message: DownloadEvent) => {
@@ -186,18 +210,19 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       } satisfies RegisterReply);
       return;
     }
-    const ttl = Math.min(maxTtl, Math.max(1, request.ttlMs ?? defaultTtl));
+    // A stream can be read once: registered seekable, it is still served once, whole.
+    const seekable = request.seekable === true && rereadable(request.source);
+    const ttl = Math.min(maxTtl, Math.max(1, request.ttlMs ?? (seekable ? seekableTtl : defaultTtl)));
     const id = randomId();
     const expire = () => {
-      const entry = drop(id);
-      if (entry) {
-        post(entry.reply, { type: 'error', error: encodeError(new PostGuardError(ErrorCode.INVALID_STATE, 'the download expired before it was fetched')) });
-        void cancelSource(entry.request.source);
-      }
+      const entry = registrations.get(id);
+      if (entry === undefined) return;
+      end(entry, new PostGuardError(ErrorCode.INVALID_STATE, seekable ? 'the seekable download reached the end of its lifetime' : 'the download expired before it was fetched'));
+      void cancelSource(entry.request.source);
     };
-    registrations.set(id, { request, reply, expiresAt: Date.now() + ttl, timer: setTimeout(expire, ttl) });
+    registrations.set(id, { id, request, reply, expiresAt: Date.now() + ttl, timer: setTimeout(expire, ttl), seekable, abort: new AbortController() });
     const url = new URL(`${path}${id}/${encodeURIComponent(safeFilename(request.filename))}`, scope.registration.scope).href;
-    post(reply, { type: 'registered', ok: true, id, url } satisfies RegisterReply);
+    post(reply, { type: 'registered', ok: true, id, url, seekable } satisfies RegisterReply);
   }
 
   async function cancelSource(source: WireSource): Promise<void> {
@@ -330,10 +355,31 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     };
   }
 
-  async function respond(entry: Registration, lifetime: (p: Promise<unknown>) => void): Promise<Response> {
+  /** The headers every successful answer carries. */
+  function plaintextHeaders(r: RegisterRequest, verified: 'complete' | 'streaming' | 'segments', acceptRanges: boolean): Headers {
+    return new Headers({
+      'content-type': r.contentType ?? 'application/octet-stream',
+      'content-disposition': contentDisposition(r.disposition ?? 'attachment', safeFilename(r.filename)),
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      // A decrypted HTML or SVG file previewed inline must not run script in the app's origin.
+      'content-security-policy': 'sandbox',
+      'referrer-policy': 'no-referrer',
+      // complete: every byte and the sender's signature verified before this response was sent.
+      // streaming: verified as it is sent. segments: a range, each segment authenticated, the sender not.
+      'x-postguard-verified': verified,
+      // A media element seeks only in a response that says it may.
+      'accept-ranges': acceptRanges ? 'bytes' : 'none',
+    });
+  }
+
+  /** The whole file, 200. A seekable registration says it takes ranges, and outlives the response. */
+  async function respond(entry: Registration, lifetime: (p: Promise<unknown>) => void, acceptRanges = entry.seekable): Promise<Response> {
     const r = entry.request;
     const reply = entry.reply;
     const abort = new AbortController();
+    const stop = () => abort.abort(entry.abort.signal.reason);
+    entry.abort.signal.addEventListener('abort', stop, { once: true });
     // While this download lives, the page hears from the worker at least every 10 s, even with the
     // body paused (download.ts gives up on a worker that went silent: stopped by the browser).
     const heartbeat = setInterval(() => post(reply, { type: 'alive' }), heartbeatMs);
@@ -341,8 +387,12 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     const report = (error: unknown) => {
       if (reported) return;
       reported = true;
-      post(reply, { type: 'error', error: encodeError(error) });
       abort.abort(error);
+      entry.abort.signal.removeEventListener('abort', stop);
+      // A media element drops responses as it seeks: that ends this response, not the registration.
+      if (entry.seekable && isPostGuardError(error) && error.code === ErrorCode.CANCELLED) return;
+      if (entry.seekable) end(entry, error);
+      else post(reply, { type: 'error', error: encodeError(error) });
     };
     /** A failure before any byte: an HTTP error with the code, and no download at all. */
     const refuse = (error: unknown): Response => {
@@ -444,7 +494,12 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
 
     let lastProgress = 0;
     let settle!: () => void;
-    lifetime(new Promise<void>((resolve) => (settle = resolve)).finally(() => clearInterval(heartbeat)));
+    lifetime(
+      new Promise<void>((resolve) => (settle = resolve)).finally(() => {
+        clearInterval(heartbeat);
+        entry.abort.signal.removeEventListener('abort', stop);
+      }),
+    );
     const stream = body(prefix, more, length, pacer(r, reply), {
       sent(bytes) {
         const now = Date.now();
@@ -472,19 +527,91 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       },
     });
 
-    const headers = new Headers({
-      'content-type': r.contentType ?? 'application/octet-stream',
-      'content-disposition': contentDisposition(r.disposition ?? 'attachment', safeFilename(r.filename)),
-      'cache-control': 'no-store',
-      'x-content-type-options': 'nosniff',
-      // A decrypted HTML or SVG file previewed inline must not run script in the app's origin.
-      'content-security-policy': 'sandbox',
-      'referrer-policy': 'no-referrer',
-      // complete: every byte and the sender's signature verified before this response was sent.
-      'x-postguard-verified': mode,
-    });
+    const headers = plaintextHeaders(r, mode, acceptRanges);
     if (length !== undefined) headers.set('content-length', String(length));
     return new Response(stream, { status: 200, headers });
+  }
+
+  /**
+   * A Range request of a seekable registration: 206 with the segments that hold the range, each
+   * authenticated before its bytes go out; 416 for a range past the end; the whole file (200)
+   * when the source turns out not to seek (a URL whose server ignores ranges).
+   */
+  async function respondRange(entry: Registration, range: string, lifetime: (p: Promise<unknown>) => void): Promise<Response> {
+    const r = entry.request;
+    entry.file ??= randomAccess(r.source, doFetch, entry.abort.signal, stallMs).then((source) =>
+      source === undefined ? undefined : openSeekable(source, r.vk, r.recipientId, r.usk),
+    );
+    let file: SeekableFile | undefined;
+    try {
+      file = await entry.file;
+    } catch (error) {
+      // Nothing of this file can be served (a wrong key, a damaged segment 0 or final segment).
+      end(entry, error);
+      return errorResponse(statusFor(error), isPostGuardError(error) ? error.code : 'SOURCE_FAILED', (error as Error)?.message ?? String(error));
+    }
+    if (file === undefined) return respond(entry, lifetime, false);
+    const answer = parseRange(range, file.total);
+    if (answer.kind === 'full') return respond(entry, lifetime);
+    if (answer.kind === 'unsatisfiable') {
+      return new Response(null, {
+        status: 416,
+        headers: { 'content-range': unsatisfiedRange(file.total), 'accept-ranges': 'bytes', 'cache-control': 'no-store' },
+      });
+    }
+    const { start, end: last } = answer;
+    post(entry.reply, { type: 'range', start, end: last, total: file.total, sender: file.sender, bound: file.bound });
+    const pieces = file.range(start, last);
+    let settle!: () => void;
+    lifetime(new Promise<void>((resolve) => (settle = resolve)));
+    const onEnd = () => {
+      controller?.error(entry.abort.signal.reason);
+      void pieces.return().finally(settle);
+    };
+    let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+    entry.abort.signal.addEventListener('abort', onEnd, { once: true });
+    const finish = () => {
+      entry.abort.signal.removeEventListener('abort', onEnd);
+      settle();
+    };
+    let cancelled = false;
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        start(c) {
+          controller = c;
+        },
+        async pull(c) {
+          let next: IteratorResult<Uint8Array, void>;
+          try {
+            next = await withTimeout(pieces.next(), stallMs * 2, () => new PostGuardError(ErrorCode.SOURCE_FAILED, 'a segment of the range did not arrive in time'));
+          } catch (error) {
+            if (cancelled) return;
+            // As for a full download: the body errors, and the page hears why (TAMPERED, ...).
+            c.error(error);
+            finish();
+            end(entry, error);
+            return;
+          }
+          // A reader that cancelled while this segment was being decrypted wants nothing more.
+          if (cancelled) return;
+          if (next.done) {
+            c.close();
+            finish();
+          } else c.enqueue(next.value);
+        },
+        async cancel() {
+          // The media element moved on: this response ends, the registration does not.
+          cancelled = true;
+          finish();
+          await pieces.return().catch(() => undefined);
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const headers = plaintextHeaders(r, 'segments', true);
+    headers.set('content-range', contentRange(start, last, file.total));
+    headers.set('content-length', String(last - start + 1));
+    return new Response(stream, { status: 206, headers });
   }
 
   scope.addEventListener('message', (event: ExtendableMessageEvent) => {
@@ -494,9 +621,9 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       const reply = event.ports[0];
       if (reply !== undefined) register(data.request as RegisterRequest, reply);
     } else if (data.type === MESSAGE_REVOKE && typeof data.id === 'string') {
-      const entry = drop(data.id);
+      const entry = registrations.get(data.id);
       if (entry) {
-        post(entry.reply, { type: 'error', error: encodeError(new PostGuardError(ErrorCode.INVALID_STATE, 'the download was revoked')) });
+        end(entry, new PostGuardError(ErrorCode.INVALID_STATE, 'the download was revoked'));
         void cancelSource(entry.request.source);
       }
     } else if (data.type === MESSAGE_KEEPALIVE) {
@@ -514,8 +641,9 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       return;
     }
     const id = url.pathname.slice(prefix.length).split('/')[0] ?? '';
-    // Single use: whatever happens next, this id is spent.
-    const entry = drop(id);
+    // Single use: whatever happens next, this id is spent (a seekable one lives on until its lifetime ends).
+    const found = registrations.get(id);
+    const entry = found?.seekable === true ? found : drop(id);
     if (entry === undefined) {
       event.respondWith(errorResponse(404, 'UNKNOWN_DOWNLOAD', 'no such download (unknown, already used, or expired)'));
       return;
@@ -529,7 +657,12 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     const cap = setTimeout(() => release(), maxEventMs);
     void alive.then(() => clearTimeout(cap));
     event.waitUntil(alive);
-    const response = respond(entry, (p) => lifetimes.push(p)).finally(() => {
+    const range = event.request.headers.get('range');
+    // If-Range asks for a range only if the representation is unchanged; with no validator of ours to
+    // compare it with, the condition is false, and HTTP then says: send the whole representation.
+    const ranged = entry.seekable && range !== null && !event.request.headers.has('if-range');
+    const track = (p: Promise<unknown>) => lifetimes.push(p);
+    const response = (ranged ? respondRange(entry, range, track) : respond(entry, track)).finally(() => {
       void Promise.allSettled(lifetimes).then(() => release());
     });
     event.respondWith(response);

@@ -10,4 +10,4 @@ export {
   prepareDownload,
   triggerDownload,
 } from './download.js';
-export type { DownloadOptions, PreparedDownload, RegisterRequest } from './download.js';
+export type { DownloadOptions, PreparedDownload, RegisterRequest, ServedRange } from './download.js';

@@ -1,3 +1,4 @@
+import type { Policy } from '../lib/policy.js';
 import type { VerificationResult } from '../lib/signatures.js';
 
 /**
@@ -6,15 +7,18 @@ import type { VerificationResult } from '../lib/signatures.js';
  *   page → worker (postMessage to the service worker, a reply port attached):
  *     {type: 'postguard:register', request: RegisterRequest}
  *   worker → page, on the reply port:
- *     {type: 'registered', ok: true, id, url} | {type: 'registered', ok: false, error}
+ *     {type: 'registered', ok: true, id, url, seekable} | {type: 'registered', ok: false, error}
  *     then {type: 'verifying', bytes}* (plaintext authenticated before the response), {type: 'progress', bytes}*
  *     (plaintext sent), {type: 'alive'} every 10 s while answering, and {type: 'done', bytes, result} or
  *     {type: 'error', error}
+ *     A seekable registration answers many requests: {type: 'range', ...} for each range response
+ *     (served without the sender's signature checked), {type: 'done'} for each full response that
+ *     verified, and one {type: 'error'} that ends it (a failure, its lifetime over, or revoked).
  *   page → worker: {type: 'postguard:revoke', id}, {type: 'postguard:keepalive'}
  *   page → worker, on the reply port, for a `paced` download: {type: 'postguard:read', bytes} (read so far)
  *
  * Errors are WireErrors (errors.ts). The id is 128 random bits: knowing the URL is the only
- * credential a fetch needs, and it works once.
+ * credential a fetch needs, and it works once (a seekable one: until its lifetime ends).
  */
 
 export const DOWNLOAD_PATH = 'pg-download/';
@@ -60,10 +64,17 @@ export interface RegisterRequest {
   verifyFirst?: boolean;
   /** The page acknowledges what it reads (PreparedDownload.fetch); the worker stays a window ahead. */
   paced?: boolean;
+  /**
+   * Serve Range requests (a <video> that seeks): the URL answers many requests until `ttlMs` (its
+   * whole lifetime, not just until the first fetch) has passed. Only a Blob or URL source seeks;
+   * a stream source is still served once, whole. Not with `paced`.
+   */
+  seekable?: boolean;
 }
 
 export type RegisterReply =
-  | { type: 'registered'; ok: true; id: string; url: string }
+  /** `seekable`: the URL answers Range requests and stays valid for its lifetime. */
+  | { type: 'registered'; ok: true; id: string; url: string; seekable: boolean }
   | { type: 'registered'; ok: false; error: unknown };
 
 export type DownloadEvent =
@@ -73,4 +84,10 @@ export type DownloadEvent =
   | { type: 'alive' }
   | { type: 'progress'; bytes: number }
   | { type: 'done'; bytes: number; result: VerificationResult }
+  /**
+   * A range response of a seekable registration has started: message bytes start..end of total.
+   * Its segments are authenticated as they are sent (a failure errors its body and ends the
+   * registration with {type: 'error'}); the sender's signatures are not verified for a range.
+   */
+  | { type: 'range'; start: number; end: number; total: number; sender: Policy; bound: boolean }
   | { type: 'error'; error: unknown };

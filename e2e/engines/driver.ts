@@ -209,7 +209,7 @@ async function launchWebKit(downloads: string): Promise<EngineBrowser> {
           const result = (await driver.executeAsyncScript(
             `const done = arguments[arguments.length - 1];
              Promise.resolve().then(() => ${wrapped(fn as never)}(arguments[0]))
-               .then((ok) => done({ ok: ok === undefined ? null : ok }), (e) => done({ error: String(e && e.stack || e) }));`,
+               .then((ok) => done({ ok: ok === undefined ? null : ok }), (e) => done({ error: String(e) + (e && e.stack ? '\\n' + e.stack : '') }));`,
             arg ?? null,
           )) as { ok?: unknown; error?: string };
           if (result.error !== undefined) throw new Error(`in the page: ${result.error}`);

@@ -8,6 +8,7 @@ import { SEGMENT_OVERHEAD } from '../../lib/segments.js';
 import { disclose } from '../../server/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { makeKeys } from '../../worker/test/fixtures.js';
+import { makeVideo, sealForStream } from '../../worker/test/video.js';
 import { FramingSniffer } from '../../worker/plaintext-size.js';
 import { listDownloads, settledDownloads } from './driver.js';
 import { expect, test, until, type EnginePage } from './fixtures.js';
@@ -145,6 +146,32 @@ test('a preview through the service worker: an image decodes in an <img>', async
   await openApp(tab, runtimeApp);
   const r = await tab.evaluate((k) => pgt.swPreviewImage(k.mpk, k.options, k.id, k.usk, k.vk), keys);
   expect(r).toMatchObject({ width: 123, height: 45, sender: { public: keys.sender } });
+});
+
+test('a seekable download in a <video>: it loads, seeks to 7 s and shows a frame; a Range fetch gets the exact 206', async ({ tab, runtimeApp, engine }) => {
+  const video = await makeVideo();
+  test.skip(video === undefined, 'ffmpeg is not installed (apt-get install -y ffmpeg; .ci/run installs it)');
+  const clip = video!;
+  await openApp(tab, runtimeApp);
+  await tab.evaluate(([n, c]) => pgt.storeBlob(n, c), ['clip', b64(await sealForStream(keys.mpk, keys.options, clip))] as const);
+  const probeAt = Math.floor(clip.length * 0.6);
+  const r = await tab.evaluate(([k, at]) => pgt.swVideoSeek('clip', k.id, k.usk, k.vk, 7, at), [keys, probeAt] as const);
+  console.log(`${engine}: video of ${clip.length} bytes, ranges served: ${r.ranges.map((x) => `${x.start}-${x.end}`).join(', ')}`);
+  expect(r.duration).toBeCloseTo(10, 0);
+  expect(r.seekableEnd).toBeCloseTo(r.duration, 0);
+  expect(r.currentTime).toBeCloseTo(7, 0);
+  expect(r.readyState).toBeGreaterThanOrEqual(2);
+  // The element's own requests were ranges, at least one past the start (the cues at the end, the seek).
+  expect(r.ranges.some((x) => x.start > 0 && x.start !== probeAt)).toBe(true);
+  for (const x of r.ranges) expect(x).toMatchObject({ total: clip.length, verified: 'segments', claimedSender: keys.sender, bound: true });
+  expect(r.probe).toMatchObject({
+    status: 206,
+    contentRange: `bytes ${probeAt}-${clip.length - 1}/${clip.length}`,
+    contentLength: String(clip.length - probeAt),
+    acceptRanges: 'bytes',
+    verified: 'segments',
+    sha: sha(clip.subarray(probeAt)),
+  });
 });
 
 test.describe('with the PKG and the stand-in wallet', () => {

@@ -5,6 +5,7 @@ import { DEFAULT_SEGMENT_SIZE } from '../../lib/index.js';
 import { SEGMENT_OVERHEAD } from '../../lib/segments.js';
 import { FramingSniffer } from '../plaintext-size.js';
 import { test, expect, type Keys } from './fixtures.js';
+import { makeVideo, sealForStream } from './video.js';
 
 /**
  * The decrypting service worker in Chromium: a ciphertext generated on the fly (sealed in the
@@ -180,4 +181,31 @@ test('a wrong key or recipient is an HTTP error before any byte, with the code',
   expect((await page.evaluate((id) => pgt.swOutcome(id), wrongKey.id))?.error?.code).toBe(res.headers['x-postguard-error']);
   const stranger = await page.evaluate(([k]) => pgt.swPrepare('ok', 'mallory@example.org', k.usk, k.vk, 'x'), [keys] as const);
   expect(await page.evaluate((url) => pgt.swFetch(url), stranger.url)).toMatchObject({ status: 403, headers: { 'x-postguard-error': 'UNKNOWN_RECIPIENT' } });
+});
+
+test('a seekable download plays in a <video> that seeks: ranges decrypted from their segments, a Range fetch gets the exact 206', async ({ page, keys }) => {
+  const video = await makeVideo();
+  test.skip(video === undefined, 'ffmpeg is not installed (apt-get install -y ffmpeg; .ci/run installs it)');
+  const clip = video!;
+  const ct = await sealForStream(keys.mpk, keys.options, clip);
+  await page.evaluate(([n, c]) => pgt.storeBlob(n, c), ['clip', b64(ct)] as const);
+  const probeAt = Math.floor(clip.length * 0.6);
+  const r = await page.evaluate(([k, at]) => pgt.swVideoSeek('clip', k.id, k.usk, k.vk, 7, at), [keys, probeAt] as const);
+  console.log(`video of ${clip.length} bytes: ${r.ranges.length} ranges served: ${r.ranges.map((x) => `${x.start}-${x.end}`).join(', ')}`);
+  expect(r.duration).toBeCloseTo(10, 0);
+  // The element knows it can seek anywhere (Accept-Ranges), and got there.
+  expect(r.seekableEnd).toBeCloseTo(r.duration, 0);
+  expect(r.currentTime).toBeCloseTo(7, 0);
+  expect(r.readyState).toBeGreaterThanOrEqual(2);
+  expect(r.ranges.length).toBeGreaterThanOrEqual(2);
+  expect(r.ranges.some((x) => x.start > 0)).toBe(true);
+  for (const x of r.ranges) expect(x).toMatchObject({ total: clip.length, verified: 'segments', claimedSender: keys.sender, bound: true });
+  expect(r.probe).toMatchObject({
+    status: 206,
+    contentRange: `bytes ${probeAt}-${clip.length - 1}/${clip.length}`,
+    contentLength: String(clip.length - probeAt),
+    acceptRanges: 'bytes',
+    verified: 'segments',
+    sha: sha(clip.subarray(probeAt)),
+  });
 });

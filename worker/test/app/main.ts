@@ -14,6 +14,7 @@ import {
   triggerDownload,
   type IdentitySession,
   type SealOptions,
+  type ServedRange,
 } from '../../client.js';
 
 /**
@@ -486,6 +487,67 @@ const pgt = {
     const sender = await download.done;
     img.remove();
     return { width: img.naturalWidth, height: img.naturalHeight, sender };
+  },
+
+  /**
+   * A sealed video (stored with storeBlob) played through a seekable download: a real <video>
+   * loads it, seeks to `seekTo` seconds and shows a frame there; then the page's own fetch with
+   * `Range: bytes=<probeAt>-` checks the bytes of a 206. The ranges the worker served are reported.
+   */
+  async swVideoSeek(name: string, id: string, usk: string, vk: string, seekTo: number, probeAt: number) {
+    const ranges: ServedRange[] = [];
+    const download = await prepareDownload({
+      source: pgt.blobs.get(name)!,
+      recipientId: id,
+      usk,
+      vk,
+      filename: 'clip.webm',
+      contentType: 'video/webm',
+      disposition: 'inline',
+      seekable: true,
+      onRange: (range) => ranges.push(range),
+    });
+    const video = document.createElement('video');
+    video.muted = true;
+    video.preload = 'auto';
+    const next = (type: string, ms = 60_000) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no ${type} within ${ms} ms (readyState ${video.readyState}, networkState ${video.networkState})`)), ms);
+        video.addEventListener(type, () => (clearTimeout(timer), resolve()), { once: true });
+        video.addEventListener('error', () => (clearTimeout(timer), reject(new Error(`media error ${video.error?.code}: ${video.error?.message}`))), { once: true });
+      });
+    const metadata = next('loadedmetadata');
+    video.src = download.url;
+    document.body.append(video);
+    try {
+      await metadata;
+      const duration = video.duration;
+      const seekableEnd = video.seekable.length > 0 ? video.seekable.end(video.seekable.length - 1) : 0;
+      const seeked = next('seeked');
+      video.currentTime = seekTo;
+      await seeked;
+      // A frame at the new position: HAVE_CURRENT_DATA or better.
+      if (video.readyState < 2) await next('loadeddata');
+      const at = { currentTime: video.currentTime, readyState: video.readyState };
+
+      const response = await fetch(download.url, { headers: { range: `bytes=${probeAt}-` } });
+      const body = new Uint8Array(await response.arrayBuffer());
+      const probe = {
+        status: response.status,
+        contentRange: response.headers.get('content-range'),
+        contentLength: response.headers.get('content-length'),
+        acceptRanges: response.headers.get('accept-ranges'),
+        verified: response.headers.get('x-postguard-verified'),
+        sha: hex(sha256(body)),
+        bytes: body.length,
+      };
+      return { duration, seekableEnd, ...at, probe, ranges: ranges.map(({ start, end, total, verified, claimedSender, bound }) => ({ start, end, total, verified, claimedSender, bound })) };
+    } finally {
+      video.removeAttribute('src');
+      video.load();
+      video.remove();
+      download.revoke();
+    }
   },
 
   // ---- PKG client ----

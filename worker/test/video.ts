@@ -1,0 +1,41 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { sealStream, type SealOptions } from '../../lib/index.js';
+import { chunkedSource, collector } from '../../test/streams.js';
+
+/**
+ * A small real video for the seeking tests, made at test time (no media file is committed): 10 s
+ * of VP8 in WebM (every engine here plays it: Chromium, Firefox, WebKitGTK through GStreamer),
+ * a keyframe every second and noise so that it is ~2.4 MB, about nine 256 KiB segments. ffmpeg
+ * writes its cues (the seek index) at the end, so a player must ask for the end of the file too.
+ * Undefined when ffmpeg is missing (apt-get install -y ffmpeg; .ci/run installs it).
+ */
+export async function makeVideo(seconds = 10): Promise<Uint8Array | undefined> {
+  const dir = await mkdtemp(join(tmpdir(), 'pg-video-'));
+  const out = join(dir, 'clip.webm');
+  try {
+    await promisify(execFile)('ffmpeg', [
+      '-hide_banner', '-loglevel', 'error', '-y',
+      '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25,noise=alls=30:allf=t+u',
+      '-t', String(seconds),
+      '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '2M', '-minrate', '2M', '-maxrate', '2M', '-g', '25',
+      '-an', out,
+    ]);
+    return new Uint8Array(await readFile(out));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** `plain` sealed as a stream (what the service worker decrypts). */
+export async function sealForStream(mpk: string, options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
+  const out = collector();
+  await sealStream(mpk, options, chunkedSource(plain), out.writable);
+  return out.bytes();
+}
