@@ -5,7 +5,14 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', 'test-results/**', 'playwright-report/**', 'tmp/**', 'e2e/consumer/apps/**'],
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      'test-results/**',
+      'playwright-report/**',
+      'tmp/**',
+      'e2e/consumer/apps/**',
+    ],
   },
   {
     files: ['**/*.ts'],

@@ -40,7 +40,9 @@ class TargetChannel {
   ) {}
 
   static async attach(browserSession: CDPSession, targetId: string): Promise<TargetChannel> {
-    const { sessionId } = (await browserSession.send('Target.attachToTarget', { targetId, flatten: false })) as { sessionId: string };
+    const { sessionId } = (await browserSession.send('Target.attachToTarget', { targetId, flatten: false })) as {
+      sessionId: string;
+    };
     const channel = new TargetChannel(browserSession, sessionId);
     browserSession.on('Target.receivedMessageFromTarget', (event: { sessionId: string; message: string }) => {
       if (event.sessionId !== sessionId) return;
@@ -59,7 +61,10 @@ class TargetChannel {
     return new Promise<T>((resolve, reject) => {
       this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
       this.browserSession
-        .send('Target.sendMessageToTarget', { sessionId: this.sessionId, message: JSON.stringify({ id, method, params }) })
+        .send('Target.sendMessageToTarget', {
+          sessionId: this.sessionId,
+          message: JSON.stringify({ id, method, params }),
+        })
         .catch(reject);
     });
   }
@@ -162,6 +167,9 @@ export function summarizeProfile(profile: CpuProfile, top: number): string[] {
   const ranked = [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top);
   return [
     `profile ${(total / 1000).toFixed(0)} ms, self time by function:`,
-    ...ranked.map(([key, us]) => `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`),
+    ...ranked.map(
+      ([key, us]) =>
+        `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`,
+    ),
   ];
 }

@@ -100,7 +100,11 @@ async function sources(ref: string | undefined): Promise<{ root: string; shake: 
   await cp(`${repo}bench/browser`, `${tree}bench/browser`, { recursive: true });
   await cp(`${repo}bench/shake-core.ts`, `${tree}bench/shake-core.ts`);
   await symlink(`${repo}node_modules`, `${tree}node_modules`);
-  return { root: `${tree}bench/browser/`, shake: `${tree}lib/crypto/shake-portable.ts`, label: `commit ${sha.slice(0, 7)} (${ref})` };
+  return {
+    root: `${tree}bench/browser/`,
+    shake: `${tree}lib/crypto/shake-portable.ts`,
+    label: `commit ${sha.slice(0, 7)} (${ref})`,
+  };
 }
 
 function makeKeys(): BenchKeys {
@@ -115,7 +119,10 @@ function makeKeys(): BenchKeys {
     vk: ibs.vk,
     rid: 'alice@example.org',
     usk: extractUsk(kem.msk, recipient),
-    options: { policy: { 'alice@example.org': recipient }, pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender } },
+    options: {
+      policy: { 'alice@example.org': recipient },
+      pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender },
+    },
   };
 }
 
@@ -174,7 +181,9 @@ function printTable(rows: Row[]): void {
   const header = ['case', 'postguard-ts', 'pg-wasm', 'ratio', 'limit', 'ours %', 'one-thread ceiling', 'ours %'];
   const cells = rows.map((r) => {
     const ratio =
-      r.ours === undefined || r.theirs === undefined ? '' : `${(r.unit === 'ms' ? r.theirs / r.ours : r.ours / r.theirs).toFixed(2)}x`;
+      r.ours === undefined || r.theirs === undefined
+        ? ''
+        : `${(r.unit === 'ms' ? r.theirs / r.ours : r.ours / r.theirs).toFixed(2)}x`;
     return [
       r.name,
       fmt(r.ours, r.unit),
@@ -198,10 +207,17 @@ function printTable(rows: Row[]): void {
   );
 }
 
-async function measureLimits(page: Page, where: 'worker' | 'main'): Promise<{ open: Limits; seal: Limits; runs: LimitRun[] }> {
+async function measureLimits(
+  page: Page,
+  where: 'worker' | 'main',
+): Promise<{ open: Limits; seal: Limits; runs: LimitRun[] }> {
   // 64 MiB per limit run, best of 3 interleaved rounds.
   const segments = Math.max(32, Math.round(Math.min(BYTES, 64 * 2 ** 20) / 262_256));
-  const runs = await page.evaluate(([w, n, s]) => bench.limits(w, n, s, [1, 4, 8], 3), [where, segments, Math.min(BYTES, 64 * 2 ** 20)] as const);
+  const runs = await page.evaluate(([w, n, s]) => bench.limits(w, n, s, [1, 4, 8], 3), [
+    where,
+    segments,
+    Math.min(BYTES, 64 * 2 ** 20),
+  ] as const);
   const best = (prefix: string) => Math.max(...runs.filter((r) => r.name.startsWith(prefix)).map((r) => r.mbPerSecond));
   const shake = runs.find((r) => r.name.startsWith('SHAKE128'))!.mbPerSecond;
   const serial = runs.find((r) => r.name.startsWith('AES-GCM open + SHAKE128'))!.mbPerSecond;
@@ -217,9 +233,12 @@ async function measureLimits(page: Page, where: 'worker' | 'main'): Promise<{ op
 async function decryptRows(page: Page, limits: Partial<Record<'worker' | 'main', { open: Limits }>>, rows: Row[]) {
   const full = await page.evaluate(([n, c]) => bench.prepare('full', n, c), [BYTES, CHUNK] as const);
   await page.evaluate(([n, c]) => bench.prepare('warm', n, c), [8 * 2 ** 20, CHUNK] as const);
-  console.log(`ciphertext: ${full.ciphertextBytes} bytes, sealed once by our worker, held in the page as ${CHUNK / 1024} KiB chunks`);
+  console.log(
+    `ciphertext: ${full.ciphertextBytes} bytes, sealed once by our worker, held in the page as ${CHUNK / 1024} KiB chunks`,
+  );
   for (const where of places) {
-    const impls: Impl[] = where === 'worker' || where === 'main' || where === 'relay-batch' ? ['ours', 'pgwasm'] : ['ours'];
+    const impls: Impl[] =
+      where === 'worker' || where === 'main' || where === 'relay-batch' ? ['ours', 'pgwasm'] : ['ours'];
     const runs: Record<Impl, DecryptRun[]> = { ours: [], pgwasm: [] };
     for (const impl of impls) await page.evaluate(([i, w]) => bench.decrypt(i, w, 'warm'), [impl, where] as const);
     for (let r = 0; r < REPEATS; r++) {
@@ -233,20 +252,39 @@ async function decryptRows(page: Page, limits: Partial<Record<'worker' | 'main',
       }
     }
     const label = LABEL[where];
-    const ms = (impl: Impl, f: (r: DecryptRun) => number) => (runs[impl].length ? median(runs[impl].map(f)) : undefined);
+    const ms = (impl: Impl, f: (r: DecryptRun) => number) =>
+      runs[impl].length ? median(runs[impl].map(f)) : undefined;
     const rate = (impl: Impl) => {
       const m = ms(impl, (r) => r.ms);
       return m === undefined ? undefined : mbps(BYTES, m);
     };
-    rows.push({ name: `StreamUnsealer ${MIB} MiB (${label})`, unit: 'MB/s', ours: rate('ours'), theirs: rate('pgwasm'), limit: limits[where === 'main' ? 'main' : 'worker']?.open });
+    rows.push({
+      name: `StreamUnsealer ${MIB} MiB (${label})`,
+      unit: 'MB/s',
+      ours: rate('ours'),
+      theirs: rate('pgwasm'),
+      limit: limits[where === 'main' ? 'main' : 'worker']?.open,
+    });
     // The first byte depends only on the stream's start: more samples from the 8 MiB ciphertext, alternating.
     const starts: Record<Impl, DecryptRun[]> = { ours: [...runs.ours], pgwasm: [...runs.pgwasm] };
     for (let r = 0; r < TTFB_REPEATS; r++) {
-      for (const impl of impls) starts[impl].push(await page.evaluate(([i, w]) => bench.decrypt(i, w, 'warm'), [impl, where] as const));
+      for (const impl of impls)
+        starts[impl].push(await page.evaluate(([i, w]) => bench.decrypt(i, w, 'warm'), [impl, where] as const));
     }
-    const start = (impl: Impl, f: (r: DecryptRun) => number) => (starts[impl].length ? median(starts[impl].map(f)) : undefined);
-    rows.push({ name: '  time to first plaintext byte', unit: 'ms', ours: start('ours', (r) => r.ttfbMs), theirs: start('pgwasm', (r) => r.ttfbMs) });
-    rows.push({ name: '  of which StreamUnsealer.new', unit: 'ms', ours: start('ours', (r) => r.newMs), theirs: start('pgwasm', (r) => r.newMs) });
+    const start = (impl: Impl, f: (r: DecryptRun) => number) =>
+      starts[impl].length ? median(starts[impl].map(f)) : undefined;
+    rows.push({
+      name: '  time to first plaintext byte',
+      unit: 'ms',
+      ours: start('ours', (r) => r.ttfbMs),
+      theirs: start('pgwasm', (r) => r.ttfbMs),
+    });
+    rows.push({
+      name: '  of which StreamUnsealer.new',
+      unit: 'ms',
+      ours: start('ours', (r) => r.newMs),
+      theirs: start('pgwasm', (r) => r.newMs),
+    });
     const detail = (impl: Impl) => runs[impl].map((r) => `${mbps(BYTES, r.ms).toFixed(0)} MB/s`).join(', ');
     const firsts = (impl: Impl) => starts[impl].map((r) => r.ttfbMs.toFixed(0)).join(', ');
     console.log(
@@ -261,17 +299,27 @@ async function decryptRows(page: Page, limits: Partial<Record<'worker' | 'main',
 
 async function sealRows(page: Page, limits: Partial<Record<'worker' | 'main', { seal: Limits }>>, rows: Row[]) {
   for (const where of places) {
-    const impls: Impl[] = where === 'worker' || where === 'main' || where === 'relay-batch' ? ['ours', 'pgwasm'] : ['ours'];
+    const impls: Impl[] =
+      where === 'worker' || where === 'main' || where === 'relay-batch' ? ['ours', 'pgwasm'] : ['ours'];
     const runs: Record<Impl, SealRun[]> = { ours: [], pgwasm: [] };
-    for (const impl of impls) await page.evaluate(([i, w, c]) => bench.seal(i, w, 8 * 2 ** 20, c), [impl, where, CHUNK] as const);
+    for (const impl of impls)
+      await page.evaluate(([i, w, c]) => bench.seal(i, w, 8 * 2 ** 20, c), [impl, where, CHUNK] as const);
     for (let r = 0; r < REPEATS; r++) {
       for (const impl of impls) {
-        runs[impl].push(await page.evaluate(([i, w, n, c]) => bench.seal(i, w, n, c), [impl, where, BYTES, CHUNK] as const));
+        runs[impl].push(
+          await page.evaluate(([i, w, n, c]) => bench.seal(i, w, n, c), [impl, where, BYTES, CHUNK] as const),
+        );
       }
     }
     const sizes = [...new Set([...runs.ours, ...runs.pgwasm].map((r) => r.ciphertextBytes))];
     const rate = (impl: Impl) => (runs[impl].length ? mbps(BYTES, median(runs[impl].map((r) => r.ms))) : undefined);
-    rows.push({ name: `sealStream ${MIB} MiB (${LABEL[where]})`, unit: 'MB/s', ours: rate('ours'), theirs: rate('pgwasm'), limit: limits[where === 'main' ? 'main' : 'worker']?.seal });
+    rows.push({
+      name: `sealStream ${MIB} MiB (${LABEL[where]})`,
+      unit: 'MB/s',
+      ours: rate('ours'),
+      theirs: rate('pgwasm'),
+      limit: limits[where === 'main' ? 'main' : 'worker']?.seal,
+    });
     const detail = (impl: Impl) => runs[impl].map((r) => `${mbps(BYTES, r.ms).toFixed(0)}`).join(', ');
     console.log(
       `seal, ${LABEL[where]}: ours ${detail('ours')} MB/s${runs.pgwasm.length ? `; pg-wasm ${detail('pgwasm')} MB/s` : ''}; ` +
@@ -294,7 +342,8 @@ async function plumbingRows(page: Page, rows: Row[]) {
   for (const [kind, chunk, name] of cases) {
     await page.evaluate(([k, c]) => bench.plumbing(k, 8 * 2 ** 20, c), [kind, chunk] as const);
     const times: number[] = [];
-    for (let r = 0; r < REPEATS; r++) times.push(await page.evaluate(([k, n, c]) => bench.plumbing(k, n, c), [kind, BYTES, chunk] as const));
+    for (let r = 0; r < REPEATS; r++)
+      times.push(await page.evaluate(([k, n, c]) => bench.plumbing(k, n, c), [kind, BYTES, chunk] as const));
     rows.push({ name: `plumbing only: ${name}`, unit: 'MB/s', ours: mbps(BYTES, median(times)) });
   }
 }
@@ -305,7 +354,9 @@ async function run(browser: Browser, page: Page, keys: BenchKeys, label: string)
   console.log(`postguard-ts: ${label}; @e4a/pg-wasm 0.5.10 (web build)`);
   console.log(`Chromium ${browser.version()} (${info.userAgent})`);
   console.log(
-    `${cpus().length} cores, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; our worker's SHAKE128: ${info.shakeBackend}`,
+    `${cpus().length} cores, load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}; our worker's SHAKE128: ${info.shakeBackend}`,
   );
   console.log(
     `${MIB} MiB per run, ${CHUNK / 1024} KiB source chunks, median of ${REPEATS} (after a warm-up on 8 MiB); ` +
@@ -336,9 +387,14 @@ async function run(browser: Browser, page: Page, keys: BenchKeys, label: string)
       return again && again.mbPerSecond > r.mbPerSecond ? again : r;
     });
   }
-  console.log(`load at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `load at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   for (const where of ['worker', 'main'] as const) {
-    for (const r of limits[where]?.runs ?? []) rows.push({ name: `limit (${where}): ${r.name}`, unit: 'MB/s', ours: r.mbPerSecond });
+    for (const r of limits[where]?.runs ?? [])
+      rows.push({ name: `limit (${where}): ${r.name}`, unit: 'MB/s', ours: r.mbPerSecond });
   }
   console.log('');
   printTable(rows);
@@ -346,7 +402,8 @@ async function run(browser: Browser, page: Page, keys: BenchKeys, label: string)
   for (const entry of PROFILE) {
     const [op, where] = (entry.includes(':') ? entry.split(':') : ['decrypt', entry]) as ['decrypt' | 'seal', Where];
     if (!(op === 'decrypt' || op === 'seal') || !(where in LABEL)) throw new Error(`--profile: unknown entry ${entry}`);
-    if (op === 'decrypt' && !ciphertextHeld) await page.evaluate(([n, c]) => bench.prepare('full', n, c), [BYTES, CHUNK] as const);
+    if (op === 'decrypt' && !ciphertextHeld)
+      await page.evaluate(([n, c]) => bench.prepare('full', n, c), [BYTES, CHUNK] as const);
     if (op === 'decrypt') ciphertextHeld = true;
     const worker =
       where === 'ahead'

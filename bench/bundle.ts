@@ -7,7 +7,12 @@ export async function bundleEntry(entry: URL, fileName: string): Promise<string>
     configFile: false,
     root: fileURLToPath(new URL('..', import.meta.url)),
     logLevel: 'warn',
-    build: { write: false, minify: false, target: 'es2022', lib: { entry: fileURLToPath(entry), formats: ['es'], fileName } },
+    build: {
+      write: false,
+      minify: false,
+      target: 'es2022',
+      lib: { entry: fileURLToPath(entry), formats: ['es'], fileName },
+    },
   });
   for (const out of Array.isArray(result) ? result : [result]) {
     if (!('output' in out)) continue;

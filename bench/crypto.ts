@@ -69,7 +69,12 @@ await measure('parse USK (6 G2 checked + line precomputation)', () => parseUserS
 await measure('parse 284-byte capsule (4 G1 checked)', () => parseMkemCiphertext(cts[0]!));
 await measure('encaps, 1 recipient (CGWKV only)', () => encaps(mpk, id(2)));
 await measure('multiEncaps, 1 recipient (with AES wrap)', () => multiEncaps(mpk, [id(2)]));
-await measure('multiEncaps, 10 recipients', () => multiEncaps(mpk, Array.from({ length: 10 }, (_, i) => id(i))));
+await measure('multiEncaps, 10 recipients', () =>
+  multiEncaps(
+    mpk,
+    Array.from({ length: 10 }, (_, i) => id(i)),
+  ),
+);
 await measure('decaps (six-pair form, parsed USK and ct)', () => decaps(usk, ct));
 await measure('multiDecaps (decaps + AES unwrap)', () => multiDecaps(usk, mkem));
 
@@ -101,7 +106,7 @@ const referenceDecaps = () => {
   return shake256(compressGt(Fp12.finalExponentiate(m)), { dkLen: 32 });
 };
 if (Buffer.compare(referenceDecaps(), decaps(usk, ct)) !== 0) throw new Error('decapsulation forms disagree');
-await measure("  for comparison: reference form (2 G2 mults, 4 pairs)", referenceDecaps);
+await measure('  for comparison: reference form (2 G2 mults, 4 pairs)', referenceDecaps);
 
 console.log('\nGG signatures (1 KiB transcript)');
 const ibs = ggSetup();

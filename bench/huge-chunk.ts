@@ -43,7 +43,7 @@ async function measure(name: string, run: () => Promise<unknown>): Promise<void>
   peak = Math.max(peak, process.memoryUsage().rss);
   const stall = delay.max / 1e6;
   console.log(
-    `${name.padEnd(40)} ${((BYTES / 1e6) / (ms / 1000)).toFixed(0).padStart(5)} MB/s   peak RSS +${((peak - base) / 2 ** 20).toFixed(0)} MiB   longest loop stall ${stall.toFixed(0)} ms`,
+    `${name.padEnd(40)} ${(BYTES / 1e6 / (ms / 1000)).toFixed(0).padStart(5)} MB/s   peak RSS +${((peak - base) / 2 ** 20).toFixed(0)} MiB   longest loop stall ${stall.toFixed(0)} ms`,
   );
 }
 

@@ -84,10 +84,32 @@ interface Pkg {
 async function startPkg(dir: string, yiviUrl: string, env: Record<string, string>, extra: string[] = []): Promise<Pkg> {
   const child = spawn(
     process.execPath,
-    ['--import', TSX, MAIN, 'server', '-H', '127.0.0.1', '-p', '0', '-i', yiviUrl, '--allowed-origins', '*', '--workers', String(WORKERS), ...extra],
+    [
+      '--import',
+      TSX,
+      MAIN,
+      'server',
+      '-H',
+      '127.0.0.1',
+      '-p',
+      '0',
+      '-i',
+      yiviUrl,
+      '--allowed-origins',
+      '*',
+      '--workers',
+      String(WORKERS),
+      ...extra,
+    ],
     {
       cwd: dir,
-      env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG, LOG_LEVEL: 'error', ...(args['redis-url'] === undefined ? {} : { PKG_REDIS_URL: args['redis-url'] }), ...env },
+      env: {
+        ...process.env,
+        TSX_TSCONFIG_PATH: TSCONFIG,
+        LOG_LEVEL: 'error',
+        ...(args['redis-url'] === undefined ? {} : { PKG_REDIS_URL: args['redis-url'] }),
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
@@ -178,16 +200,20 @@ async function startAttack(pkgUrl: string): Promise<Attack> {
   const again = (client: string, token: string) => setTimeout(() => hold(client, token), 1000);
   const hold = (client: string, token: string): void => {
     if (!running) return;
-    const req = httpRequest(`${pkgUrl}/v2/irma/statusevents/${token}`, { agent: false, headers: { 'x-forwarded-for': client } }, (res) => {
-      res.resume();
-      if (res.statusCode !== 200) refused++;
-      else held.add(req);
-      res.once('close', () => {
-        inflight.delete(req);
-        held.delete(req);
-        if (running) again(client, token);
-      });
-    });
+    const req = httpRequest(
+      `${pkgUrl}/v2/irma/statusevents/${token}`,
+      { agent: false, headers: { 'x-forwarded-for': client } },
+      (res) => {
+        res.resume();
+        if (res.statusCode !== 200) refused++;
+        else held.add(req);
+        res.once('close', () => {
+          inflight.delete(req);
+          held.delete(req);
+          if (running) again(client, token);
+        });
+      },
+    );
     req.on('error', () => undefined);
     inflight.add(req);
     req.end();
@@ -211,7 +237,9 @@ async function startAttack(pkgUrl: string): Promise<Attack> {
  * The attack in a process of its own, so that its work does not slow down autocannon (which shares
  * this process): what is measured is the PKG, not the load generator.
  */
-async function startAttackProcess(pkgUrl: string): Promise<{ snapshot(): Promise<ReturnType<Attack['snapshot']>>; stop(): Promise<void> }> {
+async function startAttackProcess(
+  pkgUrl: string,
+): Promise<{ snapshot(): Promise<ReturnType<Attack['snapshot']>>; stop(): Promise<void> }> {
   const child = spawn(process.execPath, ['--import', TSX, fileURLToPath(import.meta.url), `--attack=${pkgUrl}`], {
     env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -311,9 +339,13 @@ function report(title: string, outcomes: Outcome[]): void {
   console.log(`\n${title}`);
   console.log(`${'load'.padEnd(34)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)}  statuses`);
   for (const o of outcomes) {
-    const statuses = Object.entries(o.statuses).map(([c, n]) => `${c}×${n}`).join(' ');
+    const statuses = Object.entries(o.statuses)
+      .map(([c, n]) => `${c}×${n}`)
+      .join(' ');
     const extra = o.errors + o.timeouts > 0 ? `  errors ${o.errors} timeouts ${o.timeouts}` : '';
-    console.log(`${o.name.padEnd(34)} ${o.rps.toFixed(0).padStart(9)} ${String(o.p50).padStart(7)} ${String(o.p99).padStart(7)}  ${statuses}${extra}`);
+    console.log(
+      `${o.name.padEnd(34)} ${o.rps.toFixed(0).padStart(9)} ${String(o.p50).padStart(7)} ${String(o.p99).padStart(7)}  ${statuses}${extra}`,
+    );
   }
 }
 
@@ -334,9 +366,24 @@ const yivi = await startStandin({ sweepIntervalMs: 0 });
 const failures: string[] = [];
 try {
   const at = (name: string) => join(dir, name);
-  await writePkgKeys({ ibePublic: at('pkg_ibe.pub'), ibeSecret: at('pkg_ibe.sec'), ibsPublic: at('pkg_ibs.pub'), ibsSecret: at('pkg_ibs.sec') }, generatePkgKeys());
-  const buckets = args['redis-url'] === undefined ? (WORKERS > 1 ? 'buckets in the cluster primary' : 'buckets in the process') : 'buckets in Redis';
-  console.log(`node ${process.version}; pg-pkg with ${WORKERS} worker(s), ${buckets}; ${CONNECTIONS} connections, ${DURATION} s per load; loopback`);
+  await writePkgKeys(
+    {
+      ibePublic: at('pkg_ibe.pub'),
+      ibeSecret: at('pkg_ibe.sec'),
+      ibsPublic: at('pkg_ibs.pub'),
+      ibsSecret: at('pkg_ibs.sec'),
+    },
+    generatePkgKeys(),
+  );
+  const buckets =
+    args['redis-url'] === undefined
+      ? WORKERS > 1
+        ? 'buckets in the cluster primary'
+        : 'buckets in the process'
+      : 'buckets in Redis';
+  console.log(
+    `node ${process.version}; pg-pkg with ${WORKERS} worker(s), ${buckets}; ${CONNECTIONS} connections, ${DURATION} s per load; loopback`,
+  );
 
   const loads = (url: string, jwt: string): Load[] => [
     { name: 'GET /v2/parameters', url: `${url}/v2/parameters`, sensitive: false },
@@ -382,8 +429,11 @@ try {
     for (const [i, q] of quiet.entries()) {
       const a = attacked[i]!;
       const ratio = a.rps / q.rps;
-      console.log(`  ${q.name.padEnd(34)} ${q.rps.toFixed(0).padStart(7)} → ${a.rps.toFixed(0).padStart(7)} req/s  ${(ratio * 100).toFixed(0).padStart(4)} %${ratio < TARGET_RATIO ? '  BELOW TARGET' : ''}`);
-      if (ratio < TARGET_RATIO) failures.push(`${q.name}: ${(ratio * 100).toFixed(0)} % of quiet throughput under attack`);
+      console.log(
+        `  ${q.name.padEnd(34)} ${q.rps.toFixed(0).padStart(7)} → ${a.rps.toFixed(0).padStart(7)} req/s  ${(ratio * 100).toFixed(0).padStart(4)} %${ratio < TARGET_RATIO ? '  BELOW TARGET' : ''}`,
+      );
+      if (ratio < TARGET_RATIO)
+        failures.push(`${q.name}: ${(ratio * 100).toFixed(0)} % of quiet throughput under attack`);
     }
     for (const o of [...quiet, ...attacked]) {
       const bad = Object.keys(o.statuses).filter((c) => c !== '200');
@@ -411,7 +461,8 @@ try {
         outcomes.push(o);
         health.push(`${o.name}: /health ${h.polls} polls, ${h.failures} failures, worst ${h.worstMs.toFixed(0)} ms`);
         const other = Object.keys(o.statuses).filter((c) => c !== '200' && c !== '429');
-        if (other.length > 0 || o.errors > 0 || o.timeouts > 0) failures.push(`${o.name} (limited): statuses ${other.join(',')} errors ${o.errors}`);
+        if (other.length > 0 || o.errors > 0 || o.timeouts > 0)
+          failures.push(`${o.name} (limited): statuses ${other.join(',')} errors ${o.errors}`);
         if (h.failures > 0) failures.push(`${o.name}: /health failed ${h.failures} times under load`);
         const allowed = o.statuses['200'] ?? 0;
         const [rate, burst] = load.sensitive ? [2, 10] : [10, 50];
@@ -437,5 +488,8 @@ if (failures.length > 0) {
   console.log(`\nFAILED:\n  ${failures.join('\n  ')}`);
   process.exitCode = 1;
 } else {
-  console.log('\nOK: no errors; throughput under attack on target; /health answered throughout' + (args.limits ? '; limits held.' : '.'));
+  console.log(
+    '\nOK: no errors; throughput under attack on target; /health answered throughout' +
+      (args.limits ? '; limits held.' : '.'),
+  );
 }

@@ -18,7 +18,6 @@ const { values: args } = parseArgs({ options: { repeats: { type: 'string', defau
 const repeats = Number(args.repeats);
 if (!(repeats >= 1)) throw new Error('--repeats must be positive');
 
-
 const code = await bundleEntry(new URL('./ristretto-browser-page.ts', import.meta.url), 'ristretto-bench');
 const browser = await chromium.launch(chromiumLaunchOptions);
 try {

@@ -9,7 +9,11 @@
  * For the same comparison inside Chromium, see bench/ristretto-browser.ts.
  */
 import { parseArgs } from 'node:util';
-import { DEFAULT_RISTRETTO_OPTIONS, ristrettoModule, type RistrettoOptions } from '../lib/crypto/ristretto-wasm-module.js';
+import {
+  DEFAULT_RISTRETTO_OPTIONS,
+  ristrettoModule,
+  type RistrettoOptions,
+} from '../lib/crypto/ristretto-wasm-module.js';
 import { instantiateRistrettoWasm, loadRistrettoWasm } from '../lib/crypto/ristretto-wasm.js';
 import { formatReport, runRistrettoBench } from './ristretto-core.js';
 

@@ -94,12 +94,15 @@ function sink(keep: Uint8Array[] | undefined): { writable: WritableStream<Uint8A
 
 function fromChunks(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
   let i = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(c) {
-      if (i >= chunks.length) return c.close();
-      c.enqueue(chunks[i++]!);
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(c) {
+        if (i >= chunks.length) return c.close();
+        c.enqueue(chunks[i++]!);
+      },
     },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
 }
 
 const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
@@ -120,7 +123,9 @@ async function main() {
   const id0 = policies[0]![0];
   const kib = new Uint8Array(1024).fill(7);
 
-  console.log(`postguard-ts vs @e4a/pg-wasm 0.5.10 — Node ${process.version}, ${(await import('node:os')).cpus().length} cores`);
+  console.log(
+    `postguard-ts vs @e4a/pg-wasm 0.5.10 — Node ${process.version}, ${(await import('node:os')).cpus().length} cores`,
+  );
 
   if (wanted('seal 1 KiB')) {
     for (const n of [1, 10]) {
@@ -153,13 +158,26 @@ async function main() {
   if (wanted('16 MiB')) {
     const big = new Uint8Array(16 * 1024 * 1024).map((_, i) => i & 255);
     const ct = await seal(kem.mpk, opts(1), big);
-    const seal16 = [await median(5, () => seal(kem.mpk, opts(1), big)), await median(5, () => pg.seal(kem.mpk, opts(1), big))];
+    const seal16 = [
+      await median(5, () => seal(kem.mpk, opts(1), big)),
+      await median(5, () => pg.seal(kem.mpk, opts(1), big)),
+    ];
     const open16 = [
       await median(5, async () => (await Unsealer.new(ct, ibs.vk)).unseal(id0, usk0)),
       await median(5, async () => (await pg.Unsealer.new(ct, ibs.vk)).unseal(id0, usk0)),
     ];
-    rows.push({ name: 'in-memory seal 16 MiB', unit: 'MB/s', ours: mbps(big.length, seal16[0]!), theirs: mbps(big.length, seal16[1]!) });
-    rows.push({ name: 'in-memory unseal 16 MiB', unit: 'MB/s', ours: mbps(big.length, open16[0]!), theirs: mbps(big.length, open16[1]!) });
+    rows.push({
+      name: 'in-memory seal 16 MiB',
+      unit: 'MB/s',
+      ours: mbps(big.length, seal16[0]!),
+      theirs: mbps(big.length, seal16[1]!),
+    });
+    rows.push({
+      name: 'in-memory unseal 16 MiB',
+      unit: 'MB/s',
+      ours: mbps(big.length, open16[0]!),
+      theirs: mbps(big.length, open16[1]!),
+    });
   }
   if (wanted('stream')) {
     const size = `${STREAM_BYTES / 1024 / 1024} MiB`;
@@ -187,9 +205,10 @@ async function main() {
     const runOpen = async (impl: 'ours' | 'theirs') => {
       const out = sink(undefined);
       return withRss(async () => {
-        const u = impl === 'ours'
-          ? await StreamUnsealer.new(fromChunks(rechunked), ibs.vk)
-          : await pg.StreamUnsealer.new(fromChunks(rechunked), ibs.vk);
+        const u =
+          impl === 'ours'
+            ? await StreamUnsealer.new(fromChunks(rechunked), ibs.vk)
+            : await pg.StreamUnsealer.new(fromChunks(rechunked), ibs.vk);
         await u.unseal(id0, usk0, out.writable);
       });
     };
@@ -216,7 +235,11 @@ async function main() {
         if (q.length >= inFlight) await q.shift();
       }
       await Promise.all(q);
-      rows.push({ name: `limit: WebCrypto AES-128-GCM, ${inFlight} in flight`, unit: 'MB/s', ours: mbps(n * SEGMENT, performance.now() - t) });
+      rows.push({
+        name: `limit: WebCrypto AES-128-GCM, ${inFlight} in flight`,
+        unit: 'MB/s',
+        ours: mbps(n * SEGMENT, performance.now() - t),
+      });
     }
     const h = createHash('shake128');
     let t = performance.now();
@@ -224,24 +247,34 @@ async function main() {
       h.update(seg);
       h.copy({ outputLength: 64 }).digest();
     }
-    rows.push({ name: 'limit: SHAKE128 node:crypto (+fork per segment)', unit: 'MB/s', ours: mbps(n * SEGMENT, performance.now() - t) });
+    rows.push({
+      name: 'limit: SHAKE128 node:crypto (+fork per segment)',
+      unit: 'MB/s',
+      ours: mbps(n * SEGMENT, performance.now() - t),
+    });
     const nh = shake128.create({});
     t = performance.now();
     for (let i = 0; i < n / 8; i++) {
       nh.update(seg);
       nh.clone().xof(64);
     }
-    rows.push({ name: 'limit: SHAKE128 @noble/hashes', unit: 'MB/s', ours: mbps((n / 8) * SEGMENT, performance.now() - t) });
+    rows.push({
+      name: 'limit: SHAKE128 @noble/hashes',
+      unit: 'MB/s',
+      ours: mbps((n / 8) * SEGMENT, performance.now() - t),
+    });
   }
   print();
 }
 
 function print() {
-  const fmt = (v: number | undefined, unit: string) => (v === undefined ? '' : unit === 'ms' ? v.toFixed(1) + ' ms' : v.toFixed(0) + ' MB/s');
+  const fmt = (v: number | undefined, unit: string) =>
+    v === undefined ? '' : unit === 'ms' ? v.toFixed(1) + ' ms' : v.toFixed(0) + ' MB/s';
   const header = ['case', 'postguard-ts', 'pg-wasm', 'ratio', 'peak RSS ours / theirs'];
   const table = rows.map((r) => {
     // Ratio > 1 means we are better: faster (MB/s) or less time (ms).
-    const ratio = r.theirs === undefined ? '' : (r.unit === 'ms' ? r.theirs / r.ours : r.ours / r.theirs).toFixed(2) + 'x';
+    const ratio =
+      r.theirs === undefined ? '' : (r.unit === 'ms' ? r.theirs / r.ours : r.ours / r.theirs).toFixed(2) + 'x';
     const rss = r.oursRss === undefined ? '' : `${r.oursRss.toFixed(0)} / ${r.theirsRss!.toFixed(0)} MiB`;
     return [r.name, fmt(r.ours, r.unit), fmt(r.theirs, r.unit), ratio, rss];
   });

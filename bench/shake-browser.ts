@@ -20,7 +20,6 @@ const { values: args } = parseArgs({
 const total = Number(args.mib) * 2 ** 20;
 const repeats = Number(args.repeats);
 
-
 const code = await bundleEntry(new URL('./shake-browser-page.ts', import.meta.url), 'shake-bench');
 const browser = await chromium.launch(chromiumLaunchOptions);
 try {

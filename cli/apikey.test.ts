@@ -52,7 +52,9 @@ describe('enc --api-key', () => {
     expect(sealed.stdout).toContain(`Signed as: ${EMAIL} = "${ORG_EMAIL}"`);
 
     await rm(file);
-    const opened = await runCliProcess(['dec', '--pkg', pkg.url, `${file}.enc`], { wallet: (s) => disclose(s, { [EMAIL]: BOB }) });
+    const opened = await runCliProcess(['dec', '--pkg', pkg.url, `${file}.enc`], {
+      wallet: (s) => disclose(s, { [EMAIL]: BOB }),
+    });
     expect(opened.code).toBe(0);
     expect(await readFile(file, 'utf8')).toBe('invoice 42\n');
     expect(opened.stdout).toContain(`Signed by (verified): ${EMAIL} = "${ORG_EMAIL}"`);
@@ -61,7 +63,9 @@ describe('enc --api-key', () => {
   it('reads the key from $PG_API_KEY too', async () => {
     const file = join(dir, 'env.txt');
     await writeFile(file, 'from the environment\n');
-    const sealed = await runCliProcess(['enc', '--pkg', pkg.url, '-i', recipients, file], { env: { PG_API_KEY: apiKey } });
+    const sealed = await runCliProcess(['enc', '--pkg', pkg.url, '-i', recipients, file], {
+      env: { PG_API_KEY: apiKey },
+    });
     expect(sealed.code).toBe(0);
     expect(sealed.sessions).toEqual([]);
   });
@@ -69,7 +73,16 @@ describe('enc --api-key', () => {
   it('an unknown key → 5 (the PKG refused), no output; a key without the PG- prefix → 2', async () => {
     const file = join(dir, 'refused.txt');
     await writeFile(file, 'x');
-    const refused = await runCliProcess(['enc', '--pkg', pkg.url, '-i', recipients, '--api-key', 'PG-not-a-key-we-issued', file]);
+    const refused = await runCliProcess([
+      'enc',
+      '--pkg',
+      pkg.url,
+      '-i',
+      recipients,
+      '--api-key',
+      'PG-not-a-key-we-issued',
+      file,
+    ]);
     expect(refused.code).toBe(Exit.PKG_REFUSED);
     expect(refused.stderr).toMatch(/^pg-cli: error: the PKG refused the credential/);
     expect(refused.stderr.split('\n')).toHaveLength(2);

@@ -51,7 +51,11 @@ Common options:
 export type Values = Readonly<Record<string, unknown>>;
 
 /** parseArgs with its errors turned into one-line usage errors. */
-export function parseCommand(command: string, argv: readonly string[], options: Options): { values: Values; positionals: string[] } {
+export function parseCommand(
+  command: string,
+  argv: readonly string[],
+  options: Options,
+): { values: Values; positionals: string[] } {
   try {
     return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
   } catch (error) {
@@ -63,7 +67,8 @@ export function parseCommand(command: string, argv: readonly string[], options: 
 /** The one input file a command takes. */
 export function onePositional(command: string, positionals: readonly string[]): string {
   if (positionals.length === 0) throw usage(`${command}: which file? (see pg-cli ${command} --help)`);
-  if (positionals.length > 1) throw usage(`${command}: expected one file, got ${positionals.length}: ${positionals.join(' ')}`);
+  if (positionals.length > 1)
+    throw usage(`${command}: expected one file, got ${positionals.length}: ${positionals.join(' ')}`);
   return positionals[0]!;
 }
 
@@ -100,7 +105,8 @@ export function commonSettings(values: Values, io: CliIo): CommonSettings {
   const timeout = str(values, 'session-timeout');
   if (timeout !== undefined) {
     const seconds = Number(timeout);
-    if (!/^\d+$/.test(timeout) || seconds <= 0 || seconds > 86_400) throw usage('--session-timeout: a whole number of seconds from 1 to 86400');
+    if (!/^\d+$/.test(timeout) || seconds <= 0 || seconds > 86_400)
+      throw usage('--session-timeout: a whole number of seconds from 1 to 86400');
     sessionTimeoutMs = seconds * 1000;
   }
   const pkgUrl = str(values, 'pkg') ?? io.env['PKG_URL'];

@@ -47,20 +47,36 @@ const wallet = (attributes: AttributeValues) => (session: SessionLine) => disclo
 const forBob = { [BOB]: [{ t: EMAIL, v: BOB }] };
 
 /** pg-cli enc, the sender (Alice) disclosing her e-mail. */
-function encrypt(file: string, recipients: object = forBob, extra: string[] = [], sender: AttributeValues = { [EMAIL]: ALICE }): Promise<CliResult> {
-  return runCliProcess(['enc', '-i', JSON.stringify(recipients), '-P', JSON.stringify([{ t: EMAIL }]), '--pkg', pkg.url, ...extra, file], {
-    wallet: wallet(sender),
-  });
+function encrypt(
+  file: string,
+  recipients: object = forBob,
+  extra: string[] = [],
+  sender: AttributeValues = { [EMAIL]: ALICE },
+): Promise<CliResult> {
+  return runCliProcess(
+    ['enc', '-i', JSON.stringify(recipients), '-P', JSON.stringify([{ t: EMAIL }]), '--pkg', pkg.url, ...extra, file],
+    {
+      wallet: wallet(sender),
+    },
+  );
 }
 
-function decrypt(file: string, attributes: AttributeValues = { [EMAIL]: BOB }, extra: string[] = []): Promise<CliResult> {
+function decrypt(
+  file: string,
+  attributes: AttributeValues = { [EMAIL]: BOB },
+  extra: string[] = [],
+): Promise<CliResult> {
   return runCliProcess(['dec', '--pkg', pkg.url, ...extra, file], { wallet: wallet(attributes) });
 }
 
 /** Partial outputs left in the test directory (there must never be any). */
 const partials = async (): Promise<string[]> => (await readdir(dir)).filter((name) => name.includes('pg-cli-partial'));
 
-const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 describe('help, version and usage', () => {
   it('prints the version and every command help on stdout with exit 0', async () => {
@@ -117,12 +133,21 @@ describe('enc → dec round trip', () => {
 
   it('asks the identity server for exactly the recipient policy: types and sealed values', async () => {
     const file = await plainFile();
-    const recipients = { [CAROL]: [{ t: EMAIL, v: CAROL }, { t: FULLNAME, v: 'Carol Cat' }] };
+    const recipients = {
+      [CAROL]: [
+        { t: EMAIL, v: CAROL },
+        { t: FULLNAME, v: 'Carol Cat' },
+      ],
+    };
     expect((await encrypt(file, recipients)).code).toBe(0);
     const seen: unknown[] = [];
-    const opened = await runCliProcess(['dec', '--pkg', pkg.url, '--attr', `${FULLNAME}=Carol Cat`, '-o', join(dir, `carol-${n}`), `${file}.enc`], {
-      wallet: async (session) => seen.push((await disclose(session, { [EMAIL]: CAROL, [FULLNAME]: 'Carol Cat' })).request.disclose),
-    });
+    const opened = await runCliProcess(
+      ['dec', '--pkg', pkg.url, '--attr', `${FULLNAME}=Carol Cat`, '-o', join(dir, `carol-${n}`), `${file}.enc`],
+      {
+        wallet: async (session) =>
+          seen.push((await disclose(session, { [EMAIL]: CAROL, [FULLNAME]: 'Carol Cat' })).request.disclose),
+      },
+    );
     expect(opened.code).toBe(0);
     expect(seen).toEqual([
       [[[{ type: EMAIL, value: CAROL, notNull: true }]], [[{ type: FULLNAME, value: 'Carol Cat', notNull: true }]]],
@@ -133,12 +158,28 @@ describe('enc → dec round trip', () => {
   it('signs privately as well with --priv-sign-id, and dec reports both identities (--json)', async () => {
     const file = await plainFile();
     const sealed = await runCliProcess(
-      ['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), '-S', JSON.stringify([{ t: FULLNAME }]), '--json', file],
+      [
+        'enc',
+        '--pkg',
+        pkg.url,
+        '-i',
+        JSON.stringify(forBob),
+        '-P',
+        JSON.stringify([{ t: EMAIL }]),
+        '-S',
+        JSON.stringify([{ t: FULLNAME }]),
+        '--json',
+        file,
+      ],
       { wallet: wallet({ [EMAIL]: ALICE, [FULLNAME]: 'Alice Archer' }) },
     );
     expect(sealed.code).toBe(0);
     const summary = JSON.parse(sealed.stdout);
-    expect(summary).toMatchObject({ output: `${file}.enc`, recipients: [BOB], signedBy: { public: { con: [{ t: EMAIL, v: ALICE }] } } });
+    expect(summary).toMatchObject({
+      output: `${file}.enc`,
+      recipients: [BOB],
+      signedBy: { public: { con: [{ t: EMAIL, v: ALICE }] } },
+    });
     expect(summary.signedBy.private.con).toEqual([{ t: FULLNAME, v: 'Alice Archer' }]);
 
     const opened = await decrypt(`${file}.enc`, { [EMAIL]: BOB }, ['--json', '--progress', '-o', `${file}.out`]);
@@ -160,14 +201,21 @@ describe('enc → dec round trip', () => {
 
     const unsure = await decrypt(`${file}.enc`, { [EMAIL]: CAROL }, ['-o', `${file}.carol`]);
     expect(unsure.code).toBe(Exit.USAGE);
-    expect(unsure.stderr).toContain(`pg-cli: error: dec: the file has 2 recipients (${BOB}, ${CAROL}); say which you are with --recipient`);
+    expect(unsure.stderr).toContain(
+      `pg-cli: error: dec: the file has 2 recipients (${BOB}, ${CAROL}); say which you are with --recipient`,
+    );
     expect(unsure.sessions).toEqual([]);
 
     const opened = await decrypt(`${file}.enc`, { [EMAIL]: CAROL }, ['-o', `${file}.carol`, '--recipient', CAROL]);
     expect(opened.code).toBe(0);
     expect(await readFile(`${file}.carol`, 'utf8')).toBe(await readFile(file, 'utf8'));
 
-    const stranger = await decrypt(`${file}.enc`, { [EMAIL]: 'dave@example.org' }, ['-o', `${file}.dave`, '--recipient', 'dave@example.org']);
+    const stranger = await decrypt(`${file}.enc`, { [EMAIL]: 'dave@example.org' }, [
+      '-o',
+      `${file}.dave`,
+      '--recipient',
+      'dave@example.org',
+    ]);
     expect(stranger.code).toBe(Exit.USAGE);
     expect(stranger.stderr).toContain('--recipient: dave@example.org is not a recipient of this file');
   });
@@ -176,9 +224,12 @@ describe('enc → dec round trip', () => {
     const file = await plainFile();
     const policyFile = join(dir, `policy-${n}.json`);
     await writeFile(policyFile, JSON.stringify({ [BOB]: { t: 1_700_000_000, con: [{ t: EMAIL, v: BOB }] } }));
-    const sealed = await runCliProcess(['enc', '--pkg', pkg.url, '-i', `@${policyFile}`, '-P', JSON.stringify([{ t: EMAIL }]), file], {
-      wallet: wallet({ [EMAIL]: ALICE }),
-    });
+    const sealed = await runCliProcess(
+      ['enc', '--pkg', pkg.url, '-i', `@${policyFile}`, '-P', JSON.stringify([{ t: EMAIL }]), file],
+      {
+        wallet: wallet({ [EMAIL]: ALICE }),
+      },
+    );
     expect(sealed.code).toBe(0);
     // Sealed at the current time (as pg-cli does), not at the entry's t.
     const bytes = await readFile(`${file}.enc`);
@@ -192,7 +243,9 @@ describe('enc → dec round trip', () => {
     expect((await encrypt(file, { [CAROL]: [{ t: FULLNAME, v: 'Carol Cat' }] })).code).toBe(0);
     const missing = await decrypt(`${file}.enc`, { [FULLNAME]: 'Carol Cat' }, ['-o', `${file}.out`]);
     expect(missing.code).toBe(Exit.USAGE);
-    expect(missing.stderr).toContain(`pg-cli: error: dec: give the value of ${FULLNAME} with --attr ${FULLNAME}=<value>`);
+    expect(missing.stderr).toContain(
+      `pg-cli: error: dec: give the value of ${FULLNAME} with --attr ${FULLNAME}=<value>`,
+    );
     expect(missing.sessions).toEqual([]);
     const stray = await decrypt(`${file}.enc`, {}, ['-o', `${file}.out`, '--attr', `${EMAIL}=x@example.org`]);
     expect(stray.code).toBe(Exit.USAGE);
@@ -235,9 +288,20 @@ describe('failures: exit codes, one line, and no output left behind', () => {
     const bad = await runCliProcess(['enc', '--pkg', pkg.url, '-i', '{"bob@example.org": [', '-P', '[]', file]);
     expect(bad.code).toBe(Exit.USAGE);
     expect(bad.stderr).toMatch(/^pg-cli: error: --identity: not valid JSON \(.+\)\n$/);
-    const typo = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify({ [BOB]: [{ t: EMAIL, vaule: BOB }] }), '-P', JSON.stringify([{ t: EMAIL }]), file]);
+    const typo = await runCliProcess([
+      'enc',
+      '--pkg',
+      pkg.url,
+      '-i',
+      JSON.stringify({ [BOB]: [{ t: EMAIL, vaule: BOB }] }),
+      '-P',
+      JSON.stringify([{ t: EMAIL }]),
+      file,
+    ]);
     expect(typo.code).toBe(Exit.USAGE);
-    expect(typo.stderr).toBe(`pg-cli: error: --identity: recipient "${BOB}"[0] has an unknown field "vaule" (allowed: t, v)\n`);
+    expect(typo.stderr).toBe(
+      `pg-cli: error: --identity: recipient "${BOB}"[0] has an unknown field "vaule" (allowed: t, v)\n`,
+    );
     const signId = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', '{"t": 1}', file]);
     expect(signId.code).toBe(Exit.USAGE);
     expect(signId.stderr).toBe('pg-cli: error: --pub-sign-id: must be a JSON array of {"t": type}, not an object\n');
@@ -249,9 +313,20 @@ describe('failures: exit codes, one line, and no output left behind', () => {
   it('a PKG that is down → 4, for enc and dec, with no output', async () => {
     const down = `http://127.0.0.1:${await closedPort()}`;
     const file = await plainFile();
-    const sealed = await runCliProcess(['enc', '--pkg', down, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), file]);
+    const sealed = await runCliProcess([
+      'enc',
+      '--pkg',
+      down,
+      '-i',
+      JSON.stringify(forBob),
+      '-P',
+      JSON.stringify([{ t: EMAIL }]),
+      file,
+    ]);
     expect(sealed.code).toBe(Exit.PKG_UNAVAILABLE);
-    expect(sealed.stderr).toMatch(/^pg-cli: error: the PKG is unavailable: the PKG could not be reached \(http:\/\/127\.0\.0\.1:\d+\/v2\/parameters\)\n$/);
+    expect(sealed.stderr).toMatch(
+      /^pg-cli: error: the PKG is unavailable: the PKG could not be reached \(http:\/\/127\.0\.0\.1:\d+\/v2\/parameters\)\n$/,
+    );
     expect(await exists(`${file}.enc`)).toBe(false);
 
     expect((await encrypt(file)).code).toBe(0);
@@ -307,9 +382,12 @@ describe('failures: exit codes, one line, and no output left behind', () => {
 
   it('a session cancelled in the Yivi app → 6, no output', async () => {
     const file = await plainFile();
-    const sealed = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), file], {
-      wallet: (session) => cancel(session),
-    });
+    const sealed = await runCliProcess(
+      ['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), file],
+      {
+        wallet: (session) => cancel(session),
+      },
+    );
     expect(sealed.code).toBe(Exit.SESSION);
     expect(sealed.stderr).toContain('pg-cli: error: the identity session was cancelled\n');
     expect(await exists(`${file}.enc`)).toBe(false);
@@ -318,9 +396,23 @@ describe('failures: exit codes, one line, and no output left behind', () => {
   it('a --qr-json descriptor that is not open → 2, and the session it could not announce is cancelled', async () => {
     const file = await plainFile();
     const before = (await (await fetch(`${pkg.yivi.url}/standin/sessions`)).json()).sessions.length;
-    const result = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), '--qr-json', '9', file], {
-      noPointerFd: true,
-    });
+    const result = await runCliProcess(
+      [
+        'enc',
+        '--pkg',
+        pkg.url,
+        '-i',
+        JSON.stringify(forBob),
+        '-P',
+        JSON.stringify([{ t: EMAIL }]),
+        '--qr-json',
+        '9',
+        file,
+      ],
+      {
+        noPointerFd: true,
+      },
+    );
     expect(result.code).toBe(Exit.USAGE);
     expect(result.stderr).toMatch(/pg-cli: error: --qr-json: cannot write to file descriptor 9: /);
     expect((await (await fetch(`${pkg.yivi.url}/standin/sessions`)).json()).sessions).toHaveLength(before);
@@ -329,29 +421,50 @@ describe('failures: exit codes, one line, and no output left behind', () => {
   it('a session nobody completes → 6 after --session-timeout, and the CLI cancels it', async () => {
     const file = await plainFile();
     const started = Date.now();
-    const sealed = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), '--session-timeout', '1', file]);
+    const sealed = await runCliProcess([
+      'enc',
+      '--pkg',
+      pkg.url,
+      '-i',
+      JSON.stringify(forBob),
+      '-P',
+      JSON.stringify([{ t: EMAIL }]),
+      '--session-timeout',
+      '1',
+      file,
+    ]);
     expect(sealed.code).toBe(Exit.SESSION);
     expect(sealed.stderr).toContain('pg-cli: error: the identity session was not completed within 1 s\n');
     expect(Date.now() - started).toBeLessThan(15_000);
     const pending = await (await fetch(`${pkg.yivi.url}/standin/sessions`)).json();
-    expect(pending.sessions.filter((s: { sessionPtr: { u: string } }) => s.sessionPtr.u === sealed.sessions[0]!.sessionPtr.u)).toEqual([]);
+    expect(
+      pending.sessions.filter(
+        (s: { sessionPtr: { u: string } }) => s.sessionPtr.u === sealed.sessions[0]!.sessionPtr.u,
+      ),
+    ).toEqual([]);
   });
 
   it.each([
     ['SIGTERM', Exit.SIGTERM],
     ['SIGINT', Exit.SIGINT],
-  ] as const)('%s while waiting for the session: exit %i and the session is cancelled at the identity server', async (signal, exitCode) => {
-    const file = await plainFile();
-    const cli = startCli(['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), file], {
-      wallet: async () => cli.child.kill(signal),
-    });
-    const result = await cli.result;
-    expect(result.code).toBe(exitCode);
-    expect(result.stderr).toContain(`pg-cli: error: interrupted (${signal}); no output was written\n`);
-    const status = await fetch(`${result.sessions[0]!.sessionPtr.u}/status`);
-    expect(await status.json()).toBe('CANCELLED');
-    expect(await exists(`${file}.enc`)).toBe(false);
-  });
+  ] as const)(
+    '%s while waiting for the session: exit %i and the session is cancelled at the identity server',
+    async (signal, exitCode) => {
+      const file = await plainFile();
+      const cli = startCli(
+        ['enc', '--pkg', pkg.url, '-i', JSON.stringify(forBob), '-P', JSON.stringify([{ t: EMAIL }]), file],
+        {
+          wallet: async () => cli.child.kill(signal),
+        },
+      );
+      const result = await cli.result;
+      expect(result.code).toBe(exitCode);
+      expect(result.stderr).toContain(`pg-cli: error: interrupted (${signal}); no output was written\n`);
+      const status = await fetch(`${result.sessions[0]!.sessionPtr.u}/status`);
+      expect(await status.json()).toBe('CANCELLED');
+      expect(await exists(`${file}.enc`)).toBe(false);
+    },
+  );
 
   it('SIGTERM while writing the plaintext: exit 143 and the partial output is removed', async () => {
     const size = 160 << 20;

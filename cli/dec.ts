@@ -1,7 +1,16 @@
 import { ErrorCode, FormatError, StreamUnsealer, type Policy } from 'postguard-ts';
 import { PREAMBLE_BYTES, decodeHeader, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
 import type { DisclosureAttribute } from 'postguard-ts/pkg';
-import { COMMON_HELP, COMMON_OPTIONS, bool, commonSettings, onePositional, parseCommand, str, type CliIo } from './args.js';
+import {
+  COMMON_HELP,
+  COMMON_OPTIONS,
+  bool,
+  commonSettings,
+  onePositional,
+  parseCommand,
+  str,
+  type CliIo,
+} from './args.js';
 import { Exit, usage, type ExitCode } from './exit.js';
 import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput, type InputFile } from './files.js';
 import { defaultValue, describePolicy, hiddenValue, matchesHint, parseAttrs } from './identity.js';
@@ -68,7 +77,8 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     const sender = unsealer.public_identity();
     io.stderr.write(`Signed by (verified): ${describePolicy(sender)}\n`);
     io.stderr.write('Encrypted for:\n');
-    for (const [id, policy] of recipients) io.stderr.write(`  ${id}: ${describePolicy(policy)} (sealed ${when(policy.ts)})\n`);
+    for (const [id, policy] of recipients)
+      io.stderr.write(`  ${id}: ${describePolicy(policy)} (sealed ${when(policy.ts)})\n`);
 
     const ask = (): Prompter => (prompter ??= new Prompter(io.stdin, io.stderr, signal));
     const recipientId = await chooseRecipient(recipients, str(values, 'recipient'), interactive ? ask : undefined);
@@ -99,7 +109,8 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     } else {
       io.stdout.write(`Decrypted ${file} to ${output}\n`);
       io.stdout.write(`Signed by (verified): ${describePolicy(verified.public)}\n`);
-      if (verified.private !== undefined) io.stdout.write(`Also signed by (verified, private): ${describePolicy(verified.private)}\n`);
+      if (verified.private !== undefined)
+        io.stdout.write(`Also signed by (verified, private): ${describePolicy(verified.private)}\n`);
     }
     return Exit.OK;
   } finally {
@@ -132,11 +143,13 @@ async function chooseRecipient(
 ): Promise<string> {
   const ids = [...recipients.keys()];
   if (given !== undefined) {
-    if (!recipients.has(given)) throw usage(`--recipient: ${given} is not a recipient of this file (it lists ${ids.join(', ')})`);
+    if (!recipients.has(given))
+      throw usage(`--recipient: ${given} is not a recipient of this file (it lists ${ids.join(', ')})`);
     return given;
   }
   if (ids.length === 1) return ids[0]!;
-  if (ask === undefined) throw usage(`dec: the file has ${ids.length} recipients (${ids.join(', ')}); say which you are with --recipient`);
+  if (ask === undefined)
+    throw usage(`dec: the file has ${ids.length} recipients (${ids.join(', ')}); say which you are with --recipient`);
   return ask().choose("What's your recipient identifier?", ids);
 }
 
@@ -152,9 +165,11 @@ export async function disclosureFor(
 ): Promise<DisclosureAttribute[]> {
   const types = new Set(hidden.con.map(({ t }) => t));
   for (const t of attrs.keys()) {
-    if (!types.has(t)) throw usage(`--attr: ${t} is not in ${recipientId}'s policy (${[...types].join(', ') || 'no attributes'})`);
+    if (!types.has(t))
+      throw usage(`--attr: ${t} is not in ${recipientId}'s policy (${[...types].join(', ') || 'no attributes'})`);
   }
-  if (hidden.con.length === 0) throw usage(`dec: ${recipientId}'s policy has no attributes; there is nothing to disclose`);
+  if (hidden.con.length === 0)
+    throw usage(`dec: ${recipientId}'s policy has no attributes; there is nothing to disclose`);
   const con: DisclosureAttribute[] = [];
   for (const attr of hidden.con) {
     const shown = hiddenValue(attr);
@@ -174,7 +189,8 @@ export async function disclosureFor(
       if (complaint !== undefined) throw usage(`--attr ${complaint}`);
       value = given;
     } else if (ask !== undefined) {
-      const question = shown.kind === 'hint' ? `Enter value for ${attr.t} (hint: ${attr.v})` : `Enter value for ${attr.t}`;
+      const question =
+        shown.kind === 'hint' ? `Enter value for ${attr.t} (hint: ${attr.v})` : `Enter value for ${attr.t}`;
       value = await ask().text(question, fallback, check);
     } else if (fallback !== undefined) {
       value = fallback;

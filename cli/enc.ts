@@ -1,7 +1,17 @@
 import { sealStream, type SealOptions } from 'postguard-ts';
 import type { Policy } from 'postguard-ts';
 import type { SigningKeys } from 'postguard-ts/pkg';
-import { COMMON_HELP, COMMON_OPTIONS, bool, commonSettings, jsonText, onePositional, parseCommand, str, type CliIo } from './args.js';
+import {
+  COMMON_HELP,
+  COMMON_OPTIONS,
+  bool,
+  commonSettings,
+  jsonText,
+  onePositional,
+  parseCommand,
+  str,
+  type CliIo,
+} from './args.js';
 import { Exit, usage, type ExitCode } from './exit.js';
 import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput } from './files.js';
 import { describePolicy, parseRecipients, parseSignId, signingDisclosure } from './identity.js';
@@ -48,7 +58,8 @@ export async function enc(argv: readonly string[], io: CliIo): Promise<ExitCode>
   const pubText = str(values, 'pub-sign-id');
   const privText = str(values, 'priv-sign-id');
   const pubSignId = pubText === undefined ? [] : parseSignId(jsonText('--pub-sign-id', pubText), '--pub-sign-id');
-  const privSignId = privText === undefined ? undefined : parseSignId(jsonText('--priv-sign-id', privText), '--priv-sign-id');
+  const privSignId =
+    privText === undefined ? undefined : parseSignId(jsonText('--priv-sign-id', privText), '--priv-sign-id');
   const apiKeyValue = str(values, 'api-key') ?? io.env['PG_API_KEY'];
   const apiKey = apiKeyValue === '' ? undefined : apiKeyValue;
   if (apiKey !== undefined && !apiKey.startsWith('PG-')) throw usage('--api-key: PostGuard API keys start with "PG-"');
@@ -89,17 +100,28 @@ export async function enc(argv: readonly string[], io: CliIo): Promise<ExitCode>
 
     out = await createAtomicOutput(output, { force: settings.force, mode: 0o666 });
     const progress = settings.progress ? new Progress(io.stderr, 'Encrypting', input.size) : undefined;
-    await sealStream(mpk, options, input.readable((n) => progress?.add(n), signal), out.writable);
+    await sealStream(
+      mpk,
+      options,
+      input.readable((n) => progress?.add(n), signal),
+      out.writable,
+    );
     progress?.finish();
     await out.commit();
 
     if (settings.json) {
-      const signedBy = { public: keys.pubSignKey.policy, ...(keys.privSignKey === undefined ? {} : { private: keys.privSignKey.policy }) };
-      io.stdout.write(`${JSON.stringify({ output, recipients: [...recipients.policies.keys()], timestamp: ts, signedBy })}\n`);
+      const signedBy = {
+        public: keys.pubSignKey.policy,
+        ...(keys.privSignKey === undefined ? {} : { private: keys.privSignKey.policy }),
+      };
+      io.stdout.write(
+        `${JSON.stringify({ output, recipients: [...recipients.policies.keys()], timestamp: ts, signedBy })}\n`,
+      );
     } else {
       io.stdout.write(`Encrypted ${file} to ${output} for ${[...recipients.policies.keys()].join(', ')}\n`);
       io.stdout.write(`Signed as: ${describePolicy(keys.pubSignKey.policy)}\n`);
-      if (keys.privSignKey !== undefined) io.stdout.write(`Signed privately (recipients only) as: ${describePolicy(keys.privSignKey.policy)}\n`);
+      if (keys.privSignKey !== undefined)
+        io.stdout.write(`Signed privately (recipients only) as: ${describePolicy(keys.privSignKey.policy)}\n`);
     }
     return Exit.OK;
   } finally {

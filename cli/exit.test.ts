@@ -77,16 +77,26 @@ describe('describeFailure', () => {
     expect(describeFailure(new PostGuardError(ErrorCode.TAMPERED, 'segment 3 failed')).message).toBe(
       'the encrypted file is damaged or was changed (TAMPERED): segment 3 failed',
     );
-    expect(describeFailure(new PkgClientError(PkgClientErrorCode.SESSION_TIMEOUT, 'x')).message).toBe('the identity session timed out');
-    expect(describeFailure(new CliError(Exit.FILE, 'cannot read x: no such file'))).toEqual({ exitCode: 3, message: 'cannot read x: no such file' });
+    expect(describeFailure(new PkgClientError(PkgClientErrorCode.SESSION_TIMEOUT, 'x')).message).toBe(
+      'the identity session timed out',
+    );
+    expect(describeFailure(new CliError(Exit.FILE, 'cannot read x: no such file'))).toEqual({
+      exitCode: 3,
+      message: 'cannot read x: no such file',
+    });
     const diskFull = new CliError(Exit.FILE, 'cannot write out.txt: no space left on the device');
-    expect(describeFailure(new PostGuardError(ErrorCode.SINK_FAILED, `the output stream failed: ${diskFull}`, { cause: diskFull }))).toEqual({
+    expect(
+      describeFailure(
+        new PostGuardError(ErrorCode.SINK_FAILED, `the output stream failed: ${diskFull}`, { cause: diskFull }),
+      ),
+    ).toEqual({
       exitCode: 3,
       message: 'cannot write out.txt: no space left on the device',
     });
-    expect(describeFailure(new PostGuardError(ErrorCode.SOURCE_FAILED, 'the input stream failed', { cause: new Error('x') })).message).toBe(
-      'the input stream failed (SOURCE_FAILED)',
-    );
+    expect(
+      describeFailure(new PostGuardError(ErrorCode.SOURCE_FAILED, 'the input stream failed', { cause: new Error('x') }))
+        .message,
+    ).toBe('the input stream failed (SOURCE_FAILED)');
     expect(describeFailure(new TypeError('oops'))).toEqual({ exitCode: 1, message: 'unexpected failure: oops' });
     expect(describeFailure('a string')).toEqual({ exitCode: 1, message: 'unexpected failure: a string' });
   });

@@ -89,7 +89,10 @@ export function describeFailure(error: unknown): { exitCode: ExitCode; message: 
   if (error instanceof CliError) return { exitCode: error.exitCode, message: error.message };
   if (isPostGuardError(error)) {
     // A file we read or write failed under the library: our own error says which file and why.
-    if ((error.code === ErrorCode.SOURCE_FAILED || error.code === ErrorCode.SINK_FAILED) && error.cause instanceof CliError) {
+    if (
+      (error.code === ErrorCode.SOURCE_FAILED || error.code === ErrorCode.SINK_FAILED) &&
+      error.cause instanceof CliError
+    ) {
       return { exitCode: error.cause.exitCode, message: error.cause.message };
     }
     const exitCode = LIBRARY_EXITS[error.code] ?? Exit.INTERNAL;

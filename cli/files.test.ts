@@ -133,7 +133,9 @@ describe('createAtomicOutput', () => {
 
   it('cannot write in a directory that does not exist: a FILE error', async () => {
     const path = join(fresh('nodir'), 'out');
-    expect(await fileError(createAtomicOutput(path, { force: false, mode: 0o666 }))).toMatch(/^cannot write in .*: no such file$/);
+    expect(await fileError(createAtomicOutput(path, { force: false, mode: 0o666 }))).toMatch(
+      /^cannot write in .*: no such file$/,
+    );
   });
 
   it('removeTempFilesSync (the signal handler) removes every live temporary file at once', async () => {

@@ -58,7 +58,8 @@ export async function openInput(path: string): Promise<InputFile> {
   let size: number;
   try {
     const info = await handle.stat();
-    if (!info.isFile()) throw Object.assign(new Error('not a regular file'), { code: info.isDirectory() ? 'EISDIR' : undefined });
+    if (!info.isFile())
+      throw Object.assign(new Error('not a regular file'), { code: info.isDirectory() ? 'EISDIR' : undefined });
     size = info.size;
   } catch (error) {
     await handle.close();
@@ -217,7 +218,10 @@ export async function createAtomicOutput(path: string, options: OutputOptions): 
     } catch (error) {
       await discard();
       const exists = (error as NodeJS.ErrnoException).code === 'EEXIST';
-      throw fileProblem(exists ? `${path} already exists (use --force to overwrite it)` : `cannot write ${path}: ${reason(error)}`, error);
+      throw fileProblem(
+        exists ? `${path} already exists (use --force to overwrite it)` : `cannot write ${path}: ${reason(error)}`,
+        error,
+      );
     }
     state = 'committed';
     liveTempFiles.delete(tempPath);

@@ -47,37 +47,63 @@ describe('parseRecipients (-i)', () => {
   });
 
   it('warns, as pg-cli does, about a recipient with no attributes', () => {
-    expect(parseRecipients('{"anyone": []}').warnings).toEqual(['recipient "anyone" has no attributes: anyone can get a key for it']);
+    expect(parseRecipients('{"anyone": []}').warnings).toEqual([
+      'recipient "anyone" has no attributes: anyone can get a key for it',
+    ]);
   });
 
   it('refuses every malformed shape with a message naming the place', () => {
     expect(usageMessage(() => parseRecipients('{'))).toMatch(/^--identity: not valid JSON \(/);
-    expect(usageMessage(() => parseRecipients('[]'))).toBe('--identity: must be a JSON object mapping recipient ids to attribute arrays, not an array');
+    expect(usageMessage(() => parseRecipients('[]'))).toBe(
+      '--identity: must be a JSON object mapping recipient ids to attribute arrays, not an array',
+    );
     expect(usageMessage(() => parseRecipients('null'))).toMatch(/not null$/);
     expect(usageMessage(() => parseRecipients('{}'))).toBe('--identity: names no recipient');
-    expect(usageMessage(() => parseRecipients('{"b": "x"}'))).toBe('--identity: recipient "b" must be an array of attributes, not a string');
-    expect(usageMessage(() => parseRecipients('{"b": [{"v": "x"}]}'))).toBe('--identity: recipient "b"[0] needs "t", a non-empty attribute type');
-    expect(usageMessage(() => parseRecipients('{"b": [{"t": ""}]}'))).toBe('--identity: recipient "b"[0] needs "t", a non-empty attribute type');
-    expect(usageMessage(() => parseRecipients('{"b": [{"t": "x", "v": 5}]}'))).toBe('--identity: recipient "b"[0]: "v" must be a string');
+    expect(usageMessage(() => parseRecipients('{"b": "x"}'))).toBe(
+      '--identity: recipient "b" must be an array of attributes, not a string',
+    );
+    expect(usageMessage(() => parseRecipients('{"b": [{"v": "x"}]}'))).toBe(
+      '--identity: recipient "b"[0] needs "t", a non-empty attribute type',
+    );
+    expect(usageMessage(() => parseRecipients('{"b": [{"t": ""}]}'))).toBe(
+      '--identity: recipient "b"[0] needs "t", a non-empty attribute type',
+    );
+    expect(usageMessage(() => parseRecipients('{"b": [{"t": "x", "v": 5}]}'))).toBe(
+      '--identity: recipient "b"[0]: "v" must be a string',
+    );
     expect(usageMessage(() => parseRecipients('{"b": [{"t": "x", "vaule": "y"}]}'))).toBe(
       '--identity: recipient "b"[0] has an unknown field "vaule" (allowed: t, v)',
     );
-    expect(usageMessage(() => parseRecipients('{"b": [["x"]]}'))).toBe('--identity: recipient "b"[0] must be an object {"t": type, "v": value}, not an array');
-    expect(usageMessage(() => parseRecipients('{"b": {"t": -1, "con": []}}'))).toBe('--identity: recipient "b": "t" must be a Unix timestamp in seconds');
+    expect(usageMessage(() => parseRecipients('{"b": [["x"]]}'))).toBe(
+      '--identity: recipient "b"[0] must be an object {"t": type, "v": value}, not an array',
+    );
+    expect(usageMessage(() => parseRecipients('{"b": {"t": -1, "con": []}}'))).toBe(
+      '--identity: recipient "b": "t" must be a Unix timestamp in seconds',
+    );
     expect(usageMessage(() => parseRecipients('{"b": {"con": []}, "c": {"ts": 1, "con": []}}'))).toBe(
       '--identity: recipient "c" has an unknown field "ts" (allowed: t, con)',
     );
-    expect(usageMessage(() => parseRecipients('{"b": {"t": 1}}'))).toBe('--identity: recipient "b" needs "con", an array of attributes');
-    expect(usageMessage(() => parseRecipients('{"b": {"con": {}}}'))).toBe('--identity: recipient "b".con must be an array of attributes, not an object');
+    expect(usageMessage(() => parseRecipients('{"b": {"t": 1}}'))).toBe(
+      '--identity: recipient "b" needs "con", an array of attributes',
+    );
+    expect(usageMessage(() => parseRecipients('{"b": {"con": {}}}'))).toBe(
+      '--identity: recipient "b".con must be an array of attributes, not an object',
+    );
   });
 
   it('gives back exactly the recipients and attributes it was given (property)', () => {
-    const attribute = fc.record({ t: fc.string({ minLength: 1 }), v: fc.option(fc.string(), { nil: undefined }) }, { requiredKeys: ['t'] });
+    const attribute = fc.record(
+      { t: fc.string({ minLength: 1 }), v: fc.option(fc.string(), { nil: undefined }) },
+      { requiredKeys: ['t'] },
+    );
     fc.assert(
-      fc.property(fc.dictionary(fc.string(), fc.array(attribute, { maxLength: 4 }), { minKeys: 1, maxKeys: 5 }), (recipients) => {
-        const parsed = parseRecipients(JSON.stringify(recipients));
-        expect(Object.fromEntries(parsed.policies)).toEqual(JSON.parse(JSON.stringify(recipients)));
-      }),
+      fc.property(
+        fc.dictionary(fc.string(), fc.array(attribute, { maxLength: 4 }), { minKeys: 1, maxKeys: 5 }),
+        (recipients) => {
+          const parsed = parseRecipients(JSON.stringify(recipients));
+          expect(Object.fromEntries(parsed.policies)).toEqual(JSON.parse(JSON.stringify(recipients)));
+        },
+      ),
     );
   });
 });
@@ -92,10 +118,16 @@ describe('parseSignId (--pub-sign-id / --priv-sign-id)', () => {
     expect(usageMessage(() => parseSignId(JSON.stringify([{ t: EMAIL, v: 'a@b' }]), '--pub-sign-id'))).toBe(
       '--pub-sign-id: entry 0: give only the type; the value comes from what you disclose',
     );
-    expect(usageMessage(() => parseSignId(JSON.stringify([{ t: EMAIL }, { t: EMAIL }]), '-P'))).toBe(`-P: ${EMAIL} is listed twice`);
-    expect(usageMessage(() => parseSignId('[{"t": "x", "optional": true}]', '-P'))).toBe('-P: entry 0 has an unknown field "optional" (allowed: t)');
+    expect(usageMessage(() => parseSignId(JSON.stringify([{ t: EMAIL }, { t: EMAIL }]), '-P'))).toBe(
+      `-P: ${EMAIL} is listed twice`,
+    );
+    expect(usageMessage(() => parseSignId('[{"t": "x", "optional": true}]', '-P'))).toBe(
+      '-P: entry 0 has an unknown field "optional" (allowed: t)',
+    );
     expect(usageMessage(() => parseSignId('"x"', '-S'))).toBe('-S: must be a JSON array of {"t": type}, not a string');
-    expect(usageMessage(() => parseSignId('["x"]', '-S'))).toBe('-S: entry 0 must be an object {"t": type}, not a string');
+    expect(usageMessage(() => parseSignId('["x"]', '-S'))).toBe(
+      '-S: entry 0 must be an object {"t": type}, not a string',
+    );
   });
 
   it('the signing session asks for every type once, without values', () => {
@@ -120,32 +152,46 @@ describe('parseAttrs (--attr)', () => {
 
 describe('hidden values and hints', () => {
   it('tells "any value", "hidden" and hint values apart as the header shows them', () => {
-    const shown = hidePolicy({ ts: 1, con: [{ t: EMAIL }, { t: EMAIL, v: 'a@b' }, { t: MOBILE, v: '0612345678' }] }).con;
-    expect(shown.map(hiddenValue)).toEqual([{ kind: 'any' }, { kind: 'hidden' }, { kind: 'hint', visible: '061234', starred: 4 }]);
+    const shown = hidePolicy({
+      ts: 1,
+      con: [{ t: EMAIL }, { t: EMAIL, v: 'a@b' }, { t: MOBILE, v: '0612345678' }],
+    }).con;
+    expect(shown.map(hiddenValue)).toEqual([
+      { kind: 'any' },
+      { kind: 'hidden' },
+      { kind: 'hint', visible: '061234', starred: 4 },
+    ]);
   });
 
   it('a value fits the hint the header derived from it, and other values mostly do not (property)', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.string({ unit: 'grapheme', maxLength: 12 }), (value, other) => {
-        let hint: ReturnType<typeof hiddenValue>;
-        try {
-          hint = hiddenValue(hidePolicy({ ts: 0, con: [{ t: MOBILE, v: value }] }).con[0]!);
-        } catch {
-          return; // values the reference cannot hide either (a cut through a character)
-        }
-        if (hint.kind !== 'hint') return;
-        expect(matchesHint(value, hint)).toBe(true);
-        const otherHint = (() => {
+      fc.property(
+        fc.string({ unit: 'grapheme', maxLength: 12 }),
+        fc.string({ unit: 'grapheme', maxLength: 12 }),
+        (value, other) => {
+          let hint: ReturnType<typeof hiddenValue>;
           try {
-            return hiddenValue(hidePolicy({ ts: 0, con: [{ t: MOBILE, v: other }] }).con[0]!);
+            hint = hiddenValue(hidePolicy({ ts: 0, con: [{ t: MOBILE, v: value }] }).con[0]!);
           } catch {
-            return undefined;
+            return; // values the reference cannot hide either (a cut through a character)
           }
-        })();
-        if (otherHint?.kind === 'hint' && (otherHint.visible !== hint.visible || otherHint.starred !== hint.starred)) {
-          expect(matchesHint(other, hint)).toBe(false);
-        }
-      }),
+          if (hint.kind !== 'hint') return;
+          expect(matchesHint(value, hint)).toBe(true);
+          const otherHint = (() => {
+            try {
+              return hiddenValue(hidePolicy({ ts: 0, con: [{ t: MOBILE, v: other }] }).con[0]!);
+            } catch {
+              return undefined;
+            }
+          })();
+          if (
+            otherHint?.kind === 'hint' &&
+            (otherHint.visible !== hint.visible || otherHint.starred !== hint.starred)
+          ) {
+            expect(matchesHint(other, hint)).toBe(false);
+          }
+        },
+      ),
     );
   });
 

@@ -15,7 +15,15 @@ import { usage } from './exit.js';
 type Json = unknown;
 
 const describe = (value: Json): string =>
-  value === null ? 'null' : value === undefined ? 'nothing' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+  value === null
+    ? 'null'
+    : value === undefined
+      ? 'nothing'
+      : Array.isArray(value)
+        ? 'an array'
+        : typeof value === 'object'
+          ? 'an object'
+          : `a ${typeof value}`;
 
 export function parseJsonArgument(flag: string, text: string): Json {
   try {
@@ -28,7 +36,8 @@ export function parseJsonArgument(flag: string, text: string): Json {
 
 function onlyKeys(flag: string, where: string, value: object, allowed: readonly string[]): void {
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw usage(`${flag}: ${where} has an unknown field ${JSON.stringify(key)} (allowed: ${allowed.join(', ')})`);
+    if (!allowed.includes(key))
+      throw usage(`${flag}: ${where} has an unknown field ${JSON.stringify(key)} (allowed: ${allowed.join(', ')})`);
   }
 }
 
@@ -88,7 +97,8 @@ export function parseRecipients(text: string, flag = '--identity'): Recipients {
     } else {
       throw usage(`${flag}: ${where} must be an array of attributes, not ${describe(entry)}`);
     }
-    if (con.length === 0) warnings.push(`recipient ${JSON.stringify(id)} has no attributes: anyone can get a key for it`);
+    if (con.length === 0)
+      warnings.push(`recipient ${JSON.stringify(id)} has no attributes: anyone can get a key for it`);
     policies.set(id, con);
   }
   return { policies, warnings };
@@ -114,7 +124,10 @@ export function parseSignId(text: string, flag: string): Array<{ t: string }> {
 }
 
 /** What the sender's session asks for: every signing type once, with no value (the wallet fills it in). */
-export function signingDisclosure(pub: ReadonlyArray<{ t: string }>, priv: ReadonlyArray<{ t: string }>): DisclosureAttribute[] {
+export function signingDisclosure(
+  pub: ReadonlyArray<{ t: string }>,
+  priv: ReadonlyArray<{ t: string }>,
+): DisclosureAttribute[] {
   const types = new Set([...pub, ...priv].map(({ t }) => t));
   return [...types].map((t) => ({ t }));
 }

@@ -73,14 +73,20 @@ describe('pg-cli ↔ @e4a/pg-wasm 0.5.10', () => {
     const ts = Math.floor(Date.now() / 1000) - 5;
     await pg.sealStream(
       mpk,
-      { policy: { [BOB]: { ts, con: [{ t: EMAIL, v: BOB }] } }, pubSignKey: keys.pubSignKey, privSignKey: keys.privSignKey },
+      {
+        policy: { [BOB]: { ts, con: [{ t: EMAIL, v: BOB }] } },
+        pubSignKey: keys.pubSignKey,
+        privSignKey: keys.privSignKey,
+      },
       chunkedSource(plain, 100_000),
       sealed.writable,
     );
     const file = join(dir, 'from-pgwasm.bin.enc');
     await writeFile(file, sealed.bytes());
 
-    const opened = await runCliProcess(['dec', '--pkg', pkg.url, '--json', file], { wallet: (s) => disclose(s, { [EMAIL]: BOB }) });
+    const opened = await runCliProcess(['dec', '--pkg', pkg.url, '--json', file], {
+      wallet: (s) => disclose(s, { [EMAIL]: BOB }),
+    });
     expect(opened.stderr).not.toMatch(/error/);
     expect(opened.code).toBe(0);
     expect(Buffer.compare(await readFile(join(dir, 'from-pgwasm.bin')), Buffer.from(plain))).toBe(0);
@@ -93,9 +99,21 @@ describe('pg-cli ↔ @e4a/pg-wasm 0.5.10', () => {
     const plain = content();
     const file = join(dir, 'from-cli.bin');
     await writeFile(file, plain);
-    const sealed = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify({ [BOB]: [{ t: EMAIL, v: BOB }] }), '-P', JSON.stringify([{ t: EMAIL }]), file], {
-      wallet: (s) => disclose(s, { [EMAIL]: ALICE }),
-    });
+    const sealed = await runCliProcess(
+      [
+        'enc',
+        '--pkg',
+        pkg.url,
+        '-i',
+        JSON.stringify({ [BOB]: [{ t: EMAIL, v: BOB }] }),
+        '-P',
+        JSON.stringify([{ t: EMAIL }]),
+        file,
+      ],
+      {
+        wallet: (s) => disclose(s, { [EMAIL]: ALICE }),
+      },
+    );
     expect(sealed.code).toBe(0);
 
     const vk = (await (await fetch(`${pkg.url}/v2/sign/parameters`)).json()).publicKey;
@@ -105,7 +123,9 @@ describe('pg-cli ↔ @e4a/pg-wasm 0.5.10', () => {
     expect(unsealer.public_identity()).toMatchObject({ con: [{ t: EMAIL, v: ALICE }] });
 
     const jwt = await sessionJwt([{ t: EMAIL, v: BOB }], { [EMAIL]: BOB });
-    const key = await (await fetch(`${pkg.url}/v2/irma/key/${hidden.ts}`, { headers: { authorization: `Bearer ${jwt}` } })).json();
+    const key = await (
+      await fetch(`${pkg.url}/v2/irma/key/${hidden.ts}`, { headers: { authorization: `Bearer ${jwt}` } })
+    ).json();
     expect(key.status).toBe('DONE');
     const opened = collect();
     const verified = (await unsealer.unseal(BOB, key.key, opened.writable)) as { public: { con: unknown[] } };
@@ -124,12 +144,20 @@ describe('pg-cli ↔ @e4a/pg-wasm 0.5.10', () => {
       })
     ).json();
     const ts = Math.floor(Date.now() / 1000) - 5;
-    const sealed = await pg.seal(mpk, { policy: { [BOB]: { ts, con: [{ t: EMAIL, v: BOB }] } }, pubSignKey: keys.pubSignKey }, new TextEncoder().encode('in memory'));
+    const sealed = await pg.seal(
+      mpk,
+      { policy: { [BOB]: { ts, con: [{ t: EMAIL, v: BOB }] } }, pubSignKey: keys.pubSignKey },
+      new TextEncoder().encode('in memory'),
+    );
     const file = join(dir, 'in-memory.txt.enc');
     await writeFile(file, sealed);
-    const opened = await runCliProcess(['dec', '--pkg', pkg.url, file], { wallet: (s) => disclose(s, { [EMAIL]: BOB }) });
+    const opened = await runCliProcess(['dec', '--pkg', pkg.url, file], {
+      wallet: (s) => disclose(s, { [EMAIL]: BOB }),
+    });
     expect(opened.code).toBe(3);
-    expect(opened.stderr).toBe("pg-cli: error: the file was sealed in PostGuard's in-memory mode; pg-cli reads streaming-mode files, as PostGuard's pg-cli does\n");
+    expect(opened.stderr).toBe(
+      "pg-cli: error: the file was sealed in PostGuard's in-memory mode; pg-cli reads streaming-mode files, as PostGuard's pg-cli does\n",
+    );
     expect(opened.sessions).toEqual([]);
   });
 });

@@ -63,7 +63,17 @@ describe('a 512 MiB file', () => {
     const digest = await makeFile(plain, SIZE);
 
     const sealed = await runCliProcess(
-      ['enc', '--pkg', pkg.url, '-i', JSON.stringify({ 'bob@example.org': [{ t: EMAIL, v: 'bob@example.org' }] }), '-P', JSON.stringify([{ t: EMAIL }]), '--report-max-rss', plain],
+      [
+        'enc',
+        '--pkg',
+        pkg.url,
+        '-i',
+        JSON.stringify({ 'bob@example.org': [{ t: EMAIL, v: 'bob@example.org' }] }),
+        '-P',
+        JSON.stringify([{ t: EMAIL }]),
+        '--report-max-rss',
+        plain,
+      ],
       { wallet: (s) => disclose(s, { [EMAIL]: 'alice@example.org' }) },
     );
     expect(sealed.stderr).not.toMatch(/error/);
@@ -81,7 +91,9 @@ describe('a 512 MiB file', () => {
     expect(await sha256(plain)).toBe(digest);
     await rm(plain);
 
-    console.log(`pg-cli peak RSS for 512 MiB: enc ${(sealed.maxRssBytes! / MIB).toFixed(0)} MiB, dec ${(opened.maxRssBytes! / MIB).toFixed(0)} MiB`);
+    console.log(
+      `pg-cli peak RSS for 512 MiB: enc ${(sealed.maxRssBytes! / MIB).toFixed(0)} MiB, dec ${(opened.maxRssBytes! / MIB).toFixed(0)} MiB`,
+    );
     expect(sealed.maxRssBytes).toBeGreaterThan(0);
     expect(sealed.maxRssBytes).toBeLessThan(RSS_LIMIT);
     expect(opened.maxRssBytes).toBeGreaterThan(0);

@@ -80,7 +80,10 @@ export async function identitySession(
     session = await Promise.race([starting, interrupted]);
   } catch (error) {
     // Interrupted while the PKG was starting it: cancel it if it did start.
-    void starting.then((late) => late.cancel(), () => undefined);
+    void starting.then(
+      (late) => late.cancel(),
+      () => undefined,
+    );
     throw error;
   }
   const what = purpose === 'sign' ? 'sign the file as the sender' : 'get the key that opens the file';
@@ -105,7 +108,12 @@ export async function identitySession(
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       cancelling = session.cancel();
-      reject(new CliError(Exit.SESSION, `the identity session was not completed within ${Math.round(display.timeoutMs / 1000)} s`));
+      reject(
+        new CliError(
+          Exit.SESSION,
+          `the identity session was not completed within ${Math.round(display.timeoutMs / 1000)} s`,
+        ),
+      );
     }, display.timeoutMs);
   });
   try {

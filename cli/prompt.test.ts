@@ -72,11 +72,23 @@ describe('disclosureFor: what dec asks the identity server for', () => {
     await expect(disclosureFor('bob@x.org', hidden, new Map([[MOBILE, '0699999999']]), undefined)).rejects.toThrow(
       `--attr ${MOBILE}: "0699999999" does not fit the hint "061234****"`,
     );
-    await expect(disclosureFor('bob@x.org', hidden, new Map([[MOBILE, '0612345678'], ['x.y.z.w', '1']]), undefined)).rejects.toThrow(
-      `--attr: x.y.z.w is not in bob@x.org's policy`,
+    await expect(
+      disclosureFor(
+        'bob@x.org',
+        hidden,
+        new Map([
+          [MOBILE, '0612345678'],
+          ['x.y.z.w', '1'],
+        ]),
+        undefined,
+      ),
+    ).rejects.toThrow(`--attr: x.y.z.w is not in bob@x.org's policy`);
+    await expect(disclosureFor('bob@x.org', hidden, new Map(), undefined)).rejects.toThrow(
+      `dec: give the value of ${MOBILE} with --attr ${MOBILE}=<value>`,
     );
-    await expect(disclosureFor('bob@x.org', hidden, new Map(), undefined)).rejects.toThrow(`dec: give the value of ${MOBILE} with --attr ${MOBILE}=<value>`);
-    await expect(disclosureFor('bob@x.org', { ts: 7, con: [] }, new Map(), undefined)).rejects.toThrow('has no attributes');
+    await expect(disclosureFor('bob@x.org', { ts: 7, con: [] }, new Map(), undefined)).rejects.toThrow(
+      'has no attributes',
+    );
   });
 
   it('on a terminal asks for each hidden value, showing the default and the hint', async () => {
@@ -112,10 +124,19 @@ describe('pg-cli dec on a terminal (in-process, stdin a TTY)', () => {
   it('asks which recipient you are and the hidden values, then decrypts', async () => {
     const file = join(dir, 'memo.txt');
     await writeFile(file, 'for Carol\n');
-    const recipients = { 'bob@example.org': [{ t: EMAIL, v: 'bob@example.org' }], 'carol@example.org': [{ t: EMAIL, v: 'carol@example.org' }, { t: FULLNAME, v: 'Carol Cat' }] };
-    const sealed = await runCliProcess(['enc', '--pkg', pkg.url, '-i', JSON.stringify(recipients), '-P', JSON.stringify([{ t: EMAIL }]), file], {
-      wallet: (s) => disclose(s, { [EMAIL]: 'alice@example.org' }),
-    });
+    const recipients = {
+      'bob@example.org': [{ t: EMAIL, v: 'bob@example.org' }],
+      'carol@example.org': [
+        { t: EMAIL, v: 'carol@example.org' },
+        { t: FULLNAME, v: 'Carol Cat' },
+      ],
+    };
+    const sealed = await runCliProcess(
+      ['enc', '--pkg', pkg.url, '-i', JSON.stringify(recipients), '-P', JSON.stringify([{ t: EMAIL }]), file],
+      {
+        wallet: (s) => disclose(s, { [EMAIL]: 'alice@example.org' }),
+      },
+    );
     expect(sealed.code).toBe(0);
     await rm(file);
 
@@ -135,7 +156,8 @@ describe('pg-cli dec on a terminal (in-process, stdin a TTY)', () => {
     const wallet = (async () => {
       for (;;) {
         const text = await readFile(pointers, 'utf8').catch(() => '');
-        if (text.includes('\n')) return disclose(JSON.parse(text) as SessionLine, { [EMAIL]: 'carol@example.org', [FULLNAME]: 'Carol Cat' });
+        if (text.includes('\n'))
+          return disclose(JSON.parse(text) as SessionLine, { [EMAIL]: 'carol@example.org', [FULLNAME]: 'Carol Cat' });
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
@@ -144,7 +166,9 @@ describe('pg-cli dec on a terminal (in-process, stdin a TTY)', () => {
     expect(stderr).not.toMatch(/error/);
     expect(code).toBe(0);
     expect(await readFile(file, 'utf8')).toBe('for Carol\n');
-    expect(stderr).toContain("What's your recipient identifier?\n  1) bob@example.org\n  2) carol@example.org\nNumber [1-2]: ");
+    expect(stderr).toContain(
+      "What's your recipient identifier?\n  1) bob@example.org\n  2) carol@example.org\nNumber [1-2]: ",
+    );
     expect(stderr).toContain(`Enter value for ${EMAIL} [carol@example.org]: Enter value for ${FULLNAME}: `);
     expect(report.request.disclose).toEqual([
       [[{ type: EMAIL, value: 'carol@example.org', notNull: true }]],

@@ -42,7 +42,11 @@ export class Prompter {
   }
 
   /** A numbered choice; asks again until the answer is one of the numbers (or an exact label). */
-  async choose(question: string, labels: readonly string[], describe: (label: string) => string = (l) => l): Promise<string> {
+  async choose(
+    question: string,
+    labels: readonly string[],
+    describe: (label: string) => string = (l) => l,
+  ): Promise<string> {
     const menu = labels.map((label, i) => `  ${i + 1}) ${describe(label)}`).join('\n');
     for (;;) {
       const answer = await this.ask(`${question}\n${menu}\nNumber [1-${labels.length}]: `);
@@ -53,7 +57,11 @@ export class Prompter {
   }
 
   /** A line of text; an empty answer takes `fallback` when there is one, else asks again. */
-  async text(question: string, fallback?: string, accept: (value: string) => string | undefined = () => undefined): Promise<string> {
+  async text(
+    question: string,
+    fallback?: string,
+    accept: (value: string) => string | undefined = () => undefined,
+  ): Promise<string> {
     for (;;) {
       const answer = await this.ask(fallback === undefined ? `${question}: ` : `${question} [${fallback}]: `);
       const value = answer === '' && fallback !== undefined ? fallback : answer;

@@ -29,7 +29,10 @@ export function readVersion(): string {
   // cli/package.json: beside dist/ when installed, the folder above in the sources.
   for (const relative of ['../package.json', './package.json']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: unknown; version?: unknown };
+      const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as {
+        name?: unknown;
+        version?: unknown;
+      };
       if (pkg.name === '@postguard-ts/cli' && typeof pkg.version === 'string') return pkg.version;
     } catch {
       // try the next
@@ -60,18 +63,24 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   if (first === 'help') {
     const topic = rest[0];
     const command = topic === undefined ? undefined : COMMANDS[topic];
-    if (topic !== undefined && command === undefined) return fail(io, Exit.USAGE, `unknown command ${JSON.stringify(topic)}`);
+    if (topic !== undefined && command === undefined)
+      return fail(io, Exit.USAGE, `unknown command ${JSON.stringify(topic)}`);
     io.stdout.write(command?.help ?? MAIN_HELP);
     return Exit.OK;
   }
   const command = COMMANDS[first];
-  if (command === undefined) return fail(io, Exit.USAGE, `unknown command ${JSON.stringify(first)} (commands: enc, dec; see pg-cli --help)`);
+  if (command === undefined)
+    return fail(io, Exit.USAGE, `unknown command ${JSON.stringify(first)} (commands: enc, dec; see pg-cli --help)`);
   try {
     return await command.run(rest, io);
   } catch (error) {
     if (io.signal.aborted) {
       const reason: unknown = io.signal.reason;
-      return fail(io, reason === 'SIGTERM' ? Exit.SIGTERM : Exit.SIGINT, `interrupted (${String(reason)}); no output was written`);
+      return fail(
+        io,
+        reason === 'SIGTERM' ? Exit.SIGTERM : Exit.SIGINT,
+        `interrupted (${String(reason)}); no output was written`,
+      );
     }
     const { exitCode, message } = describeFailure(error);
     return fail(io, exitCode, message);

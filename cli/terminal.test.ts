@@ -73,7 +73,11 @@ describe('--qr-json', () => {
       expect(lines).toHaveLength(3);
       expect(lines[2]).toBe('');
       const first = JSON.parse(lines[0]!);
-      expect(first).toEqual({ purpose: 'sign', sessionPtr: POINTER, qr: expect.stringMatching(/^https:\/\/open\.yivi\.app\/-\/session#/) });
+      expect(first).toEqual({
+        purpose: 'sign',
+        sessionPtr: POINTER,
+        qr: expect.stringMatching(/^https:\/\/open\.yivi\.app\/-\/session#/),
+      });
       expect(JSON.parse(lines[1]!).purpose).toBe('decrypt');
       expect(fromQr(first)).toEqual(POINTER);
       expect(fromQr(first.qr)).toEqual(POINTER);

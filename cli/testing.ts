@@ -95,7 +95,8 @@ export function startCli(args: readonly string[], options: CliRunOptions = {}): 
   return { child, result };
 }
 
-export const runCliProcess = (args: readonly string[], options: CliRunOptions = {}): Promise<CliResult> => startCli(args, options).result;
+export const runCliProcess = (args: readonly string[], options: CliRunOptions = {}): Promise<CliResult> =>
+  startCli(args, options).result;
 
 /**
  * A clock for the PKG and the stand-in that follows real time: pg-cli seals at the real current

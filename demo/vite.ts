@@ -43,7 +43,9 @@ function serviceWorkerConfig(outDir: string, write: boolean): InlineConfig {
 }
 
 function firstChunk(output: Awaited<ReturnType<typeof build>>): string {
-  const outputs = (Array.isArray(output) ? output : [output]) as Array<{ output?: Array<{ type: string; code?: string }> }>;
+  const outputs = (Array.isArray(output) ? output : [output]) as Array<{
+    output?: Array<{ type: string; code?: string }>;
+  }>;
   for (const o of outputs) {
     for (const item of o.output ?? []) if (item.type === 'chunk' && item.code !== undefined) return item.code;
   }
@@ -112,7 +114,11 @@ function serviceWorkerPlugin(): Plugin {
     generateBundle() {
       if (!isBuild) return;
       // A static host has no middleware: ship the dev stack's addresses; edit the file to move.
-      this.emitFile({ type: 'asset', fileName: 'config.json', source: `${JSON.stringify(DEFAULT_RUNTIME, null, 2)}\n` });
+      this.emitFile({
+        type: 'asset',
+        fileName: 'config.json',
+        source: `${JSON.stringify(DEFAULT_RUNTIME, null, 2)}\n`,
+      });
     },
   };
 }

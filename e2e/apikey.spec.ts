@@ -3,7 +3,11 @@ import { API_KEY_EMAIL, expect, openDemo, test } from './fixtures.js';
 
 /** An organisation signs with its API key (PG-…, from PostgreSQL) instead of a Yivi session. */
 
-test('signed with an organisation API key: no sender scan, and recipients see the organisation', async ({ page, context, stack }) => {
+test('signed with an organisation API key: no sender scan, and recipients see the organisation', async ({
+  page,
+  context,
+  stack,
+}) => {
   await openDemo(page, stack, 'encrypt');
   const sealed = await encrypt(page, context, stack, {
     recipients: [{ email: 'bob@example.com' }],

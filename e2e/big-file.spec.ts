@@ -43,7 +43,12 @@ async function keepAs(source: string, path: string): Promise<void> {
   await link(source, path).catch(() => copyFile(source, path));
 }
 
-test(`${SIZE_MIB} MiB encrypted and decrypted through the workers with flat memory and the same bytes`, async ({ page, context, stack, browser }) => {
+test(`${SIZE_MIB} MiB encrypted and decrypted through the workers with flat memory and the same bytes`, async ({
+  page,
+  context,
+  stack,
+  browser,
+}) => {
   test.setTimeout(15 * 60_000);
   const dir = await mkdtemp(join(stack.dir, 'big-'));
   const figures: Record<string, unknown> = { sizeMiB: SIZE_MIB };
@@ -97,12 +102,16 @@ test(`${SIZE_MIB} MiB encrypted and decrypted through the workers with flat memo
     started = Date.now();
     expect(await sha256File(plainOut)).toBe(plainHash);
     figures['hashSeconds'] = (Date.now() - started) / 1000;
-    figures['pagePerformanceMemoryMiB'] = await page.evaluate(
-      () => Math.round(((performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize ?? 0) / 1048576),
+    figures['pagePerformanceMemoryMiB'] = await page.evaluate(() =>
+      Math.round(
+        ((performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize ?? 0) / 1048576,
+      ),
     );
 
     console.log(`${SIZE_MIB} MiB through the demo: ${JSON.stringify(figures)}`);
-    await test.info().attach('figures.json', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
+    await test
+      .info()
+      .attach('figures.json', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
     for (const report of [encryptMemory, decryptMemory]) {
       for (const [thread, mib] of Object.entries(report.growth)) expect(mib, `${thread} grew`).toBeLessThan(FLAT_MIB);
     }

@@ -15,7 +15,8 @@ export interface RecipientEntry {
   extras?: Array<{ label: string; value: string }>;
 }
 
-export type Content = { text: string } | { files: string[] | Array<{ name: string; mimeType: string; buffer: Buffer }> };
+export type Content =
+  { text: string } | { files: string[] | Array<{ name: string; mimeType: string; buffer: Buffer }> };
 
 export type Sender = { yivi: { email?: string; mobile?: string } } | { apiKey: string };
 
@@ -29,7 +30,9 @@ export async function fillEncryptForm(page: Page, request: EncryptRequest): Prom
   for (let i = 1; i < request.recipients.length; i++) await page.getByRole('button', { name: 'Add recipient' }).click();
   const many = request.recipients.length > 1;
   for (const [i, recipient] of request.recipients.entries()) {
-    await page.getByLabel(many ? `Recipient ${i + 1} e-mail address` : 'Recipient e-mail address').fill(recipient.email);
+    await page
+      .getByLabel(many ? `Recipient ${i + 1} e-mail address` : 'Recipient e-mail address')
+      .fill(recipient.email);
     const row = page.locator('.recipient').nth(i);
     for (const extra of recipient.extras ?? []) {
       await row.getByLabel('Also require').selectOption({ label: extra.label });
@@ -46,7 +49,8 @@ export async function fillEncryptForm(page: Page, request: EncryptRequest): Prom
   }
   if ('yivi' in request.sender) {
     await page.getByRole('radio', { name: 'Prove with Yivi' }).check();
-    if (request.sender.yivi.email !== undefined) await page.getByLabel('Your e-mail address').fill(request.sender.yivi.email);
+    if (request.sender.yivi.email !== undefined)
+      await page.getByLabel('Your e-mail address').fill(request.sender.yivi.email);
     await page.getByLabel('Also sign with my mobile number').setChecked(request.sender.yivi.mobile !== undefined);
   } else {
     await page.getByRole('radio', { name: 'Organisation API key' }).check();
@@ -55,14 +59,20 @@ export async function fillEncryptForm(page: Page, request: EncryptRequest): Prom
 }
 
 /** Fills the form, presses Encrypt, proves the sender in the wallet if needed; returns the .enc download. */
-export async function encrypt(page: Page, context: BrowserContext, stack: Stack, request: EncryptRequest): Promise<Download> {
+export async function encrypt(
+  page: Page,
+  context: BrowserContext,
+  stack: Stack,
+  request: EncryptRequest,
+): Promise<Download> {
   await fillEncryptForm(page, request);
   const download = page.waitForEvent('download', { timeout: 600_000 });
   await page.getByRole('button', { name: 'Encrypt and download' }).click();
   if ('yivi' in request.sender) {
     const values: Record<string, string> = {};
     if (request.sender.yivi.email === undefined) values['pbdf.sidn-pbdf.email.email'] = 'sender@example.org';
-    if (request.sender.yivi.mobile !== undefined) values['pbdf.sidn-pbdf.mobilenumber.mobilenumber'] = request.sender.yivi.mobile;
+    if (request.sender.yivi.mobile !== undefined)
+      values['pbdf.sidn-pbdf.mobilenumber.mobilenumber'] = request.sender.yivi.mobile;
     await discloseInWallet(context, page, stack, values);
   }
   const saved = await download;
@@ -80,7 +90,10 @@ export async function settled(page: Page, outcome: string): Promise<void> {
   if (await error.isVisible()) throw new Error(`the page shows an error: ${await error.innerText()}`);
 }
 
-export async function chooseEncFile(page: Page, file: string | { name: string; mimeType: string; buffer: Buffer }): Promise<void> {
+export async function chooseEncFile(
+  page: Page,
+  file: string | { name: string; mimeType: string; buffer: Buffer },
+): Promise<void> {
   await page.getByLabel(/Drop a \.enc file here/).setInputFiles(file);
 }
 
@@ -96,9 +109,17 @@ export interface KeyRequest {
 }
 
 /** Picks the recipient, presses "Get my key", does the scan if one is asked for; returns where the key came from. */
-export async function getKey(page: Page, context: BrowserContext, stack: Stack, request: KeyRequest = {}): Promise<string> {
+export async function getKey(
+  page: Page,
+  context: BrowserContext,
+  stack: Stack,
+  request: KeyRequest = {},
+): Promise<string> {
   await expect(page.locator('#file-info')).toBeVisible();
-  if (request.recipient !== undefined) await page.getByRole('radio', { name: new RegExp(`^${request.recipient.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`) }).check();
+  if (request.recipient !== undefined)
+    await page
+      .getByRole('radio', { name: new RegExp(`^${request.recipient.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`) })
+      .check();
   for (const [label, value] of Object.entries(request.typed ?? {})) await page.getByLabel(label).fill(value);
   await page.getByLabel(/Remember my key/).setChecked(request.remember ?? false);
   await page.getByRole('button', { name: 'Get my key with Yivi' }).click();

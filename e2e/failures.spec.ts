@@ -71,9 +71,16 @@ for (const c of cases) {
   });
 }
 
-test('a file that is not PostGuard, and one damaged in its header, are refused when picked', async ({ page, stack }) => {
+test('a file that is not PostGuard, and one damaged in its header, are refused when picked', async ({
+  page,
+  stack,
+}) => {
   await openDemo(page, stack, 'decrypt');
-  await chooseEncFile(page, { name: 'holiday.jpg.enc', mimeType: 'application/octet-stream', buffer: randomBytes(5000) });
+  await chooseEncFile(page, {
+    name: 'holiday.jpg.enc',
+    mimeType: 'application/octet-stream',
+    buffer: randomBytes(5000),
+  });
   await expect(page.getByRole('alert')).toContainText('This is not a PostGuard file.');
   await expect(page.locator('#file-info')).toBeHidden();
 
@@ -85,9 +92,21 @@ test('a file that is not PostGuard, and one damaged in its header, are refused w
   await expect(page.locator('#file-info')).toBeHidden();
 });
 
-test('the wrong person: a proof of another mobile number gives a key that opens nothing, and the page says so', async ({ page, context, stack }) => {
+test('the wrong person: a proof of another mobile number gives a key that opens nothing, and the page says so', async ({
+  page,
+  context,
+  stack,
+}) => {
   const ts = Math.floor(Date.now() / 1000) - 1;
-  const policy = { [BOB]: { ts, con: [{ t: EMAIL, v: BOB }, { t: MOBILE, v: '+31611112222' }] } };
+  const policy = {
+    [BOB]: {
+      ts,
+      con: [
+        { t: EMAIL, v: BOB },
+        { t: MOBILE, v: '+31611112222' },
+      ],
+    },
+  };
   const ct = await sealWithPolicy(stack, policy, SENDER, randomBytes(1000));
   await openDemo(page, stack, 'decrypt');
   await chooseEncFile(page, { name: 'note.txt.enc', mimeType: 'application/octet-stream', buffer: Buffer.from(ct) });
@@ -100,7 +119,11 @@ test('the wrong person: a proof of another mobile number gives a key that opens 
   await expect(page.locator('#preview-area')).toBeHidden();
 });
 
-test('a scan refused in the wallet: no key, and the page says the session was cancelled', async ({ page, context, stack }) => {
+test('a scan refused in the wallet: no key, and the page says the session was cancelled', async ({
+  page,
+  context,
+  stack,
+}) => {
   const ct = await sealInNode(stack, [BOB], SENDER, randomBytes(1000));
   await openDemo(page, stack, 'decrypt');
   await chooseEncFile(page, { name: 'note.txt.enc', mimeType: 'application/octet-stream', buffer: Buffer.from(ct) });

@@ -50,12 +50,24 @@ export async function startStack(demoBuild: string): Promise<Stack & { close(): 
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    await build({ ...demoConfig({ outDir: demoBuild }), build: { ...demoConfig().build, outDir: demoBuild, sourcemap: false } });
+    await build({
+      ...demoConfig({ outDir: demoBuild }),
+      build: { ...demoConfig().build, outDir: demoBuild, sourcemap: false },
+    });
     schema = await createTestSchema();
     const apiKey = await createApiKey(schema.url, { email: API_KEY_EMAIL, org: API_KEY_ORG });
     const keyDir = join(dir, 'keys');
     dev = await startDev(
-      { host: '127.0.0.1', pkgPort: 0, standinPort: 0, demoPort: 0, demo: 'build', demoDir: demoBuild, origins: [], keyDir },
+      {
+        host: '127.0.0.1',
+        pkgPort: 0,
+        standinPort: 0,
+        demoPort: 0,
+        demo: 'build',
+        demoDir: demoBuild,
+        origins: [],
+        keyDir,
+      },
       // The specs ask for many keys in a few seconds; the limits have their own tests.
       { LOG_LEVEL: 'error', PKG_RATELIMIT_DISABLED: 'true', DATABASE_URL: schema.url },
     );
@@ -89,7 +101,12 @@ export const test = base.extend<object, { stack: Stack }>({
 export { expect };
 
 /** Opens a demo page and waits until its services (config, workers, service worker) are up. */
-export async function openDemo(page: Page, stack: Stack, which: 'encrypt' | 'decrypt', serviceWorker = true): Promise<void> {
+export async function openDemo(
+  page: Page,
+  stack: Stack,
+  which: 'encrypt' | 'decrypt',
+  serviceWorker = true,
+): Promise<void> {
   await page.goto(`${stack.demoUrl}${which === 'encrypt' ? '' : 'decrypt.html'}`);
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
   await expect(page.locator('body')).toHaveAttribute('data-service-worker', String(serviceWorker));

@@ -34,13 +34,25 @@ function chunked(bytes: Uint8Array, size = 65_536): ReadableStream<Uint8Array> {
 function collector(): { writable: WritableStream<Uint8Array>; bytes: () => Buffer } {
   const parts: Buffer[] = [];
   // pg-wasm may reuse its buffers: copy each chunk.
-  return { writable: new WritableStream<Uint8Array>({ write: (c) => void parts.push(Buffer.from(c)) }), bytes: () => Buffer.concat(parts) };
+  return {
+    writable: new WritableStream<Uint8Array>({ write: (c) => void parts.push(Buffer.from(c)) }),
+    bytes: () => Buffer.concat(parts),
+  };
 }
 
-test('a file sealed by pg-wasm (streaming) opens in the demo with the same bytes and its sender', async ({ page, context, stack }) => {
+test('a file sealed by pg-wasm (streaming) opens in the demo with the same bytes and its sender', async ({
+  page,
+  context,
+  stack,
+}) => {
   const plain = randomBytes(700_000);
   const out = collector();
-  await pgwasm.sealStream(stack.keys.mpk, { policy: policyFor([BOB]), pubSignKey: signingKeyFor(stack, CAROL) }, chunked(plain), out.writable);
+  await pgwasm.sealStream(
+    stack.keys.mpk,
+    { policy: policyFor([BOB]), pubSignKey: signingKeyFor(stack, CAROL) },
+    chunked(plain),
+    out.writable,
+  );
   const path = join(test.info().outputPath(), 'from-pg-wasm.bin.enc');
   await writeFile(path, out.bytes());
 
@@ -54,9 +66,17 @@ test('a file sealed by pg-wasm (streaming) opens in the demo with the same bytes
   await expect(page.locator('#verified')).toContainText(`E-mail address: ${CAROL}`);
 });
 
-test("a message sealed by pg-wasm in its in-memory mode opens in the demo (read whole, in the crypto worker)", async ({ page, context, stack }) => {
+test('a message sealed by pg-wasm in its in-memory mode opens in the demo (read whole, in the crypto worker)', async ({
+  page,
+  context,
+  stack,
+}) => {
   const text = 'sealed in memory by pg-wasm';
-  const ct = await pgwasm.seal(stack.keys.mpk, { policy: policyFor([BOB]), pubSignKey: signingKeyFor(stack, CAROL) }, new TextEncoder().encode(text));
+  const ct = await pgwasm.seal(
+    stack.keys.mpk,
+    { policy: policyFor([BOB]), pubSignKey: signingKeyFor(stack, CAROL) },
+    new TextEncoder().encode(text),
+  );
   await openDemo(page, stack, 'decrypt');
   await chooseEncFile(page, { name: 'memo.txt.enc', mimeType: 'application/octet-stream', buffer: Buffer.from(ct) });
   await getKey(page, context, stack);
@@ -68,7 +88,11 @@ test("a message sealed by pg-wasm in its in-memory mode opens in the demo (read 
   await expect(page.locator('#verified')).toContainText('Decrypted in the browser and saved once complete.');
 });
 
-test('a file sealed by the demo opens with pg-wasm: same bytes, the public and the private sender identity', async ({ page, context, stack }) => {
+test('a file sealed by the demo opens with pg-wasm: same bytes, the public and the private sender identity', async ({
+  page,
+  context,
+  stack,
+}) => {
   const plain = randomBytes(1_000_000);
   await openDemo(page, stack, 'encrypt');
   const sealed = await encrypt(page, context, stack, {
@@ -83,7 +107,11 @@ test('a file sealed by the demo opens with pg-wasm: same bytes, the public and t
   expect(hidden.con).toEqual([{ t: EMAIL, v: '' }]);
   expect(unsealer.public_identity()).toMatchObject({ con: [{ t: EMAIL, v: CAROL }] });
   const out = collector();
-  const verified = (await unsealer.unseal(BOB, uskFor(stack, { ts: hidden.ts, con: [{ t: EMAIL, v: BOB }] }), out.writable)) as {
+  const verified = (await unsealer.unseal(
+    BOB,
+    uskFor(stack, { ts: hidden.ts, con: [{ t: EMAIL, v: BOB }] }),
+    out.writable,
+  )) as {
     public: { con: unknown[] };
     private?: { con: unknown[] };
   };

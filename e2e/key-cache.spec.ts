@@ -15,7 +15,11 @@ async function files(stack: Parameters<typeof sealWithPolicy>[0]) {
   const seal = async (text: string, ts: number) =>
     Buffer.from(await sealWithPolicy(stack, policyFor([BOB], ts), 'alice@example.org', new TextEncoder().encode(text)));
   // Sealed at different times: different keys (the policy timestamp is part of the identity).
-  return { first: await seal('first letter', now - 20), second: await seal('second letter', now - 10), third: await seal('third letter', now - 5) };
+  return {
+    first: await seal('first letter', now - 20),
+    second: await seal('second letter', now - 10),
+    third: await seal('third letter', now - 5),
+  };
 }
 
 async function open(page: import('@playwright/test').Page, name: string, buffer: Buffer): Promise<void> {
@@ -29,7 +33,11 @@ async function previewText(page: import('@playwright/test').Page): Promise<strin
   return pre.innerText();
 }
 
-test('a remembered key opens the next file for the same identity without a scan; after "forget" the page asks again', async ({ page, context, stack }) => {
+test('a remembered key opens the next file for the same identity without a scan; after "forget" the page asks again', async ({
+  page,
+  context,
+  stack,
+}) => {
   const f = await files(stack);
   await openDemo(page, stack, 'decrypt');
 

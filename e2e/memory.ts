@@ -46,11 +46,16 @@ export class ThreadMemory {
   /** Attaches to every page, worker and service worker whose URL starts with `origin`. */
   static async attach(browser: Browser, origin: string): Promise<ThreadMemory> {
     const cdp = await browser.newBrowserCDPSession();
-    const { targetInfos } = (await cdp.send('Target.getTargets')) as { targetInfos: Array<{ targetId: string; type: string; url: string }> };
+    const { targetInfos } = (await cdp.send('Target.getTargets')) as {
+      targetInfos: Array<{ targetId: string; type: string; url: string }>;
+    };
     const threads: Attached[] = [];
     for (const target of targetInfos) {
       if (!['page', 'worker', 'service_worker'].includes(target.type) || !target.url.startsWith(origin)) continue;
-      const { sessionId } = (await cdp.send('Target.attachToTarget', { targetId: target.targetId, flatten: false })) as { sessionId: string };
+      const { sessionId } = (await cdp.send('Target.attachToTarget', {
+        targetId: target.targetId,
+        flatten: false,
+      })) as { sessionId: string };
       threads.push({ kind: target.type as ThreadKind, url: target.url, sessionId });
     }
     const monitor = new ThreadMemory(cdp, threads);
@@ -77,7 +82,10 @@ export class ThreadMemory {
     const out: Record<string, number> = {};
     for (const thread of this.threads) {
       await this.call(thread.sessionId, 'HeapProfiler.collectGarbage');
-      const usage = (await this.call(thread.sessionId, 'Runtime.getHeapUsage')) as { usedSize: number; backingStorageSize?: number };
+      const usage = (await this.call(thread.sessionId, 'Runtime.getHeapUsage')) as {
+        usedSize: number;
+        backingStorageSize?: number;
+      };
       out[thread.kind] = (out[thread.kind] ?? 0) + usage.usedSize + (usage.backingStorageSize ?? 0);
     }
     return out;

@@ -10,7 +10,11 @@ import { expect, openDemo, test } from './fixtures.js';
 
 test.use({ serviceWorkers: 'block' });
 
-test('without a service worker: a file is encrypted and decrypted through Blobs, same bytes', async ({ page, context, stack }) => {
+test('without a service worker: a file is encrypted and decrypted through Blobs, same bytes', async ({
+  page,
+  context,
+  stack,
+}) => {
   const bytes = randomBytes(2 * 1024 * 1024 + 99);
   await openDemo(page, stack, 'encrypt', false);
   const sealed = await encrypt(page, context, stack, {

@@ -38,9 +38,15 @@ function png(width: number, height: number): Buffer {
   header.set([8, 2, 0, 0, 0], 8);
   const rows = Buffer.alloc(height * (1 + width * 3));
   for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) rows.set([(x * 255) / width, (y * 255) / height, 128], y * (1 + width * 3) + 1 + x * 3);
+    for (let x = 0; x < width; x++)
+      rows.set([(x * 255) / width, (y * 255) / height, 128], y * (1 + width * 3) + 1 + x * 3);
   }
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** Drops a file on the drop zone, the way a drag from the desktop arrives. */
@@ -68,7 +74,9 @@ test('an image is decoded and shown; a PDF goes to a frame with the same bytes',
   await page.getByRole('button', { name: 'Preview' }).click();
   const img = page.getByRole('img', { name: 'Preview of chart.png' });
   await expect(img).toBeVisible();
-  expect(await img.evaluate((el: HTMLImageElement) => el.decode().then(() => [el.naturalWidth, el.naturalHeight]))).toEqual([48, 32]);
+  expect(
+    await img.evaluate((el: HTMLImageElement) => el.decode().then(() => [el.naturalWidth, el.naturalHeight])),
+  ).toEqual([48, 32]);
 
   const pdf = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
   await dropFile(page, 'terms.pdf.enc', await sealInNode(stack, [BOB], 'alice@example.org', pdf));

@@ -12,10 +12,18 @@ import { expect, openDemo, test } from './fixtures.js';
 const BOB = 'bob@example.com';
 const ALICE = 'alice@example.org';
 
-test('a message for bob@example.com: encrypted, then previewed and downloaded with the same bytes', async ({ page, context, stack }) => {
+test('a message for bob@example.com: encrypted, then previewed and downloaded with the same bytes', async ({
+  page,
+  context,
+  stack,
+}) => {
   const text = 'Hello Bob,\nthe meeting moved to Thursday. — Alice ✉️\n';
   await openDemo(page, stack, 'encrypt');
-  const sealed = await encrypt(page, context, stack, { recipients: [{ email: BOB }], content: { text }, sender: { yivi: { email: ALICE } } });
+  const sealed = await encrypt(page, context, stack, {
+    recipients: [{ email: BOB }],
+    content: { text },
+    sender: { yivi: { email: ALICE } },
+  });
   expect(sealed.suggestedFilename()).toBe('message.txt.enc');
   await expect(page.locator('#signer-status')).toHaveText(`Signing as E-mail address ${ALICE}.`);
 
@@ -37,7 +45,11 @@ test('a message for bob@example.com: encrypted, then previewed and downloaded wi
   await expect(page.locator('#verified')).toContainText('Decrypted and saved as message.txt');
 });
 
-test('a file for bob@example.com: downloaded with the same bytes and its name back', async ({ page, context, stack }) => {
+test('a file for bob@example.com: downloaded with the same bytes and its name back', async ({
+  page,
+  context,
+  stack,
+}) => {
   const bytes = randomBytes(3 * 1024 * 1024 + 12_345);
   await openDemo(page, stack, 'encrypt');
   const sealed = await encrypt(page, context, stack, {
@@ -58,11 +70,18 @@ test('a file for bob@example.com: downloaded with the same bytes and its name ba
   expect(await sha256File(await plain.path())).toBe(sha256(bytes));
 });
 
-test('two recipients, one also bound to a mobile number; the sender signs a private mobile number too', async ({ page, context, stack }) => {
+test('two recipients, one also bound to a mobile number; the sender signs a private mobile number too', async ({
+  page,
+  context,
+  stack,
+}) => {
   const text = 'for the two of you';
   await openDemo(page, stack, 'encrypt');
   const sealed = await encrypt(page, context, stack, {
-    recipients: [{ email: 'carol@example.net' }, { email: BOB, extras: [{ label: 'Mobile number', value: '+31 6 1234 5678' }] }],
+    recipients: [
+      { email: 'carol@example.net' },
+      { email: BOB, extras: [{ label: 'Mobile number', value: '+31 6 1234 5678' }] },
+    ],
     content: { text },
     sender: { yivi: { email: ALICE, mobile: '+31698765432' } },
   });
@@ -71,7 +90,9 @@ test('two recipients, one also bound to a mobile number; the sender signs a priv
   await chooseEncFile(page, await keep(sealed, test.info().outputPath()));
   // The hidden policy shows all but the last four characters of the number (a hint), nothing of the rest.
   const bob = page.getByRole('radio', { name: new RegExp(`^${BOB}`) });
-  await expect(page.locator('#recipient-choices')).toContainText('Whoever proves bob@example.com and: Mobile number +3161234****');
+  await expect(page.locator('#recipient-choices')).toContainText(
+    'Whoever proves bob@example.com and: Mobile number +3161234****',
+  );
   await expect(page.locator('#recipient-choices')).toContainText('Anyone who proves carol@example.net');
   // The public identity carries the e-mail address only.
   await expect(page.locator('#sender')).not.toContainText('+31698765432');

@@ -36,12 +36,15 @@ for (const viewport of VIEWPORTS) {
   test.describe(`at ${viewport.name} width (${viewport.width}px)`, () => {
     test.use({ viewport: { width: viewport.width, height: viewport.height } });
 
-    test('encrypt page: empty, filled in, and waiting for the sender\'s scan', async ({ page, stack }, info) => {
+    test("encrypt page: empty, filled in, and waiting for the sender's scan", async ({ page, stack }, info) => {
       await openDemo(page, stack, 'encrypt');
       await shoot(page, info, `encrypt-empty-${viewport.name}`);
       await fillEncryptForm(page, {
-        recipients: [{ email: 'bob@example.com', extras: [{ label: 'Mobile number', value: '+31612345678' }] }, { email: 'carol@example.net' }],
-        content: { text: 'The minutes of Thursday\'s meeting are attached.' },
+        recipients: [
+          { email: 'bob@example.com', extras: [{ label: 'Mobile number', value: '+31612345678' }] },
+          { email: 'carol@example.net' },
+        ],
+        content: { text: "The minutes of Thursday's meeting are attached." },
         sender: { yivi: { email: 'alice@example.org', mobile: '+31698765432' } },
       });
       await shoot(page, info, `encrypt-filled-${viewport.name}`);
@@ -53,13 +56,23 @@ for (const viewport of VIEWPORTS) {
       await shoot(page, info, `encrypt-cancelled-${viewport.name}`);
     });
 
-    test('decrypt page: empty, a file picked, the scan, decrypted with a preview, and a damaged file', async ({ page, context, stack }, info) => {
+    test('decrypt page: empty, a file picked, the scan, decrypted with a preview, and a damaged file', async ({
+      page,
+      context,
+      stack,
+    }, info) => {
       const ts = Math.floor(Date.now() / 1000) - 1;
       const policy = {
-        'bob@example.com': { ts, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: 'bob@example.com' }, { t: MOBILE, v: '+31612345678' }] },
+        'bob@example.com': {
+          ts,
+          con: [
+            { t: 'pbdf.sidn-pbdf.email.email', v: 'bob@example.com' },
+            { t: MOBILE, v: '+31612345678' },
+          ],
+        },
         'carol@example.net': { ts, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: 'carol@example.net' }] },
       };
-      const text = 'The minutes of Thursday\'s meeting:\n1. Budget approved.\n2. Next meeting on the 14th.\n';
+      const text = "The minutes of Thursday's meeting:\n1. Budget approved.\n2. Next meeting on the 14th.\n";
       const ct = Buffer.from(await sealWithPolicy(stack, policy, 'alice@example.org', new TextEncoder().encode(text)));
 
       await openDemo(page, stack, 'decrypt');
@@ -78,9 +91,18 @@ for (const viewport of VIEWPORTS) {
       await expect(page.locator('#preview-area pre')).toHaveText(text);
       await shoot(page, info, `decrypt-preview-${viewport.name}`);
 
-      const big = await sealWithPolicy(stack, { 'bob@example.com': policy['bob@example.com'] }, 'alice@example.org', randomBytes(600_000));
+      const big = await sealWithPolicy(
+        stack,
+        { 'bob@example.com': policy['bob@example.com'] },
+        'alice@example.org',
+        randomBytes(600_000),
+      );
       big[layout(big).framing + layout(big).segment + 10]! ^= 1;
-      await chooseEncFile(page, { name: 'report.pdf.enc', mimeType: 'application/octet-stream', buffer: Buffer.from(big) });
+      await chooseEncFile(page, {
+        name: 'report.pdf.enc',
+        mimeType: 'application/octet-stream',
+        buffer: Buffer.from(big),
+      });
       await getKey(page, context, stack, { typed: { 'Your mobile number': '+31612345678' } });
       await page.getByRole('button', { name: 'Download', exact: true }).click();
       await expect(page.getByRole('alert')).toContainText('This file was changed after it was encrypted.');

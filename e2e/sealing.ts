@@ -35,7 +35,12 @@ export function sealInNode(stack: Stack, recipients: string[], sender: string, p
   return sealWithPolicy(stack, policyFor(recipients), sender, plain);
 }
 
-export async function sealWithPolicy(stack: Stack, policy: Record<string, Policy>, sender: string, plain: Uint8Array): Promise<Uint8Array> {
+export async function sealWithPolicy(
+  stack: Stack,
+  policy: Record<string, Policy>,
+  sender: string,
+  plain: Uint8Array,
+): Promise<Uint8Array> {
   const out = new TransformStream<Uint8Array, Uint8Array>();
   const collected = collect(out.readable);
   const source = new ReadableStream<Uint8Array>({

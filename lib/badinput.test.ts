@@ -1,7 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, concat, failingSource } from '../test/streams.js';
-import { DEFAULT_SEGMENT_SIZE, PostGuardError, StreamUnsealer, Unsealer, seal, sealStream, type SealOptions } from './index.js';
+import {
+  DEFAULT_SEGMENT_SIZE,
+  PostGuardError,
+  StreamUnsealer,
+  Unsealer,
+  seal,
+  sealStream,
+  type SealOptions,
+} from './index.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
 import { SegmentSealer, SEGMENT_OVERHEAD } from './segments.js';
 import { prepareSeal } from './seal.js';
@@ -144,7 +152,7 @@ describe('in-memory tampering', () => {
   it('a flipped bit in any byte is rejected with a typed error', async () => {
     for (let i = 0; i < memoryCt.length; i++) {
       const ct = memoryCt.slice();
-      ct[i]! ^= 1 << i % 8;
+      ct[i]! ^= 1 << (i % 8);
       const error = await openMemory(ct).then(
         () => undefined,
         (e) => e,
@@ -204,10 +212,14 @@ describe('keys and recipients', () => {
     ['signing key', 'A'.repeat(128)], // parses (zero scalar, identity point) but was not issued for the policy
   ])('malformed %s %#', async (which, bad) => {
     const opts =
-      which === 'mpk' ? { mpk: bad, options } : { mpk, options: { ...options, pubSignKey: { ...options.pubSignKey, key: bad } } };
+      which === 'mpk'
+        ? { mpk: bad, options }
+        : { mpk, options: { ...options, pubSignKey: { ...options.pubSignKey, key: bad } } };
     await expect(seal(opts.mpk, opts.options, Uint8Array.of(1))).rejects.toThrow(code('INVALID_KEY'));
     const out = collector();
-    await expect(sealStream(opts.mpk, opts.options, chunkedSource(Uint8Array.of(1)), out.writable)).rejects.toThrow(code('INVALID_KEY'));
+    await expect(sealStream(opts.mpk, opts.options, chunkedSource(Uint8Array.of(1)), out.writable)).rejects.toThrow(
+      code('INVALID_KEY'),
+    );
     expect(out.state()).toBe('aborted');
   });
 
@@ -226,8 +238,12 @@ describe('keys and recipients', () => {
   });
 
   it('missing policy or pubSignKey', async () => {
-    await expect(seal(mpk, { pubSignKey: options.pubSignKey }, Uint8Array.of(1))).rejects.toThrow(code('INVALID_POLICY'));
-    await expect(seal(mpk, { policy: { bob } } as unknown as SealOptions, Uint8Array.of(1))).rejects.toThrow(code('INVALID_POLICY'));
+    await expect(seal(mpk, { pubSignKey: options.pubSignKey }, Uint8Array.of(1))).rejects.toThrow(
+      code('INVALID_POLICY'),
+    );
+    await expect(seal(mpk, { policy: { bob } } as unknown as SealOptions, Uint8Array.of(1))).rejects.toThrow(
+      code('INVALID_POLICY'),
+    );
   });
 });
 
@@ -247,8 +263,21 @@ describe('streaming tampering', () => {
 
   it('truncated anywhere: in the framing, at and inside segments', async () => {
     const { frame } = segmentsOf(streamCt);
-    const cuts = [0, 3, 9, 10, 200, frame.length - 1, frame.length, frame.length + 1, frame.length + wire - 1, frame.length + wire,
-      frame.length + wire + 111, frame.length + 2 * wire + 5000, streamCt.length - 1];
+    const cuts = [
+      0,
+      3,
+      9,
+      10,
+      200,
+      frame.length - 1,
+      frame.length,
+      frame.length + 1,
+      frame.length + wire - 1,
+      frame.length + wire,
+      frame.length + wire + 111,
+      frame.length + 2 * wire + 5000,
+      streamCt.length - 1,
+    ];
     for (const n of cuts) {
       await expectStreamFailure(streamCt.subarray(0, n), ['TRUNCATED', 'TAMPERED']);
     }
@@ -256,8 +285,22 @@ describe('streaming tampering', () => {
 
   it('a flipped bit in the framing or anywhere in the payload', async () => {
     const { frame } = segmentsOf(streamCt);
-    const positions = [0, 4, 7, 12, 100, frame.length - 1, frame.length, frame.length + 4, frame.length + wire - 1,
-      frame.length + wire - 100, frame.length + wire, frame.length + 2 * wire + 17, streamCt.length - 16, streamCt.length - 1];
+    const positions = [
+      0,
+      4,
+      7,
+      12,
+      100,
+      frame.length - 1,
+      frame.length,
+      frame.length + 4,
+      frame.length + wire - 1,
+      frame.length + wire - 100,
+      frame.length + wire,
+      frame.length + 2 * wire + 17,
+      streamCt.length - 16,
+      streamCt.length - 1,
+    ];
     for (const i of positions) {
       const ct = streamCt.slice();
       ct[i]! ^= 0x10;
@@ -324,7 +367,9 @@ describe('sealing from a failing source', () => {
   it('rejects non-byte chunks with INVALID_INPUT', async () => {
     const out = collector();
     const numbers = new ReadableStream({ start: (c) => (c.enqueue([1, 2, 3]), c.close()) });
-    await expect(sealStream(mpk, options, numbers as ReadableStream<Uint8Array>, out.writable)).rejects.toThrow(code('INVALID_INPUT'));
+    await expect(sealStream(mpk, options, numbers as ReadableStream<Uint8Array>, out.writable)).rejects.toThrow(
+      code('INVALID_INPUT'),
+    );
     expect(out.state()).toBe('aborted');
   });
 });

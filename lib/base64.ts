@@ -53,12 +53,17 @@ export function fromBase64(text: unknown, what: string, expectedBytes?: number):
       }
       acc = (acc << 6) | d;
     }
-    const b0 = (acc >> 16) & 255, b1 = (acc >> 8) & 255, b2 = acc & 255;
+    const b0 = (acc >> 16) & 255,
+      b1 = (acc >> 8) & 255,
+      b2 = acc & 255;
     if (!last || pad === 0) {
-      out[o++] = b0; out[o++] = b1; out[o++] = b2;
+      out[o++] = b0;
+      out[o++] = b1;
+      out[o++] = b2;
     } else if (pad === 1) {
       if (b2 !== 0) throw invalidKey(`${what}: non-canonical base64 padding`);
-      out[o++] = b0; out[o++] = b1;
+      out[o++] = b0;
+      out[o++] = b1;
     } else {
       if (b1 !== 0 || b2 !== 0) throw invalidKey(`${what}: non-canonical base64 padding`);
       out[o++] = b0;

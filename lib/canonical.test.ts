@@ -22,7 +22,8 @@ const typed = (v: string): Policy => ({ ts, con: [{ t: EMAIL, v }] });
 const plain = new TextEncoder().encode('canonical identities');
 
 /** A signing key as a PKG before 0.6.5 issued it: for the spelling as written. */
-const rawSigningKey = (policy: Policy) => toBase64(ggKeygen(fromBase64(ibs.sk, 'sk', 32), sha3_256(rawPolicyDigest(policy))));
+const rawSigningKey = (policy: Policy) =>
+  toBase64(ggKeygen(fromBase64(ibs.sk, 'sk', 32), sha3_256(rawPolicyDigest(policy))));
 
 describe('canonical identities through seal and unseal', () => {
   const bobUsk = extractUsk(kem.msk, typed('bob@example.com'));
@@ -58,7 +59,7 @@ describe('canonical identities through seal and unseal', () => {
     expect(sink.bytes()).toEqual(plain);
   });
 
-  it("a key an older PKG issued for the raw spelling: sealed as written, verified leniently here and by pg-wasm", async () => {
+  it('a key an older PKG issued for the raw spelling: sealed as written, verified leniently here and by pg-wasm', async () => {
     const raw = typed('Alice@Example.com');
     const old = { policy: { bob: typed('bob@example.com') }, pubSignKey: { key: rawSigningKey(raw), policy: raw } };
     const ct = await seal(kem.mpk, old, plain);
@@ -77,13 +78,20 @@ describe('canonical identities through seal and unseal', () => {
   it('a pg-wasm ciphertext whose header names a raw spelling, signed with that raw key, verifies here', async () => {
     const pg = await loadPgWasm();
     const raw = typed('Alice@Example.com');
-    const ct = await pg.seal(kem.mpk, { policy: { bob: typed('bob@example.com') }, pubSignKey: { key: rawSigningKey(raw), policy: raw } }, plain);
+    const ct = await pg.seal(
+      kem.mpk,
+      { policy: { bob: typed('bob@example.com') }, pubSignKey: { key: rawSigningKey(raw), policy: raw } },
+      plain,
+    );
     const u = await Unsealer.new(ct, ibs.vk);
     expect((await u.unseal('bob', bobUsk))[0]).toEqual(plain);
   });
 
   it('a key for another identity is still refused', async () => {
-    const wrong = { policy: { bob: typed('bob@example.com') }, pubSignKey: { key: extractSigningKey(ibs.sk, typed('eve@example.com')), policy: typed('Alice@Example.com') } };
+    const wrong = {
+      policy: { bob: typed('bob@example.com') },
+      pubSignKey: { key: extractSigningKey(ibs.sk, typed('eve@example.com')), policy: typed('Alice@Example.com') },
+    };
     await expect(seal(kem.mpk, wrong, plain)).rejects.toMatchObject({ code: 'INVALID_KEY' });
   });
 });

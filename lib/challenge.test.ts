@@ -18,7 +18,15 @@ describe('proof of possession (signChallenge / verifyChallenge)', () => {
     const proof = signChallenge(key, 'upload-1', challenge);
     expect(proof).toHaveLength(96);
     expect(verifyChallenge(ibs.vk, alice, 'upload-1', challenge, proof)).toBe(true);
-    expect(verifyChallenge(ibs.vk, alice, 'upload-1', challenge, signChallenge({ key, policy: alice }, 'upload-1', challenge))).toBe(true);
+    expect(
+      verifyChallenge(
+        ibs.vk,
+        alice,
+        'upload-1',
+        challenge,
+        signChallenge({ key, policy: alice }, 'upload-1', challenge),
+      ),
+    ).toBe(true);
   });
 
   it('a wrong identity, context, challenge, verifying key or signature is false', () => {
@@ -50,7 +58,7 @@ describe('proof of possession (signChallenge / verifyChallenge)', () => {
     );
   });
 
-  it('a header-style signature over the raw challenge is no proof (the domain prefix is ours, not the caller\'s)', () => {
+  it("a header-style signature over the raw challenge is no proof (the domain prefix is ours, not the caller's)", () => {
     const raw = ggSign(signingKeyFromBase64(key), createShake128().update(challenge));
     expect(verifyChallenge(ibs.vk, alice, '', challenge, raw)).toBe(false);
     expect(verifyChallenge(ibs.vk, alice, 'upload-1', challenge, raw)).toBe(false);

@@ -25,14 +25,23 @@ const be64 = (n: number): Uint8Array => {
 
 function transcript(context: string, challenge: Uint8Array) {
   const ctx = utf8(context);
-  return createShake128().update(DOMAIN).update(be64(ctx.length)).update(ctx).update(be64(challenge.length)).update(challenge);
+  return createShake128()
+    .update(DOMAIN)
+    .update(be64(ctx.length))
+    .update(ctx)
+    .update(be64(challenge.length))
+    .update(challenge);
 }
 
 /**
  * Signs `challenge` for `context` with a signing key as the PKG issues it (the base64 key, or the
  * `{ key, policy }` pair). Returns the 96-byte signature.
  */
-export function signChallenge(signingKey: string | SigningKeyInput, context: string, challenge: Uint8Array): Uint8Array {
+export function signChallenge(
+  signingKey: string | SigningKeyInput,
+  context: string,
+  challenge: Uint8Array,
+): Uint8Array {
   const encoded = typeof signingKey === 'string' ? signingKey : signingKey?.key;
   return ggSign(signingKeyFromBase64(encoded, 'signingKey'), transcript(context, challenge));
 }

@@ -71,8 +71,7 @@ export class InputError extends PostGuardError {}
 export const notPostGuard = () =>
   new FormatError(ErrorCode.NOT_POSTGUARD, 'input does not start with the PostGuard prelude');
 
-export const truncated = (what: string) =>
-  new FormatError(ErrorCode.TRUNCATED, `input ended inside ${what}`);
+export const truncated = (what: string) => new FormatError(ErrorCode.TRUNCATED, `input ended inside ${what}`);
 
 export const malformed = (what: string) => new FormatError(ErrorCode.MALFORMED, what);
 

@@ -92,6 +92,8 @@ describe('header codec rules', () => {
     expect(checkedSegmentSize(mode(4 * 1024 * 1024))).toBe(4 * 1024 * 1024);
     expect(() => checkedSegmentSize(mode(4 * 1024 * 1024 + 1))).toThrow(expect.objectContaining({ code: 'MALFORMED' }));
     expect(() => checkedSegmentSize(mode(0))).toThrow(expect.objectContaining({ code: 'MALFORMED' }));
-    expect(() => checkedSegmentSize({ type: 'InMemory', size: 1 })).toThrow(expect.objectContaining({ code: 'WRONG_MODE' }));
+    expect(() => checkedSegmentSize({ type: 'InMemory', size: 1 })).toThrow(
+      expect.objectContaining({ code: 'WRONG_MODE' }),
+    );
   });
 });

@@ -63,7 +63,12 @@ describe('canonical identities (upstream #335)', () => {
   });
 
   it('is total and idempotent; isCanonical holds exactly for canonical values (and E.164 phones)', () => {
-    const type = fc.constantFrom(EMAIL, MOBILE, 'irma-demo.sidn-pbdf.email.email', 'pbdf.gemeente.personalData.fullname');
+    const type = fc.constantFrom(
+      EMAIL,
+      MOBILE,
+      'irma-demo.sidn-pbdf.email.email',
+      'pbdf.gemeente.personalData.fullname',
+    );
     const value = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 20 }),
       fc.stringMatching(/^[ 0-9+()\-./\u00A0\u202F\u2011\u2013]{0,20}$/),

@@ -12,13 +12,6 @@ export { HINT_TYPES } from './policy.js';
 export { canonicalize, isCanonical } from './identity.js';
 export { signChallenge, verifyChallenge } from './challenge.js';
 export { prepareUserSecretKey, PreparedUserSecretKey } from './keys.js';
-export {
-  PostGuardError,
-  FormatError,
-  AuthenticationError,
-  InputError,
-  ErrorCode,
-  isPostGuardError,
-} from './errors.js';
+export { PostGuardError, FormatError, AuthenticationError, InputError, ErrorCode, isPostGuardError } from './errors.js';
 export { DEFAULT_SEGMENT_SIZE, MAX_SEGMENT_SIZE } from './header.js';
 export { MAX_HEADER_BYTES, MAX_SIGNATURE_BYTES } from './frame.js';

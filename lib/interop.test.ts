@@ -2,7 +2,15 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector } from '../test/streams.js';
-import { DEFAULT_SEGMENT_SIZE, StreamUnsealer, Unsealer, seal, sealStream, type Policy, type SealOptions } from './index.js';
+import {
+  DEFAULT_SEGMENT_SIZE,
+  StreamUnsealer,
+  Unsealer,
+  seal,
+  sealStream,
+  type Policy,
+  type SealOptions,
+} from './index.js';
 import { encodePolicy } from './policy.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
 
@@ -32,7 +40,18 @@ beforeAll(async () => {
   const privPolicy = { ts: TS, con: [{ t: 'pbdf.gemeente.personalData.fullname', v: 'Alice Example' }] };
   pubSignKey = { key: extractSigningKey(ibs.sk, pubPolicy), policy: pubPolicy };
   privSignKey = { key: extractSigningKey(ibs.sk, privPolicy), policy: privPolicy };
-  const ids = ['bob@example.com', 'Charlie', 'zoë@example.org', '\u{1F600}@x', 'dave', 'eve', 'frank', 'grace', 'heidi', 'ivan'];
+  const ids = [
+    'bob@example.com',
+    'Charlie',
+    'zoë@example.org',
+    '\u{1F600}@x',
+    'dave',
+    'eve',
+    'frank',
+    'grace',
+    'heidi',
+    'ivan',
+  ];
   for (const [i, id] of ids.entries()) {
     const con =
       i === 1
@@ -125,23 +144,40 @@ describe('in-memory interop', () => {
 
   it('the empty message, both ways', async () => {
     const opts = optionsFor(2, true);
-    const [got] = await (await pg.Unsealer.new(await seal(mpk, opts, new Uint8Array(0)), vk)).unseal(recipients[0]!.id, recipients[0]!.usk);
+    const [got] = await (
+      await pg.Unsealer.new(await seal(mpk, opts, new Uint8Array(0)), vk)
+    ).unseal(recipients[0]!.id, recipients[0]!.usk);
     expect(got.length).toBe(0);
-    const [ours] = await (await Unsealer.new(await pg.seal(mpk, opts, new Uint8Array(0)), vk)).unseal(recipients[1]!.id, recipients[1]!.usk);
+    const [ours] = await (
+      await Unsealer.new(await pg.seal(mpk, opts, new Uint8Array(0)), vk)
+    ).unseal(recipients[1]!.id, recipients[1]!.usk);
     expect(ours.length).toBe(0);
   });
 
   it('skipEncryption seals for the Default recipient as pg-wasm does', async () => {
     const opts = { pubSignKey, skipEncryption: true };
     const [ours, theirs] = await Promise.all([seal(mpk, opts, message(3)), pg.seal(mpk, opts, message(3))]);
-    expect((await Unsealer.new(theirs, vk)).inspect_header()).toEqual((await pg.Unsealer.new(ours, vk)).inspect_header());
+    expect((await Unsealer.new(theirs, vk)).inspect_header()).toEqual(
+      (await pg.Unsealer.new(ours, vk)).inspect_header(),
+    );
   });
 });
 
 describe('streaming interop', () => {
   const prefix = 4 + encodePolicy({ ts: TS, con: [{ t: EMAIL, v: 'alice@example.com' }] }).length;
   const seg = DEFAULT_SEGMENT_SIZE;
-  const sizes = [0, 1, 512, seg - prefix - 1, seg - prefix, seg - prefix + 1, seg, 2 * seg, 3 * seg - prefix, 3 * seg + 16];
+  const sizes = [
+    0,
+    1,
+    512,
+    seg - prefix - 1,
+    seg - prefix,
+    seg - prefix + 1,
+    seg,
+    2 * seg,
+    3 * seg - prefix,
+    3 * seg + 16,
+  ];
 
   for (const size of sizes) {
     it(`our sealStream opens in pg-wasm and back, ${size} bytes`, async () => {

@@ -86,7 +86,14 @@ describe('generation and extraction', () => {
   });
 
   it('rejects invalid policies with INVALID_POLICY', () => {
-    for (const policy of [null, {}, { ts: -1, con: [] }, { ts: 1 }, { ts: 1, con: [{ v: 'x' }] }, { ts: 1.5, con: [] }]) {
+    for (const policy of [
+      null,
+      {},
+      { ts: -1, con: [] },
+      { ts: 1 },
+      { ts: 1, con: [{ v: 'x' }] },
+      { ts: 1.5, con: [] },
+    ]) {
       expectCode(() => extractUsk(keys.msk_b64, policy), ErrorCode.INVALID_POLICY);
       expectCode(() => extractSigningKey(zB64, policy), ErrorCode.INVALID_POLICY);
     }
@@ -97,7 +104,11 @@ describe('generation and extraction', () => {
     expectCode(() => extractUsk(keys.mpk_b64, bob), ErrorCode.INVALID_KEY, /master secret key/);
     const highScalar = Buffer.from(new Uint8Array(512).fill(0xff)).toString('base64');
     expectCode(() => extractUsk(highScalar, bob), ErrorCode.INVALID_KEY, /master secret key.*scalar 0/);
-    expectCode(() => extractSigningKey(keys.vk_b64.replace('t', '!'), alice), ErrorCode.INVALID_KEY, /IBS master secret/);
+    expectCode(
+      () => extractSigningKey(keys.vk_b64.replace('t', '!'), alice),
+      ErrorCode.INVALID_KEY,
+      /IBS master secret/,
+    );
     const highZ = Buffer.from(new Uint8Array(32).fill(0xff)).toString('base64');
     expectCode(() => extractSigningKey(highZ, alice), ErrorCode.INVALID_KEY, /not canonical/);
   });

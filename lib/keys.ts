@@ -128,9 +128,7 @@ function cached<T>(cache: LruCache<T>, value: unknown, what: string | undefined,
 
 /** The parsed master public key for a base64 string (896 chars), cached by string. */
 export function masterPublicKeyFromBase64(mpk: unknown, what?: string): MasterPublicKey {
-  return cached(mpkCache, mpk, what, () =>
-    parseMasterPublicKey(fromBase64(mpk, 'master public key', MPK_BYTES)),
-  );
+  return cached(mpkCache, mpk, what, () => parseMasterPublicKey(fromBase64(mpk, 'master public key', MPK_BYTES)));
 }
 
 function parsed<T>(value: unknown, what: string | undefined, decode: () => T): T {

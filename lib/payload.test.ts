@@ -5,7 +5,13 @@ import { chunkedSource, collector } from '../test/streams.js';
 import { encodeFrame, splitFrame } from './frame.js';
 import { StreamUnsealer, Unsealer, seal, sealStream, type Policy, type SealOptions } from './index.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys, signingKeyFromBase64 } from './keys.js';
-import { decodeMemoryPayload, decodeSignerBlock, encodeMemoryPayload, encodeSignerBlock, senderBound } from './payload.js';
+import {
+  decodeMemoryPayload,
+  decodeSignerBlock,
+  encodeMemoryPayload,
+  encodeSignerBlock,
+  senderBound,
+} from './payload.js';
 import { encodeSignatureExt, signTranscript } from './signatures.js';
 
 /**

@@ -19,7 +19,12 @@ import { SIGNATURE_BYTES } from './signatures.js';
  * containers with the 0.5.10 reader, and no other place leaves the signed message intact).
  */
 
-export function encodeMemoryPayload(message: Uint8Array, signature: Uint8Array, signer: Policy, sender: Policy): Uint8Array {
+export function encodeMemoryPayload(
+  message: Uint8Array,
+  signature: Uint8Array,
+  signer: Policy,
+  sender: Policy,
+): Uint8Array {
   const w = new Writer(8 + message.length + SIGNATURE_BYTES + 256);
   w.u64(message.length).bytes(message).bytes(signature);
   writePolicy(w, signer);
@@ -56,7 +61,11 @@ export function encodeSignerBlock(signer: Policy, sender: Policy): Uint8Array {
   return block;
 }
 
-export function decodeSignerBlock(data: Uint8Array): { signer: Policy; senderCopy: Policy | undefined; length: number } {
+export function decodeSignerBlock(data: Uint8Array): {
+  signer: Policy;
+  senderCopy: Policy | undefined;
+  length: number;
+} {
   if (data.length < 4) throw malformed('segment 0 is too short for the signer policy length');
   const length = new DataView(data.buffer, data.byteOffset, 4).getUint32(0);
   if (length > data.length - 4) throw malformed('the signer policy does not fit in segment 0');

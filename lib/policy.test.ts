@@ -72,7 +72,10 @@ describe('utf-8 ordering', () => {
 });
 
 describe('policy codec', () => {
-  const attr = fc.record({ t: fc.string({ unit: 'grapheme' }), v: fc.option(fc.string({ unit: 'grapheme' }), { nil: undefined }) });
+  const attr = fc.record({
+    t: fc.string({ unit: 'grapheme' }),
+    v: fc.option(fc.string({ unit: 'grapheme' }), { nil: undefined }),
+  });
   it('round-trips random policies', () => {
     fc.assert(
       fc.property(fc.nat(), fc.array(attr, { maxLength: 6 }), (ts, con) => {

@@ -52,7 +52,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * ids (or values) would become the same bytes, and the one given could never be looked up again.
  */
 function requireWellFormed(value: string, what: string): void {
-  if (LONE_SURROGATE.test(value)) throw invalidPolicy(`${what} contains a lone surrogate (not valid Unicode): ${JSON.stringify(value)}`);
+  if (LONE_SURROGATE.test(value))
+    throw invalidPolicy(`${what} contains a lone surrogate (not valid Unicode): ${JSON.stringify(value)}`);
 }
 
 function normalizeAttribute(raw: unknown, where: string): Attribute {
@@ -177,9 +178,7 @@ export function readPolicy(r: Reader): Policy {
 /** Structural equality as the reference decides `private` (same ts, same list, same order). */
 export function policiesEqual(a: Policy, b: Policy): boolean {
   return (
-    a.ts === b.ts &&
-    a.con.length === b.con.length &&
-    a.con.every((x, i) => x.t === b.con[i]!.t && x.v === b.con[i]!.v)
+    a.ts === b.ts && a.con.length === b.con.length && a.con.every((x, i) => x.t === b.con[i]!.t && x.v === b.con[i]!.v)
   );
 }
 

@@ -45,7 +45,10 @@ function gatedSource(first: Uint8Array, rest: Uint8Array) {
 describe('pump', () => {
   it('writes a sealed segment while the source is still stalled', async () => {
     const plain = new Uint8Array(DEFAULT_SEGMENT_SIZE + 1000).fill(5);
-    const { stream, release } = gatedSource(plain.subarray(0, DEFAULT_SEGMENT_SIZE), plain.subarray(DEFAULT_SEGMENT_SIZE));
+    const { stream, release } = gatedSource(
+      plain.subarray(0, DEFAULT_SEGMENT_SIZE),
+      plain.subarray(DEFAULT_SEGMENT_SIZE),
+    );
     const out = collector();
     const sealing = sealStream(mpk, options, stream, out.writable);
     // The frame and segment 0 arrive before the source delivers anything more.
@@ -59,7 +62,12 @@ describe('pump', () => {
   it('writes verified plaintext of segment 0 while the ciphertext source is still stalled', async () => {
     const plain = new Uint8Array(3 * DEFAULT_SEGMENT_SIZE).map((_, i) => i & 255);
     const sealed = collector();
-    await sealStream(mpk, options, new ReadableStream({ start: (c) => (c.enqueue(plain), c.close()) }), sealed.writable);
+    await sealStream(
+      mpk,
+      options,
+      new ReadableStream({ start: (c) => (c.enqueue(plain), c.close()) }),
+      sealed.writable,
+    );
     const ct = sealed.bytes();
     const cut = 2000 + DEFAULT_SEGMENT_SIZE + 112; // the framing and a little more than segment 0
     const { stream, release } = gatedSource(ct.subarray(0, cut), ct.subarray(cut));
@@ -102,22 +110,32 @@ describe('memory', () => {
     const sealSamples: number[] = [];
     const sealed: Uint8Array[] = [];
     let sealedBytes = 0;
-    await sealStream(mpk, options, measuredSource(total, undefined, sealSamples), new WritableStream({
-      write(c) {
-        sealedBytes += c.length;
-        if (sealed.length < 3) sealed.push(c.slice()); // keep only the head: the rest is counted
-      },
-    }));
+    await sealStream(
+      mpk,
+      options,
+      measuredSource(total, undefined, sealSamples),
+      new WritableStream({
+        write(c) {
+          sealedBytes += c.length;
+          if (sealed.length < 3) sealed.push(c.slice()); // keep only the head: the rest is counted
+        },
+      }),
+    );
     expect(sealedBytes).toBeGreaterThan(total);
     expect(Math.max(...sealSamples) - sealSamples[0]!).toBeLessThan(24 << 20);
 
     // Unseal a ciphertext held outside the JS heap's accounting window: re-seal into 64 KiB chunks.
     const chunks: Uint8Array[] = [];
-    await sealStream(mpk, options, measuredSource(total, undefined, []), new WritableStream({
-      write(c) {
-        for (let o = 0; o < c.length; o += 65_536) chunks.push(c.subarray(o, o + 65_536));
-      },
-    }));
+    await sealStream(
+      mpk,
+      options,
+      measuredSource(total, undefined, []),
+      new WritableStream({
+        write(c) {
+          for (let o = 0; o < c.length; o += 65_536) chunks.push(c.subarray(o, o + 65_536));
+        },
+      }),
+    );
     gc();
     const openSamples: number[] = [];
     let plainBytes = 0;

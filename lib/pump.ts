@@ -96,7 +96,12 @@ export async function pumpSegments(
   /** Waits until the queue is no longer than `limit`, or throws the first failure. */
   const drainTo = async (limit: number) => {
     while (queue.length > limit) {
-      await interruptible(queue[0]!.then(() => writes, () => writes));
+      await interruptible(
+        queue[0]!.then(
+          () => writes,
+          () => writes,
+        ),
+      );
       check();
     }
   };

@@ -21,7 +21,10 @@ describe('openSegmentAccess + openSegmentAlone', () => {
     const ibs = generateSigningKeys();
     const alice = { ts: TS, con: [{ t: EMAIL, v: 'alice@example.org' }] };
     const sender = { ts: TS, con: [{ t: EMAIL, v: 'bob@example.org' }] };
-    const options: SealOptions = { policy: { alice }, pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender } };
+    const options: SealOptions = {
+      policy: { alice },
+      pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender },
+    };
     const plain = Uint8Array.from({ length: 2 * DEFAULT_SEGMENT_SIZE + 777 }, (_, i) => (i * 7) & 255);
     const out = collector();
     await sealStream(kem.mpk, options, chunkedSource(plain), out.writable);
@@ -32,7 +35,8 @@ describe('openSegmentAccess + openSegmentAlone', () => {
     expect(access.publicPolicy).toMatchObject(sender);
     const wire = DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD;
     const segment = (i: number) => payload.subarray(i * wire, Math.min(payload.length, (i + 1) * wire));
-    const open = (i: number, sealed = segment(i), final = i === 2) => openSegmentAlone(access.key, access.iv, i, final, sealed);
+    const open = (i: number, sealed = segment(i), final = i === 2) =>
+      openSegmentAlone(access.key, access.iv, i, final, sealed);
 
     // Segment 0 starts with the signer block; the rest is the message, in order.
     const first = await open(0);
@@ -44,6 +48,8 @@ describe('openSegmentAccess + openSegmentAlone', () => {
     await expect(open(1, segment(1), true)).rejects.toMatchObject({ code: 'TAMPERED' }); // marked final
     await expect(open(2, segment(2), false)).rejects.toMatchObject({ code: 'TAMPERED' }); // final flag dropped
     await expect(open(2, segment(2).subarray(0, 50))).rejects.toMatchObject({ code: 'TAMPERED' }); // shorter than a tag
-    await expect(openSegmentAccess(header, signature, ibs.vk, 'mallory', extractUsk(kem.msk, alice))).rejects.toMatchObject({ code: 'UNKNOWN_RECIPIENT' });
+    await expect(
+      openSegmentAccess(header, signature, ibs.vk, 'mallory', extractUsk(kem.msk, alice)),
+    ).rejects.toMatchObject({ code: 'UNKNOWN_RECIPIENT' });
   });
 });

@@ -64,8 +64,16 @@ describe('seal refuses what nobody could open, before a byte is written', () => 
 
   it('lone surrogates in a recipient id, an attribute type or a value', async () => {
     await refusedBoth({ ...base, policy: { '\uD800a': bob } }, 'INVALID_POLICY', /recipient id.*lone surrogate/);
-    await refusedBoth({ ...base, policy: { bob: { ts: 1, con: [{ t: 'x\uDC00' }] } } }, 'INVALID_POLICY', /attribute type/);
-    await refusedBoth({ ...base, policy: { bob: { ts: 1, con: [{ t: EMAIL, v: '\uDBFF' }] } } }, 'INVALID_POLICY', /attribute value/);
+    await refusedBoth(
+      { ...base, policy: { bob: { ts: 1, con: [{ t: 'x\uDC00' }] } } },
+      'INVALID_POLICY',
+      /attribute type/,
+    );
+    await refusedBoth(
+      { ...base, policy: { bob: { ts: 1, con: [{ t: EMAIL, v: '\uDBFF' }] } } },
+      'INVALID_POLICY',
+      /attribute value/,
+    );
   });
 
   it('ids are refused exactly when they are not well-formed Unicode (two such ids would collide)', async () => {
@@ -89,7 +97,7 @@ describe('seal refuses what nobody could open, before a byte is written', () => 
     await refusedBoth({ ...base, policy: longId }, 'TOO_LARGE', /header would be/);
   });
 
-  it('a signing policy whose header signature would exceed the readers\' cap: TOO_LARGE', async () => {
+  it("a signing policy whose header signature would exceed the readers' cap: TOO_LARGE", async () => {
     const huge: Policy = { ts: 1, con: [{ t: EMAIL, v: 'a'.repeat(MAX_SIGNATURE_BYTES) }] };
     const options = { policy: { bob }, pubSignKey: { key: extractSigningKey(ibs.sk, huge), policy: huge } };
     await refusedBoth(options, 'TOO_LARGE', /header signature would be/);
@@ -98,23 +106,33 @@ describe('seal refuses what nobody could open, before a byte is written', () => 
 
 describe('size arithmetic agrees with the encoders', () => {
   const text = fc.string({ unit: 'grapheme', maxLength: 12 });
-  const attribute = fc.record({ t: text, v: fc.option(text, { nil: undefined }) }).map((a) => (a.v === undefined ? { t: a.t } : a));
-  const policy = fc.record({ ts: fc.integer({ min: 0, max: 2 ** 40 }), con: fc.array(attribute, { minLength: 1, maxLength: 4 }) });
+  const attribute = fc
+    .record({ t: text, v: fc.option(text, { nil: undefined }) })
+    .map((a) => (a.v === undefined ? { t: a.t } : a));
+  const policy = fc.record({
+    ts: fc.integer({ min: 0, max: 2 ** 40 }),
+    con: fc.array(attribute, { minLength: 1, maxLength: 4 }),
+  });
   const mode: fc.Arbitrary<Mode> = fc.oneof(
     fc.integer({ min: 0, max: 2 ** 32 - 1 }).map((size) => ({ type: 'InMemory', size }) as const),
-    fc.option(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), { nil: undefined }).map(
-      (upper) => ({ type: 'Streaming', segmentSize: DEFAULT_SEGMENT_SIZE, sizeHint: [0n, upper] }) as const,
-    ),
+    fc
+      .option(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), { nil: undefined })
+      .map((upper) => ({ type: 'Streaming', segmentSize: DEFAULT_SEGMENT_SIZE, sizeHint: [0n, upper] }) as const),
   );
 
   it('headerSize = encodeHeader(...).length; signatureExtSize = encodeSignatureExt(...).length', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.tuple(text, policy), { minLength: 1, maxLength: 4, selector: ([id]) => id }), mode, policy, (entries, m, signer) => {
-        const hidden = entries.map(([id, p]) => [id, hidePolicy(p)] as const);
-        const recipients = new Map(hidden.map(([id, p]) => [id, { policy: p, capsule: new Uint8Array(284) }]));
-        expect(headerSize(hidden, m)).toBe(encodeHeader({ recipients, iv: new Uint8Array(12), mode: m }).length);
-        expect(signatureExtSize(signer)).toBe(encodeSignatureExt(new Uint8Array(96), signer).length);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.tuple(text, policy), { minLength: 1, maxLength: 4, selector: ([id]) => id }),
+        mode,
+        policy,
+        (entries, m, signer) => {
+          const hidden = entries.map(([id, p]) => [id, hidePolicy(p)] as const);
+          const recipients = new Map(hidden.map(([id, p]) => [id, { policy: p, capsule: new Uint8Array(284) }]));
+          expect(headerSize(hidden, m)).toBe(encodeHeader({ recipients, iv: new Uint8Array(12), mode: m }).length);
+          expect(signatureExtSize(signer)).toBe(encodeSignatureExt(new Uint8Array(96), signer).length);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -157,7 +175,10 @@ function dyingSink(): { writable: WritableStream<Uint8Array>; fail(): void; writ
 }
 
 const within = <T>(promise: Promise<T>, ms = BOUND_MS): Promise<T> =>
-  Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms))]);
+  Promise.race([
+    promise,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms)),
+  ]);
 
 describe('no hang when the sink dies while the source is stalled', () => {
   it('sealStream rejects with SINK_FAILED and cancels the source', async () => {
@@ -179,7 +200,9 @@ describe('no hang when the sink dies while the source is stalled', () => {
     const source = stalledSource(prefix);
     const unsealer = await StreamUnsealer.new(source.readable, keys.vk_b64);
     const sink = dyingSink();
-    const opening = unsealer.unseal('bob', keys.usk.Bob.usk_b64, sink.writable).catch((e: unknown) => Promise.reject(e));
+    const opening = unsealer
+      .unseal('bob', keys.usk.Bob.usk_b64, sink.writable)
+      .catch((e: unknown) => Promise.reject(e));
     await new Promise((resolve) => setTimeout(resolve, 300));
     sink.fail();
     await expect(within(opening)).rejects.toMatchObject({ code: 'SINK_FAILED' });
@@ -237,7 +260,9 @@ describe('a prepared user secret key (the caller keeps it, not the library)', ()
     const { prepareUserSecretKey, Unsealer } = await import('./index.js');
     const prepared = prepareUserSecretKey(keys.usk.Bob.usk_b64);
     for (let i = 0; i < 2; i++) {
-      const [got] = await (await Unsealer.new(await seal(keys.mpk_b64, base, plain), keys.vk_b64)).unseal('bob', prepared);
+      const [got] = await (
+        await Unsealer.new(await seal(keys.mpk_b64, base, plain), keys.vk_b64)
+      ).unseal('bob', prepared);
       expect(got).toEqual(plain);
     }
     const sealed = collector();
@@ -246,6 +271,8 @@ describe('a prepared user secret key (the caller keeps it, not the library)', ()
     await (await StreamUnsealer.new(chunkedSource(sealed.bytes()), keys.vk_b64)).unseal('bob', prepared, out.writable);
     expect(out.bytes()).toEqual(plain);
     const fake = {} as unknown as typeof prepared;
-    await expect((await Unsealer.new(await seal(keys.mpk_b64, base, plain), keys.vk_b64)).unseal('bob', fake)).rejects.toMatchObject({ code: 'INVALID_KEY' });
+    await expect(
+      (await Unsealer.new(await seal(keys.mpk_b64, base, plain), keys.vk_b64)).unseal('bob', fake),
+    ).rejects.toMatchObject({ code: 'INVALID_KEY' });
   });
 });

@@ -44,9 +44,7 @@ export interface SealOptions {
 /** The in-memory size field is a u32. */
 export const MAX_IN_MEMORY_BYTES = 0xffff_ffff;
 
-const SKIP_ENCRYPTION_POLICY: Array<[string, Policy]> = [
-  ['Default', { ts: 0, con: [{ t: 'default', v: 'Default' }] }],
-];
+const SKIP_ENCRYPTION_POLICY: Array<[string, Policy]> = [['Default', { ts: 0, con: [{ t: 'default', v: 'Default' }] }]];
 
 /** Everything a sealer needs once the header is written and signed. */
 export interface SealContext {
@@ -134,7 +132,11 @@ export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): P
   const { recipients, publicSigner, payloadSigner } = readOptions(options);
   const masterKey = masterPublicKeyFromBase64(mpk);
   const hidden = recipients.map(([, policy]) => hidePolicy(policy));
-  refuseUnopenableFrame(recipients.map(([id], i) => [id, hidden[i]!] as const), mode, publicSigner.policy);
+  refuseUnopenableFrame(
+    recipients.map(([id], i) => [id, hidden[i]!] as const),
+    mode,
+    publicSigner.policy,
+  );
   const [createShake, , { ss, cts }] = await Promise.all([
     loadShake128(),
     loadGgAcceleration(),
@@ -150,7 +152,14 @@ export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): P
   const transcript = createShake().update(header);
   const headerSignature = encodeSignatureExt(signTranscript(publicSigner, transcript), publicSigner.policy);
   const key = await importAesKey(ss.subarray(0, AES_KEY_BYTES));
-  return { frame: encodeFrame(header, headerSignature), iv, key, transcript, signer: payloadSigner, sender: publicSigner.policy };
+  return {
+    frame: encodeFrame(header, headerSignature),
+    iv,
+    key,
+    transcript,
+    signer: payloadSigner,
+    sender: publicSigner.policy,
+  };
 }
 
 /** In-memory mode: one AES-GCM message over bincode(MessageAndSignature). */

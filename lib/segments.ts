@@ -122,11 +122,21 @@ export class SegmentSealer implements Segmenter {
  * without the signature), or throws TAMPERED. The sender's signature is NOT verified: it signs
  * the transcript of every earlier segment, which only SegmentOpener, reading in order, has.
  */
-export async function openSegmentAlone(key: CryptoKey, iv: Uint8Array, counter: number, final: boolean, sealed: Uint8Array): Promise<Uint8Array> {
-  if (!Number.isSafeInteger(counter) || counter < 0 || counter > MAX_COUNTER) throw malformed(`segment ${counter} cannot exist`);
-  const plain = sealed.length < SEGMENT_OVERHEAD ? undefined : await aesGcmOpen(key, segmentNonce(iv, counter, final), sealed);
+export async function openSegmentAlone(
+  key: CryptoKey,
+  iv: Uint8Array,
+  counter: number,
+  final: boolean,
+  sealed: Uint8Array,
+): Promise<Uint8Array> {
+  if (!Number.isSafeInteger(counter) || counter < 0 || counter > MAX_COUNTER)
+    throw malformed(`segment ${counter} cannot exist`);
+  const plain =
+    sealed.length < SEGMENT_OVERHEAD ? undefined : await aesGcmOpen(key, segmentNonce(iv, counter, final), sealed);
   if (plain === undefined) {
-    throw tampered(`segment ${counter}${final ? ' (final)' : ''} does not authenticate (the ciphertext was modified or truncated)`);
+    throw tampered(
+      `segment ${counter}${final ? ' (final)' : ''} does not authenticate (the ciphertext was modified or truncated)`,
+    );
   }
   return plain.subarray(0, plain.length - SIGNATURE_BYTES);
 }

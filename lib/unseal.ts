@@ -103,7 +103,8 @@ export class Unsealer extends VerifiedHeaderView {
 
   /** Parses and authenticates the header of an in-memory ciphertext. */
   static async new(input: Uint8Array, vk: string): Promise<Unsealer> {
-    if (!(input instanceof Uint8Array)) throw new InputError(ErrorCode.INVALID_INPUT, 'ciphertext must be a Uint8Array');
+    if (!(input instanceof Uint8Array))
+      throw new InputError(ErrorCode.INVALID_INPUT, 'ciphertext must be a Uint8Array');
     const frame = splitFrame(input);
     const verified = await verifyHeader(frame.header, frame.signature, vk);
     if (verified.header.mode.type !== 'InMemory') {
@@ -124,11 +125,7 @@ export class Unsealer extends VerifiedHeaderView {
     }
     const { message, signature, signer: payloadPolicy, senderCopy } = decodeMemoryPayload(inner);
     const bound = senderBound(senderCopy, publicPolicy);
-    new SignatureVerifier(vk, payloadPolicy).verify(
-      signature,
-      transcript.clone().update(message),
-      'message signature',
-    );
+    new SignatureVerifier(vk, payloadPolicy).verify(signature, transcript.clone().update(message), 'message signature');
     return [message.slice(), verificationResult(publicPolicy, payloadPolicy, bound)];
   }
 }
@@ -156,7 +153,8 @@ export async function openSegmentAccess(
   usk: string | PreparedUserSecretKey,
 ): Promise<SegmentAccess> {
   const { header, publicPolicy } = await verifyHeader(headerBytes, signatureBytes, vk);
-  if (header.mode.type !== 'Streaming') throw new FormatError(ErrorCode.WRONG_MODE, 'this is an in-memory ciphertext: it has no segments to seek in');
+  if (header.mode.type !== 'Streaming')
+    throw new FormatError(ErrorCode.WRONG_MODE, 'this is an in-memory ciphertext: it has no segments to seek in');
   const segmentSize = checkedSegmentSize(header.mode);
   const key = await openCapsule(header, recipientId, usk);
   return { key, iv: header.iv, segmentSize, publicPolicy };
@@ -231,7 +229,10 @@ export class StreamUnsealer extends VerifiedHeaderView {
         throw error;
       }
       this.consumed = true;
-      const opener = new SegmentOpener({ iv: header.iv, key, transcript: transcript.clone(), vk, publicPolicy }, this.segmentSize);
+      const opener = new SegmentOpener(
+        { iv: header.iv, key, transcript: transcript.clone(), vk, publicPolicy },
+        this.segmentSize,
+      );
       await pumpSegments(this.reader.chunkSource(), writer, undefined, opener);
       if (!opener.result) throw malformed('the stream ended without a final segment');
       return opener.result;

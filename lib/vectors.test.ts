@@ -8,13 +8,14 @@ import { StreamUnsealer, Unsealer } from './index.js';
 const { keys } = vectors;
 const recipients = ['Bob', 'Charlie'] as const;
 const plaintextOf = (v: any): Uint8Array =>
-  v.plaintext_hex !== undefined
-    ? unhex(v.plaintext_hex)
-    : Uint8Array.from({ length: 262_644 }, (_, i) => i % 251);
+  v.plaintext_hex !== undefined ? unhex(v.plaintext_hex) : Uint8Array.from({ length: 262_644 }, (_, i) => i % 251);
 
 const hiddenPolicies = (v: any) =>
   new Map(
-    v.parsed.header.recipients.map((r: any) => [r.id, { ts: r.policy.ts, con: r.policy.con.map((a: any) => ({ t: a.t, v: a.v ?? undefined })) }]),
+    v.parsed.header.recipients.map((r: any) => [
+      r.id,
+      { ts: r.policy.ts, con: r.policy.con.map((a: any) => ({ t: a.t, v: a.v ?? undefined })) },
+    ]),
   );
 
 for (const v of [...vectors.vectors, stream2seg.vector]) {

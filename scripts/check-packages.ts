@@ -23,7 +23,8 @@ try {
     }
     for (const { source, shipped } of DATA_FILES[pack.dir] ?? []) {
       for (const file of readdirSync(join(ROOT, pack.dir, source))) {
-        if (!pack.files.includes(`${shipped}/${file}`)) problems.push(`${pack.name}: ${shipped}/${file} is missing from the tarball`);
+        if (!pack.files.includes(`${shipped}/${file}`))
+          problems.push(`${pack.name}: ${shipped}/${file} is missing from the tarball`);
       }
     }
     for (const file of pack.files) {
@@ -44,7 +45,17 @@ try {
     // Packages with importable entries get their types checked; the CLI and the server only ship bins.
     if (manifest['exports'] !== undefined) {
       // The two ready-built browser scripts are files to copy or hand to `new Worker`, not modules to import.
-      run(bin('attw'), [pack.tarball, '--profile', 'esm-only', '--no-emoji', '--no-color', '--exclude-entrypoints', './worker/script', './sw/script', './package.json']);
+      run(bin('attw'), [
+        pack.tarball,
+        '--profile',
+        'esm-only',
+        '--no-emoji',
+        '--no-color',
+        '--exclude-entrypoints',
+        './worker/script',
+        './sw/script',
+        './package.json',
+      ]);
     }
   }
 } finally {

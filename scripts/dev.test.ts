@@ -39,7 +39,7 @@ describe('ensureDevKeys', () => {
 });
 
 describe('devSettings', () => {
-  it('defaults to loopback, 8080, 8088 and the demo on Vite\'s dev server at 5173, and the demo origins; the environment overrides', () => {
+  it("defaults to loopback, 8080, 8088 and the demo on Vite's dev server at 5173, and the demo origins; the environment overrides", () => {
     expect(devSettings({})).toEqual({
       host: '127.0.0.1',
       pkgPort: 8080,
@@ -70,7 +70,9 @@ describe('devSettings', () => {
   });
 
   it('refuses an unknown demo mode', () => {
-    expect(() => devSettings({ DEMO: 'prod' })).toThrow(expect.objectContaining({ name: 'ConfigError', setting: 'DEMO' }));
+    expect(() => devSettings({ DEMO: 'prod' })).toThrow(
+      expect.objectContaining({ name: 'ConfigError', setting: 'DEMO' }),
+    );
   });
 });
 
@@ -89,7 +91,10 @@ describe('startDev', () => {
     const stack = await startDev(onFreePorts(join(dir, 'stack'), 'dev'), { LOG_LEVEL: 'error' });
     try {
       const demoOrigin = new URL(stack.demoUrl!).origin;
-      expect(await (await fetch(`${stack.demoUrl}config.json`)).json()).toEqual({ pkgUrl: stack.pkg.url, walletUrl: `${stack.standinUrl}/standin/wallet` });
+      expect(await (await fetch(`${stack.demoUrl}config.json`)).json()).toEqual({
+        pkgUrl: stack.pkg.url,
+        walletUrl: `${stack.standinUrl}/standin/wallet`,
+      });
       expect(await (await fetch(stack.demoUrl!)).text()).toContain('<h1>Encrypt</h1>');
       expect(await (await fetch(`${stack.demoUrl}decrypt.html`)).text()).toContain('<h1>Decrypt</h1>');
       // The service worker is bundled on request: one classic script with the decrypter and the saver.
@@ -110,7 +115,10 @@ describe('startDev', () => {
   });
 
   it('without the demo, only the PKG and the stand-in run', async () => {
-    const stack = await startDev({ ...onFreePorts(join(dir, 'nodemo'), 'off'), origins: ['http://app.test'] }, { LOG_LEVEL: 'error' });
+    const stack = await startDev(
+      { ...onFreePorts(join(dir, 'nodemo'), 'off'), origins: ['http://app.test'] },
+      { LOG_LEVEL: 'error' },
+    );
     try {
       expect(stack.demoUrl).toBeUndefined();
       expect((await fetch(`${stack.pkg.url}/health`)).status).toBe(200);
@@ -125,7 +133,10 @@ describe('startDev', () => {
     const port = (blocker.address() as { port: number }).port;
     try {
       const settings = { ...onFreePorts(join(dir, 'busy'), 'off'), standinPort: port };
-      await expect(startDev(settings, { LOG_LEVEL: 'error' })).rejects.toMatchObject({ name: 'StartupError', message: expect.stringContaining(String(port)) });
+      await expect(startDev(settings, { LOG_LEVEL: 'error' })).rejects.toMatchObject({
+        name: 'StartupError',
+        message: expect.stringContaining(String(port)),
+      });
     } finally {
       await new Promise((resolve) => blocker.close(resolve));
     }

@@ -22,7 +22,12 @@ import { buildStandin } from '../server/standin/app.js';
 
 export const DEV_KEY_DIR = '.keys';
 /** Vite's dev server and its preview server, by both loopback names. */
-export const DEV_ORIGINS = ['http://localhost:5173', 'http://127.0.0.1:5173', 'http://localhost:4173', 'http://127.0.0.1:4173'];
+export const DEV_ORIGINS = [
+  'http://localhost:5173',
+  'http://127.0.0.1:5173',
+  'http://localhost:4173',
+  'http://127.0.0.1:4173',
+];
 
 /** How the demo is served: Vite's dev server, a build served by Vite's preview server, or not at all. */
 export type DemoMode = 'dev' | 'build' | 'off';
@@ -98,12 +103,19 @@ interface DemoServer {
  * The demo on Vite (loaded only when wanted: the PKG alone needs no Vite). `runtime` answers the
  * page's /config.json, so the page finds the PKG wherever it ended up listening.
  */
-async function startDemo(settings: DevSettings, displayHost: string, runtime: () => DemoRuntimeConfig): Promise<DemoServer> {
+async function startDemo(
+  settings: DevSettings,
+  displayHost: string,
+  runtime: () => DemoRuntimeConfig,
+): Promise<DemoServer> {
   const vite = await import('vite');
   const { DEMO_OUT_DIR, demoConfig } = await import('../demo/vite.js');
   const listen = { host: settings.host, port: settings.demoPort, strictPort: true };
   if (settings.demo === 'dev') {
-    const server = await vite.createServer({ ...demoConfig({ runtime }), server: { ...demoConfig().server, ...listen } });
+    const server = await vite.createServer({
+      ...demoConfig({ runtime }),
+      server: { ...demoConfig().server, ...listen },
+    });
     await server.listen();
     const port = (server.httpServer?.address() as AddressInfo | null)?.port ?? settings.demoPort;
     return { url: `http://${displayHost}:${port}/`, close: () => server.close() };
@@ -118,7 +130,10 @@ async function startDemo(settings: DevSettings, displayHost: string, runtime: ()
   };
 }
 
-export async function startDev(settings: DevSettings, env: Readonly<Record<string, string | undefined>>): Promise<DevStack> {
+export async function startDev(
+  settings: DevSettings,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<DevStack> {
   const keyPaths = await ensureDevKeys(settings.keyDir);
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   // Filled in once the PKG listens; the page asks only after that.
@@ -143,14 +158,22 @@ export async function startDev(settings: DevSettings, env: Readonly<Record<strin
   const command = parseCommand(
     [
       'server',
-      '--host', settings.host,
-      '--port', String(settings.pkgPort),
-      '--irma', standinUrl,
-      '--allowed-origins', origins.join(','),
-      '--ibe-public-path', keyPaths.ibePublic,
-      '--ibe-secret-path', keyPaths.ibeSecret,
-      '--ibs-public-path', keyPaths.ibsPublic,
-      '--ibs-secret-path', keyPaths.ibsSecret,
+      '--host',
+      settings.host,
+      '--port',
+      String(settings.pkgPort),
+      '--irma',
+      standinUrl,
+      '--allowed-origins',
+      origins.join(','),
+      '--ibe-public-path',
+      keyPaths.ibePublic,
+      '--ibe-secret-path',
+      keyPaths.ibeSecret,
+      '--ibs-public-path',
+      keyPaths.ibsPublic,
+      '--ibs-secret-path',
+      keyPaths.ibsSecret,
     ],
     { LOG_LEVEL: 'warn', ...env },
   );

@@ -53,10 +53,12 @@ export class PostGuard {
   encrypt(input: EncryptInput): Sealed {
     if (typeof input !== 'object' || input === null) throw invalidInput('encrypt: expected {files, recipients, sign}');
     const entries = zipEntries(input.files);
-    if (!Array.isArray(input.recipients) || input.recipients.length === 0) throw invalidInput('recipients: give at least one recipient');
+    if (!Array.isArray(input.recipients) || input.recipients.length === 0)
+      throw invalidInput('recipients: give at least one recipient');
     const seen = new Set<string>();
     input.recipients.forEach((r: unknown, i) => {
-      if (!isRecipient(r)) throw invalidInput(`recipients[${i}]: use pg.recipient.email() or pg.recipient.emailDomain()`);
+      if (!isRecipient(r))
+        throw invalidInput(`recipients[${i}]: use pg.recipient.email() or pg.recipient.emailDomain()`);
       if (seen.has(r.email)) throw invalidInput(`recipients[${i}]: duplicate recipient ${JSON.stringify(r.email)}`);
       seen.add(r.email);
     });

@@ -31,7 +31,8 @@ describe('new PostGuard(config)', () => {
   });
 
   it('needs a config object', () => {
-    for (const bad of [undefined, null, 'https://pkg.example.org', 42]) expect(typeError(bad).message).toMatch(/^config:/);
+    for (const bad of [undefined, null, 'https://pkg.example.org', 42])
+      expect(typeError(bad).message).toMatch(/^config:/);
   });
 
   it('refuses any pkgUrl or storageUrl that is not an absolute https URL, naming the field', () => {
@@ -58,10 +59,23 @@ describe('new PostGuard(config)', () => {
   });
 
   it('with allowInsecureUrls accepts http on loopback names only', () => {
-    for (const url of ['http://localhost:8080', 'http://127.0.0.1:9', 'http://[::1]:8000/base', 'https://pkg.example.org']) {
-      expect(resolveConfig({ pkgUrl: url, storageUrl: url, allowInsecureUrls: true }).pkgUrl).toBe(url.replace(/\/$/, ''));
+    for (const url of [
+      'http://localhost:8080',
+      'http://127.0.0.1:9',
+      'http://[::1]:8000/base',
+      'https://pkg.example.org',
+    ]) {
+      expect(resolveConfig({ pkgUrl: url, storageUrl: url, allowInsecureUrls: true }).pkgUrl).toBe(
+        url.replace(/\/$/, ''),
+      );
     }
-    for (const url of ['http://pkg.example.org', 'http://localhost.evil.example', 'http://127.0.0.2', 'http://10.0.0.1', 'ftp://localhost']) {
+    for (const url of [
+      'http://pkg.example.org',
+      'http://localhost.evil.example',
+      'http://127.0.0.2',
+      'http://10.0.0.1',
+      'ftp://localhost',
+    ]) {
       expect(typeError({ ...ok, storageUrl: url, allowInsecureUrls: true }).message, url).toMatch(/^storageUrl: /);
     }
     expect(typeError({ ...ok, allowInsecureUrls: 'yes' }).message).toMatch(/^allowInsecureUrls: /);
@@ -92,13 +106,20 @@ describe('new PostGuard(config)', () => {
       [{ attributes: { domain: 'a b.c' } }, /^attributes\.domain: /],
       [{ attributes: 'x' }, /^attributes: /],
     ];
-    for (const [patch, message] of cases) expect(typeError({ ...ok, ...patch }).message, JSON.stringify(patch)).toMatch(message);
-    expect(resolveConfig({ ...ok, retry: { maxAttempts: 1, initialDelayMs: 0 }, uploadChunkSize: 1 }).retry.maxAttempts).toBe(1);
+    for (const [patch, message] of cases)
+      expect(typeError({ ...ok, ...patch }).message, JSON.stringify(patch)).toMatch(message);
+    expect(
+      resolveConfig({ ...ok, retry: { maxAttempts: 1, initialDelayMs: 0 }, uploadChunkSize: 1 }).retry.maxAttempts,
+    ).toBe(1);
   });
 
   it('adds a client-version header unless the caller set one (any case)', () => {
-    expect(resolveConfig(ok).headers).toEqual({ 'X-POSTGUARD-CLIENT-VERSION': `node,${process.versions.node},postguard-ts,${SDK_VERSION}` });
-    expect(resolveConfig({ ...ok, headers: { 'x-postguard-client-version': 'mine' } }).headers).toEqual({ 'x-postguard-client-version': 'mine' });
+    expect(resolveConfig(ok).headers).toEqual({
+      'X-POSTGUARD-CLIENT-VERSION': `node,${process.versions.node},postguard-ts,${SDK_VERSION}`,
+    });
+    expect(resolveConfig({ ...ok, headers: { 'x-postguard-client-version': 'mine' } }).headers).toEqual({
+      'x-postguard-client-version': 'mine',
+    });
   });
 
   it('reports the package version', () => {

@@ -105,7 +105,8 @@ function headersOf(value: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, v] of Object.entries(value)) {
     if (!HEADER_NAME.test(name)) fail('headers', `${JSON.stringify(name)} is not a valid header name`);
-    if (typeof v !== 'string' || /[\0\r\n]/.test(v)) fail('headers', `the value of ${name} must be a string without CR, LF or NUL`);
+    if (typeof v !== 'string' || /[\0\r\n]/.test(v))
+      fail('headers', `the value of ${name} must be a string without CR, LF or NUL`);
     out[name] = v as string;
   }
   return out;
@@ -131,7 +132,8 @@ function hostDescription(): string {
 }
 
 export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
-  if (typeof config !== 'object' || config === null) throw new TypeError('config: expected an object with pkgUrl and storageUrl');
+  if (typeof config !== 'object' || config === null)
+    throw new TypeError('config: expected an object with pkgUrl and storageUrl');
   const allowInsecure = config.allowInsecureUrls ?? false;
   if (typeof allowInsecure !== 'boolean') fail('allowInsecureUrls', 'must be a boolean');
   const pkgUrl = serviceUrl('pkgUrl', config.pkgUrl, allowInsecure);

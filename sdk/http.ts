@@ -8,9 +8,7 @@ import { SdkError, SdkErrorCode } from './errors.js';
  * caller decides whether to retry and which code to report).
  */
 
-export type Exchange =
-  | { ok: true; response: Response }
-  | { ok: false; reason: 'network' | 'timeout'; cause: unknown };
+export type Exchange = { ok: true; response: Response } | { ok: false; reason: 'network' | 'timeout'; cause: unknown };
 
 export const aborted = (cause?: unknown): SdkError =>
   new SdkError(SdkErrorCode.ABORTED, 'the operation was aborted', { cause });

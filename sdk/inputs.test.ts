@@ -28,7 +28,11 @@ describe('recipients', () => {
   });
 
   it('emailDomain(): as the .NET SDK, keyed by what was given and bound to the domain part', () => {
-    const policy = buildPolicy([pg.recipient.emailDomain('alice@example.org'), pg.recipient.emailDomain('example.net')], 5, types);
+    const policy = buildPolicy(
+      [pg.recipient.emailDomain('alice@example.org'), pg.recipient.emailDomain('example.net')],
+      5,
+      types,
+    );
     expect(policy).toEqual({
       'alice@example.org': { ts: 5, con: [{ t: types.domain, v: 'example.org' }] },
       'example.net': { ts: 5, con: [{ t: types.domain, v: 'example.net' }] },
@@ -36,7 +40,10 @@ describe('recipients', () => {
   });
 
   it('extraAttribute() adds required attributes after the base one, chainable', () => {
-    const r = pg.recipient.email('a@example.org').extraAttribute('pbdf.gemeente.personalData.surname', 'Jansen').extraAttribute('x.y.z', 'w');
+    const r = pg.recipient
+      .email('a@example.org')
+      .extraAttribute('pbdf.gemeente.personalData.surname', 'Jansen')
+      .extraAttribute('x.y.z', 'w');
     expect(buildPolicy([r], 1, types)['a@example.org']!.con).toEqual([
       { t: types.email, v: 'a@example.org' },
       { t: 'pbdf.gemeente.personalData.surname', v: 'Jansen' },
@@ -51,7 +58,9 @@ describe('recipients', () => {
       expect(sdkError(() => pg.recipient.email(bad as string)).code, String(bad)).toBe(SdkErrorCode.INVALID_INPUT);
     }
     for (const bad of ['', 'a@b@c', 'exa mple.org', '.org', 'example..org', '@example.org', 7]) {
-      expect(sdkError(() => pg.recipient.emailDomain(bad as string)).code, String(bad)).toBe(SdkErrorCode.INVALID_INPUT);
+      expect(sdkError(() => pg.recipient.emailDomain(bad as string)).code, String(bad)).toBe(
+        SdkErrorCode.INVALID_INPUT,
+      );
     }
   });
 });
@@ -93,12 +102,20 @@ describe('encrypt() input checks', () => {
   });
 
   it('refuses duplicate recipients', () => {
-    const e = sdkError(() => pg.encrypt({ files: [file], recipients: [pg.recipient.email('b@x.org'), pg.recipient.emailDomain('b@x.org')], sign }));
+    const e = sdkError(() =>
+      pg.encrypt({
+        files: [file],
+        recipients: [pg.recipient.email('b@x.org'), pg.recipient.emailDomain('b@x.org')],
+        sign,
+      }),
+    );
     expect(e.message).toMatch(/duplicate recipient "b@x.org"/);
   });
 
   it('reduces file names to their last segment, and refuses empty, dot, duplicate or control-character names', () => {
-    expect(() => pg.encrypt({ files: [{ name: '../../etc/passwd', content: new Uint8Array(1) }], recipients, sign })).not.toThrow();
+    expect(() =>
+      pg.encrypt({ files: [{ name: '../../etc/passwd', content: new Uint8Array(1) }], recipients, sign }),
+    ).not.toThrow();
     const bad: Array<Array<{ name: unknown; content: unknown }>> = [
       [{ name: '', content: new Uint8Array(1) }],
       [{ name: 'dir/', content: new Uint8Array(1) }],
@@ -116,11 +133,22 @@ describe('encrypt() input checks', () => {
       [{ name: 'a.txt', content: new Uint8Array(1), lastModified: new Date(NaN) } as never],
     ];
     for (const files of bad) {
-      expect(sdkError(() => pg.encrypt({ files: files as never, recipients, sign })).code, JSON.stringify(files)).toBe(SdkErrorCode.INVALID_INPUT);
+      expect(sdkError(() => pg.encrypt({ files: files as never, recipients, sign })).code, JSON.stringify(files)).toBe(
+        SdkErrorCode.INVALID_INPUT,
+      );
     }
-    expect(sdkError(() => pg.encrypt({ files: [{ name: 'a/x.txt', content: new Uint8Array(1) }, { name: 'b\\x.txt', content: new Uint8Array(1) }], recipients, sign })).message).toMatch(
-      /duplicate ZIP entry name "x.txt"/,
-    );
+    expect(
+      sdkError(() =>
+        pg.encrypt({
+          files: [
+            { name: 'a/x.txt', content: new Uint8Array(1) },
+            { name: 'b\\x.txt', content: new Uint8Array(1) },
+          ],
+          recipients,
+          sign,
+        }),
+      ).message,
+    ).toMatch(/duplicate ZIP entry name "x.txt"/);
   });
 
   it('accepts Uint8Array, Blob and ReadableStream contents, and sends nothing yet', () => {

@@ -80,15 +80,33 @@ process.stdout.write(JSON.stringify({ uuid, baseline, growth: peak - baseline })
 `;
 
 function runChild(): Promise<{ uuid: string; baseline: number; growth: number }> {
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', CHILD, pkg.url, storage.url, pkg.apiKey, String(SIZE), MODIFIED.toISOString()], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--expose-gc',
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      CHILD,
+      pkg.url,
+      storage.url,
+      pkg.apiKey,
+      String(SIZE),
+      MODIFIED.toISOString(),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolve, reject) =>
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}: ${err}`)))),
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`child exited ${code}: ${err}`)),
+    ),
   );
 }
 
@@ -96,7 +114,9 @@ it('uploads 128 MiB holding far less than the file size', async () => {
   const { uuid, baseline, growth } = await runChild();
   // What it holds is about two chunks (the chunk buffer, and the copy fetch makes of a request body)
   // plus segments in flight, whatever the file size.
-  console.info(`128 MiB upload: RSS baseline ${(baseline / 2 ** 20).toFixed(1)} MiB, peak growth ${(growth / 2 ** 20).toFixed(1)} MiB`);
+  console.info(
+    `128 MiB upload: RSS baseline ${(baseline / 2 ** 20).toFixed(1)} MiB, peak growth ${(growth / 2 ** 20).toFixed(1)} MiB`,
+  );
   expect(growth).toBeLessThan(SIZE / 4);
 
   // The stored ciphertext opens to exactly the ZIP the inputs make.
@@ -105,7 +125,11 @@ it('uploads 128 MiB holding far less than the file size', async () => {
   const unsealer = await StreamUnsealer.new(download.body!, pkg.keys.vk);
   const entry = unsealer.inspect_header().get('bob@example.com')!;
   const sink = hashingSink();
-  await unsealer.unseal('bob@example.com', extractUsk(pkg.keys.msk, { ts: entry.ts, con: [{ t: EMAIL, v: 'bob@example.com' }] }), sink.writable);
+  await unsealer.unseal(
+    'bob@example.com',
+    extractUsk(pkg.keys.msk, { ts: entry.ts, con: [{ t: EMAIL, v: 'bob@example.com' }] }),
+    sink.writable,
+  );
   const { sha256, bytes } = sink.result();
   expect(bytes).toBeGreaterThan(SIZE);
   expect(sha256).toBe(expected);

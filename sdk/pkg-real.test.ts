@@ -30,9 +30,17 @@ let expiredKey: string;
 
 beforeAll(async () => {
   schema = await createTestSchema();
-  orgKey = await createApiKey(schema.url, { email: 'info@acme.example', org: 'ACME BV', signingAttrs: { email: true, orgName: true } });
+  orgKey = await createApiKey(schema.url, {
+    email: 'info@acme.example',
+    org: 'ACME BV',
+    signingAttrs: { email: true, orgName: true },
+  });
   revokedKey = await createApiKey(schema.url, { email: 'info@acme.example', org: 'ACME BV' });
-  expiredKey = await createApiKey(schema.url, { email: 'info@acme.example', org: 'ACME BV', expiresAt: new Date(Date.now() - 1000) });
+  expiredKey = await createApiKey(schema.url, {
+    email: 'info@acme.example',
+    org: 'ACME BV',
+    expiresAt: new Date(Date.now() - 1000),
+  });
   const admin = new pg.Client({ connectionString: schema.url });
   await admin.connect();
   await admin.query('UPDATE business_api_keys SET revoked_at = now() WHERE key_hash = $1', [apiKeyHash(revokedKey)]);
@@ -42,7 +50,12 @@ beforeAll(async () => {
   store = createApiKeyStore(withPort(schema.url, proxy.port), { emailAttribute: EMAIL, connectionTimeoutMs: 1000 });
   pkgServer = await startPkg({ apiKeys: store });
   // Default tier 100 kB; a key the PKG validates lifts it.
-  storage = await startStorage({ pkgUrl: pkgServer.url, perUploadLimit: 100_000, apiKeyPerUploadLimit: 10_000_000, chunkSize: 64 * 1024 });
+  storage = await startStorage({
+    pkgUrl: pkgServer.url,
+    perUploadLimit: 100_000,
+    apiKeyPerUploadLimit: 10_000_000,
+    chunkSize: 64 * 1024,
+  });
 });
 
 afterAll(async () => {
@@ -57,10 +70,21 @@ function client() {
   const exchanges: Array<{ url: string; headers: Headers; status: number; etag: string | null }> = [];
   const spy: FetchLike = async (url, init) => {
     const response = await fetch(url, init);
-    exchanges.push({ url, headers: new Headers(init.headers), status: response.status, etag: response.headers.get('etag') });
+    exchanges.push({
+      url,
+      headers: new Headers(init.headers),
+      status: response.status,
+      etag: response.headers.get('etag'),
+    });
     return response;
   };
-  const pg = new PostGuard({ pkgUrl: pkgServer.url, storageUrl: storage.url, allowInsecureUrls: true, uploadChunkSize: 64 * 1024, fetch: spy });
+  const pg = new PostGuard({
+    pkgUrl: pkgServer.url,
+    storageUrl: storage.url,
+    allowInsecureUrls: true,
+    uploadChunkSize: 64 * 1024,
+    fetch: spy,
+  });
   return { pg, exchanges };
 }
 
@@ -97,7 +121,9 @@ describe('with the real PKG', () => {
       inspect_header(): Map<string, unknown>;
       unseal(id: string, usk: string, writable: WritableStream<Uint8Array>): Promise<unknown>;
     }
-    const open = async (StreamUnsealerImpl: { new: (r: ReadableStream<Uint8Array>, vk: string) => Promise<Opener> }) => {
+    const open = async (StreamUnsealerImpl: {
+      new: (r: ReadableStream<Uint8Array>, vk: string) => Promise<Opener>;
+    }) => {
       const unsealer = await StreamUnsealerImpl.new(chunkedSource(ciphertext, 40_000), pkgServer.keys.vk);
       expect((unsealer.public_identity() as { con: unknown }).con).toEqual([
         { t: EMAIL, v: 'info@acme.example' },
@@ -105,7 +131,11 @@ describe('with the real PKG', () => {
       ]);
       const entry = unsealer.inspect_header().get('bob@example.com') as { ts: number };
       const out = collector();
-      await unsealer.unseal('bob@example.com', extractUsk(pkgServer.keys.msk, { ts: entry.ts, con: [{ t: EMAIL, v: 'bob@example.com' }] }), out.writable);
+      await unsealer.unseal(
+        'bob@example.com',
+        extractUsk(pkgServer.keys.msk, { ts: entry.ts, con: [{ t: EMAIL, v: 'bob@example.com' }] }),
+        out.writable,
+      );
       return readZip(out.bytes());
     };
     const expected = new Map([
@@ -116,14 +146,18 @@ describe('with the real PKG', () => {
     expect(await open((await loadPgWasm()).StreamUnsealer)).toEqual(expected);
 
     // The stand-in verified the header with the PKG's key and names the organisation as sender.
-    expect((await storage.outbox()).map((m) => [m.to, m.replyTo, m.senderVerified, m.senderAttributes, m.message])).toEqual([
-      ['bob@example.com', 'info@acme.example', true, [[ORG_NAME, 'ACME BV']], 'From ACME'],
-    ]);
+    expect(
+      (await storage.outbox()).map((m) => [m.to, m.replyTo, m.senderVerified, m.senderAttributes, m.message]),
+    ).toEqual([['bob@example.com', 'info@acme.example', true, [[ORG_NAME, 'ACME BV']], 'From ACME']]);
   });
 
   it('revalidates the master public key with the ETag the PKG sent (304 on the second seal)', async () => {
     const { pg, exchanges } = client();
-    const sealed = pg.encrypt({ files: [{ name: 'a', content: NOTE }], recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(orgKey) });
+    const sealed = pg.encrypt({
+      files: [{ name: 'a', content: NOTE }],
+      recipients: [pg.recipient.email('b@x.org')],
+      sign: pg.sign.apiKey(orgKey),
+    });
     await sealed.toBytes();
     await sealed.toBytes();
     const parameters = exchanges.filter((e) => e.url.endsWith('/v2/parameters'));
@@ -137,7 +171,13 @@ describe('with the real PKG', () => {
     for (const key of ['PG-never-issued', revokedKey, expiredKey]) {
       const { pg, exchanges } = client();
       const e = await rejection(
-        pg.encrypt({ files: [{ name: 'a', content: NOTE }], recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(key) }).upload(),
+        pg
+          .encrypt({
+            files: [{ name: 'a', content: NOTE }],
+            recipients: [pg.recipient.email('b@x.org')],
+            sign: pg.sign.apiKey(key),
+          })
+          .upload(),
       );
       expect(e.code).toBe(SdkErrorCode.API_KEY_REJECTED);
       expect(e.status).toBe(401);
@@ -147,7 +187,12 @@ describe('with the real PKG', () => {
 
   it("the PKG's database down is PKG_UNAVAILABLE (503); it works again once the database is back", async () => {
     const { pg } = client();
-    const make = () => pg.encrypt({ files: [{ name: 'a', content: NOTE }], recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(orgKey) });
+    const make = () =>
+      pg.encrypt({
+        files: [{ name: 'a', content: NOTE }],
+        recipients: [pg.recipient.email('b@x.org')],
+        sign: pg.sign.apiKey(orgKey),
+      });
     await proxy.down();
     try {
       const e = await rejection(make().toBytes());

@@ -30,7 +30,11 @@ function sdkCode(code: PkgClientErrorCode, status: number | undefined): SdkError
 
 function asSdkError(error: unknown): unknown {
   if (!isPkgClientError(error)) return error;
-  const details = { cause: error, ...(error.status === undefined ? {} : { status: error.status }), ...(error.url === undefined ? {} : { url: error.url }) };
+  const details = {
+    cause: error,
+    ...(error.status === undefined ? {} : { status: error.status }),
+    ...(error.url === undefined ? {} : { url: error.url }),
+  };
   return new SdkError(sdkCode(error.code, error.status), error.message, details);
 }
 

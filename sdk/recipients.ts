@@ -30,9 +30,12 @@ export class RecipientBuilder {
   /** Also require the attribute `type` with `value` (chainable). */
   extraAttribute(type: string, value: string): this {
     if (typeof type !== 'string' || !/^[^\s.]+(\.[^\s.]+)+$/.test(type)) {
-      throw invalidInput(`extraAttribute: ${JSON.stringify(type)} is not an attribute type such as pbdf.gemeente.personalData.surname`);
+      throw invalidInput(
+        `extraAttribute: ${JSON.stringify(type)} is not an attribute type such as pbdf.gemeente.personalData.surname`,
+      );
     }
-    if (typeof value !== 'string' || value === '') throw invalidInput(`extraAttribute(${type}): the value must be a non-empty string`);
+    if (typeof value !== 'string' || value === '')
+      throw invalidInput(`extraAttribute(${type}): the value must be a non-empty string`);
     this.extras.push({ t: type, v: value });
     return this;
   }
@@ -62,7 +65,9 @@ export function emailRecipient(address: unknown): RecipientBuilder {
 /** `alice@example.com` (keyed by the address, for everyone at example.com) or a bare `example.com`. */
 export function emailDomainRecipient(addressOrDomain: unknown): RecipientBuilder {
   if (typeof addressOrDomain !== 'string' || !(ADDRESS.test(addressOrDomain) || DOMAIN.test(addressOrDomain))) {
-    throw invalidInput(`recipient.emailDomain: ${JSON.stringify(addressOrDomain)} is neither an e-mail address nor a domain`);
+    throw invalidInput(
+      `recipient.emailDomain: ${JSON.stringify(addressOrDomain)} is neither an e-mail address nor a domain`,
+    );
   }
   return new RecipientBuilder(addressOrDomain, 'emailDomain');
 }

@@ -63,8 +63,14 @@ function notifySettings(notify: unknown): Required<NotifyOptions> {
   if (n.message !== undefined && (typeof n.message !== 'string' || n.message.length > MAX_MESSAGE_CHARS)) {
     throw invalidInput(`notify.message: expected a string of at most ${MAX_MESSAGE_CHARS} characters`);
   }
-  if (n.language !== undefined && n.language !== 'EN' && n.language !== 'NL') throw invalidInput('notify.language: expected "EN" or "NL"');
-  return { recipients: n.recipients ?? false, sender: n.sender ?? false, message: n.message ?? '', language: n.language ?? 'EN' };
+  if (n.language !== undefined && n.language !== 'EN' && n.language !== 'NL')
+    throw invalidInput('notify.language: expected "EN" or "NL"');
+  return {
+    recipients: n.recipients ?? false,
+    sender: n.sender ?? false,
+    message: n.message ?? '',
+    language: n.language ?? 'EN',
+  };
 }
 
 /** Errors out of the sealer, translated: what a sink threw passes through, input failures get their own code. */
@@ -74,15 +80,23 @@ function sealFailure(error: unknown, signal: AbortSignal | undefined): unknown {
   if (error instanceof PostGuardError) {
     if (error.code === 'SINK_FAILED' && error.cause instanceof SdkError) return error.cause;
     if (error.code === 'SOURCE_FAILED') {
-      return new SdkError(SdkErrorCode.INPUT_FAILED, `reading a file failed: ${String(error.cause)}`, { cause: error.cause });
+      return new SdkError(SdkErrorCode.INPUT_FAILED, `reading a file failed: ${String(error.cause)}`, {
+        cause: error.cause,
+      });
     }
     if (error.code === 'INVALID_KEY') {
-      return new SdkError(SdkErrorCode.PKG_BAD_RESPONSE, `the PKG's keys cannot be used: ${error.message}`, { cause: error });
+      return new SdkError(SdkErrorCode.PKG_BAD_RESPONSE, `the PKG's keys cannot be used: ${error.message}`, {
+        cause: error,
+      });
     }
   }
-  return new SdkError(SdkErrorCode.SEAL_FAILED, `sealing failed: ${error instanceof Error ? error.message : String(error)}`, {
-    cause: error,
-  });
+  return new SdkError(
+    SdkErrorCode.SEAL_FAILED,
+    `sealing failed: ${error instanceof Error ? error.message : String(error)}`,
+    {
+      cause: error,
+    },
+  );
 }
 
 /** The ZIP stream, cut off with the abort reason if the signal fires. */
@@ -97,7 +111,10 @@ function abortable(readable: ReadableStream<Uint8Array>, signal: AbortSignal | u
  * uploads, and the one buffer is reused: `deliver` must be done with a chunk when it resolves
  * (an upload is: its request has been answered). Memory: one chunk, allocated on first use.
  */
-export function chunkingSink(size: number, deliver: (chunk: Uint8Array<ArrayBuffer>) => Promise<void>): WritableStream<Uint8Array> {
+export function chunkingSink(
+  size: number,
+  deliver: (chunk: Uint8Array<ArrayBuffer>) => Promise<void>,
+): WritableStream<Uint8Array> {
   let buffer: Uint8Array<ArrayBuffer> | undefined;
   let filled = 0;
   return new WritableStream<Uint8Array>({
@@ -160,11 +177,14 @@ export class Sealed {
   async upload(options: UploadOptions = {}): Promise<UploadResult> {
     const notify = notifySettings(options.notify);
     const { signal, onProgress } = options;
-    if (onProgress !== undefined && typeof onProgress !== 'function') throw invalidInput('onProgress: expected a function');
+    if (onProgress !== undefined && typeof onProgress !== 'function')
+      throw invalidInput('onProgress: expected a function');
     this.checkInputsUnread();
     const nonAddress = this.parts.recipients.find((r) => !r.email.includes('@'));
     if (nonAddress !== undefined) {
-      throw invalidInput(`upload: the storage service needs an e-mail address per recipient; got ${JSON.stringify(nonAddress.email)}`);
+      throw invalidInput(
+        `upload: the storage service needs an e-mail address per recipient; got ${JSON.stringify(nonAddress.email)}`,
+      );
     }
     // Keys first: a rejected API key or an unreachable PKG must not leave an empty upload behind.
     const keys = await this.keys(signal);
@@ -219,7 +239,10 @@ export class Sealed {
   /** Stream inputs can be read once; Uint8Array and Blob inputs any number of times. */
   private checkInputsUnread(): void {
     if (this.started && this.parts.entries.some((e) => e.content instanceof ReadableStream)) {
-      throw new SdkError(SdkErrorCode.INVALID_STATE, 'this message has stream inputs, which were already read: encrypt again with new streams');
+      throw new SdkError(
+        SdkErrorCode.INVALID_STATE,
+        'this message has stream inputs, which were already read: encrypt again with new streams',
+      );
     }
   }
 
@@ -237,7 +260,11 @@ export class Sealed {
     this.started = true;
     const ts = Math.floor(Date.now() / 1000);
     const policy = buildPolicy(this.parts.recipients, ts, this.parts.config.attributes);
-    const options = { policy, pubSignKey: signing.pubSignKey, ...(signing.privSignKey ? { privSignKey: signing.privSignKey } : {}) };
+    const options = {
+      policy,
+      pubSignKey: signing.pubSignKey,
+      ...(signing.privSignKey ? { privSignKey: signing.privSignKey } : {}),
+    };
     try {
       await sealStream(mpk, options, abortable(zipStream(this.parts.entries), signal), sink);
     } catch (error) {

@@ -58,9 +58,16 @@ async function statusError(response: Response, url: string, what: string, detail
   const context = { ...details, url, status };
   const text = await excerpt(response);
   const suffix = text === '' ? '' : `: ${text}`;
-  if (status === 404) return new SdkError(SdkErrorCode.UPLOAD_EXPIRED, `${what}: the storage service no longer knows this upload${suffix}`, context);
-  if (status === 413) return new SdkError(SdkErrorCode.UPLOAD_TOO_LARGE, `${what}: over the storage service's limit${suffix}`, context);
-  if (isTransientStatus(status)) return new SdkError(SdkErrorCode.STORAGE_UNAVAILABLE, `${what}: HTTP ${status}${suffix}`, context);
+  if (status === 404)
+    return new SdkError(
+      SdkErrorCode.UPLOAD_EXPIRED,
+      `${what}: the storage service no longer knows this upload${suffix}`,
+      context,
+    );
+  if (status === 413)
+    return new SdkError(SdkErrorCode.UPLOAD_TOO_LARGE, `${what}: over the storage service's limit${suffix}`, context);
+  if (isTransientStatus(status))
+    return new SdkError(SdkErrorCode.STORAGE_UNAVAILABLE, `${what}: HTTP ${status}${suffix}`, context);
   return new SdkError(SdkErrorCode.STORAGE_REJECTED, `${what}: HTTP ${status}${suffix}`, context);
 }
 
@@ -69,7 +76,11 @@ export class StorageClient {
 
   async init(request: InitRequest, signal: AbortSignal | undefined): Promise<UploadSession> {
     const url = `${this.config.storageUrl}/fileupload/init`;
-    const headers: Record<string, string> = { ...this.config.headers, 'content-type': 'application/json', accept: 'application/json' };
+    const headers: Record<string, string> = {
+      ...this.config.headers,
+      'content-type': 'application/json',
+      accept: 'application/json',
+    };
     if (request.apiKey !== undefined) headers['authorization'] = `Bearer ${request.apiKey}`;
     const body = JSON.stringify({
       recipient: request.recipients.join(', '),
@@ -79,12 +90,22 @@ export class StorageClient {
       // Always sent: Cryptify's own default is to notify.
       notifyRecipients: request.notifyRecipients,
     });
-    const result = await exchange(this.config.fetch, url, { method: 'POST', headers, body }, this.config.timeouts.storageMs, signal);
+    const result = await exchange(
+      this.config.fetch,
+      url,
+      { method: 'POST', headers, body },
+      this.config.timeouts.storageMs,
+      signal,
+    );
     if (!result.ok) {
-      throw new SdkError(SdkErrorCode.STORAGE_UNAVAILABLE, `upload init: the storage service ${result.reason === 'timeout' ? 'did not answer in time' : 'could not be reached'}`, {
-        url,
-        cause: result.cause,
-      });
+      throw new SdkError(
+        SdkErrorCode.STORAGE_UNAVAILABLE,
+        `upload init: the storage service ${result.reason === 'timeout' ? 'did not answer in time' : 'could not be reached'}`,
+        {
+          url,
+          cause: result.cause,
+        },
+      );
     }
     const { response } = result;
     if (!response.ok) throw await statusError(response, url, 'upload init', {});
@@ -92,10 +113,15 @@ export class StorageClient {
     const json = (await readJson(response)) as { uuid?: unknown; challenge?: unknown } | undefined;
     const uuid = json?.uuid;
     if (typeof uuid !== 'string' || !UUID.test(uuid)) {
-      throw new SdkError(SdkErrorCode.STORAGE_BAD_RESPONSE, 'upload init: the storage service did not return an upload UUID', { url, status: response.status });
+      throw new SdkError(
+        SdkErrorCode.STORAGE_BAD_RESPONSE,
+        'upload init: the storage service did not return an upload UUID',
+        { url, status: response.status },
+      );
     }
     // Cryptify before pg-js 2.5 sends no challenge; a malformed one is ignored the same way.
-    const challenge = typeof json?.challenge === 'string' && CHALLENGE.test(json.challenge) ? hexBytes(json.challenge) : undefined;
+    const challenge =
+      typeof json?.challenge === 'string' && CHALLENGE.test(json.challenge) ? hexBytes(json.challenge) : undefined;
     return challenge === undefined ? { uuid, token } : { uuid, token, challenge };
   }
 
@@ -103,7 +129,12 @@ export class StorageClient {
    * Stores `chunk` at `offset` and returns the next token. Transport failures and transient
    * statuses are retried with the same token and offset (see the module comment).
    */
-  async putChunk(session: UploadSession, offset: number, chunk: Uint8Array<ArrayBuffer>, signal: AbortSignal | undefined): Promise<string> {
+  async putChunk(
+    session: UploadSession,
+    offset: number,
+    chunk: Uint8Array<ArrayBuffer>,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
     const url = `${this.config.storageUrl}/fileupload/${session.uuid}`;
     const init: RequestInit = {
       method: 'PUT',
@@ -148,10 +179,19 @@ export class StorageClient {
    * Completes the upload: the storage service checks the total and the header, then notifies.
    * `proof` (base64 of signChallenge over the upload's challenge) proves the sender's key.
    */
-  async finalize(session: UploadSession, total: number, signal: AbortSignal | undefined, proof?: string): Promise<void> {
+  async finalize(
+    session: UploadSession,
+    total: number,
+    signal: AbortSignal | undefined,
+    proof?: string,
+  ): Promise<void> {
     const url = `${this.config.storageUrl}/fileupload/finalize/${session.uuid}`;
     const details = { uuid: session.uuid, uploadedBytes: total };
-    const headers: Record<string, string> = { ...this.config.headers, cryptifytoken: session.token, 'content-range': `bytes */${total}` };
+    const headers: Record<string, string> = {
+      ...this.config.headers,
+      cryptifytoken: session.token,
+      'content-range': `bytes */${total}`,
+    };
     if (proof !== undefined) headers['x-postguard-proof'] = proof;
     const result = await exchange(
       this.config.fetch,

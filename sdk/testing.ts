@@ -45,7 +45,12 @@ export function fakePkgKeys(): FakePkg['keys'] {
 }
 
 export async function startFakePkg(
-  options: { apiKey?: string; sender?: string; emailAttribute?: string; extraSenderAttributes?: Array<{ t: string; v: string }> } = {},
+  options: {
+    apiKey?: string;
+    sender?: string;
+    emailAttribute?: string;
+    extraSenderAttributes?: Array<{ t: string; v: string }>;
+  } = {},
 ): Promise<FakePkg> {
   const keys = fakePkgKeys();
   const apiKey = options.apiKey ?? 'PG-test-key';
@@ -62,11 +67,15 @@ export async function startFakePkg(
       return reply.code(304).send();
     }
     counts.parameters200++;
-    return reply.header('etag', etag).header('cache-control', 'public, no-cache').send({ formatVersion: 0, publicKey: keys.mpk });
+    return reply
+      .header('etag', etag)
+      .header('cache-control', 'public, no-cache')
+      .send({ formatVersion: 0, publicKey: keys.mpk });
   });
   app.get('/v2/sign/parameters', async () => ({ formatVersion: 0, publicKey: keys.vk }));
   app.get('/v2/api-key/validate', async (request, reply) => {
-    if (request.headers.authorization !== `Bearer ${apiKey}`) return reply.code(401).send({ error: true, message: 'API key is invalid' });
+    if (request.headers.authorization !== `Bearer ${apiKey}`)
+      return reply.code(401).send({ error: true, message: 'API key is invalid' });
     return { tenant_id: FAKE_TENANT, organisation_name: null };
   });
   app.post('/v2/irma/sign/key', async (request, reply) => {
@@ -177,13 +186,13 @@ export function readZip(zip: Uint8Array): Map<string, Uint8Array> {
     const commentLength = u16(p + 32);
     let local = u32(p + 42);
     const name = new TextDecoder('utf-8', { fatal: true }).decode(zip.subarray(p + 46, p + 46 + nameLength));
-    for (let e = p + 46 + nameLength; e < p + 46 + nameLength + extraLength; ) {
+    for (let e = p + 46 + nameLength; e < p + 46 + nameLength + extraLength;) {
       const id = u16(e);
       const length = u16(e + 2);
       if (id === 0x0001) {
         let f = e + 4;
-        if (size === 0xffffffff) (size = u64(f)), (f += 8);
-        if (compressed === 0xffffffff) (compressed = u64(f)), (f += 8);
+        if (size === 0xffffffff) ((size = u64(f)), (f += 8));
+        if (compressed === 0xffffffff) ((compressed = u64(f)), (f += 8));
         if (local === 0xffffffff) local = u64(f);
       }
       e += 4 + length;

@@ -44,11 +44,19 @@ interface Call {
 }
 
 /** A client whose requests are recorded (then sent for real). */
-function client(config: Partial<PostGuardConfig> = {}, intercept?: (url: string, init: RequestInit) => Promise<Response> | undefined) {
+function client(
+  config: Partial<PostGuardConfig> = {},
+  intercept?: (url: string, init: RequestInit) => Promise<Response> | undefined,
+) {
   const calls: Call[] = [];
   const spy: FetchLike = (url, init) => {
     const headers = Object.fromEntries(new Headers(init.headers).entries());
-    calls.push({ method: init.method ?? 'GET', url, headers, body: typeof init.body === 'string' ? JSON.parse(init.body) : init.body });
+    calls.push({
+      method: init.method ?? 'GET',
+      url,
+      headers,
+      body: typeof init.body === 'string' ? JSON.parse(init.body) : init.body,
+    });
     return intercept?.(url, init) ?? fetch(url, init);
   };
   const pg = new PostGuard({
@@ -149,7 +157,10 @@ describe('upload()', () => {
     }
 
     // The PKG saw one sign/key request shaped as the .NET SDK sends it.
-    expect(pkg.signKeyRequests.at(-1)).toEqual({ authorization: `Bearer ${pkg.apiKey}`, body: { pubSignId: [{ t: EMAIL }] } });
+    expect(pkg.signKeyRequests.at(-1)).toEqual({
+      authorization: `Bearer ${pkg.apiKey}`,
+      body: { pubSignId: [{ t: EMAIL }] },
+    });
 
     // The storage protocol as Cryptify implements it.
     const sent = storageCalls(calls);
@@ -157,7 +168,13 @@ describe('upload()', () => {
       method: 'POST',
       url: `${storage.url}/fileupload/init`,
       headers: { authorization: `Bearer ${pkg.apiKey}`, 'content-type': 'application/json' },
-      body: { recipient: 'bob@example.com, carol@example.net', mailContent: '', mailLang: 'EN', confirm: false, notifyRecipients: false },
+      body: {
+        recipient: 'bob@example.com, carol@example.net',
+        mailContent: '',
+        mailLang: 'EN',
+        confirm: false,
+        notifyRecipients: false,
+      },
     });
     const chunks = sent.slice(1, -1);
     expect(chunks.length).toBe(Math.ceil(ciphertext.length / CHUNK));
@@ -174,7 +191,9 @@ describe('upload()', () => {
       url: `${storage.url}/fileupload/finalize/${uuid}`,
       headers: { 'content-range': `bytes */${ciphertext.length}` },
     });
-    expect(sent.every((c) => /^node,[^,]+,postguard-ts,\d/.test(c.headers['x-postguard-client-version'] ?? ''))).toBe(true);
+    expect(sent.every((c) => /^node,[^,]+,postguard-ts,\d/.test(c.headers['x-postguard-client-version'] ?? ''))).toBe(
+      true,
+    );
     // Silent by default.
     expect(await storage.outbox()).toEqual([]);
   });
@@ -182,7 +201,11 @@ describe('upload()', () => {
   it('passes the notification options on; the storage service mails recipients and sender', async () => {
     const { pg } = client();
     const { uuid } = await pg
-      .encrypt({ files: [{ name: 'a.txt', content: TEXT }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) })
+      .encrypt({
+        files: [{ name: 'a.txt', content: TEXT }],
+        recipients: [pg.recipient.email('bob@example.com')],
+        sign: pg.sign.apiKey(pkg.apiKey),
+      })
       .upload({ notify: { recipients: true, sender: true, message: 'Zie bijlage', language: 'NL' } });
     expect((await storage.outbox()).map((m) => [m.kind, m.to, m.replyTo, m.lang, m.message, m.uuid])).toEqual([
       ['recipient', 'bob@example.com', pkg.sender, 'NL', 'Zie bijlage', uuid],
@@ -193,9 +216,15 @@ describe('upload()', () => {
   it("answers the storage service's challenge with a proof of the sender's key (pg-js 2.5)", async () => {
     const { pg } = client();
     await pg
-      .encrypt({ files: [{ name: 'a.txt', content: TEXT }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) })
+      .encrypt({
+        files: [{ name: 'a.txt', content: TEXT }],
+        recipients: [pg.recipient.email('bob@example.com')],
+        sign: pg.sign.apiKey(pkg.apiKey),
+      })
       .upload({ notify: { recipients: true } });
-    expect((await storage.outbox()).map((m) => [m.to, m.senderVerified, m.senderProven])).toEqual([['bob@example.com', true, true]]);
+    expect((await storage.outbox()).map((m) => [m.to, m.senderVerified, m.senderProven])).toEqual([
+      ['bob@example.com', true, true],
+    ]);
   });
 
   it('checks the upload options and needs an address per recipient, before anything is sent', async () => {
@@ -203,9 +232,13 @@ describe('upload()', () => {
     const make = (recipient = pg.recipient.email('bob@example.com')) =>
       pg.encrypt({ files: [{ name: 'a', content: TEXT }], recipients: [recipient], sign: pg.sign.apiKey(pkg.apiKey) });
     for (const notify of [{ language: 'DE' }, { recipients: 'yes' }, { message: 5 }, 'all']) {
-      expect((await rejection(make().upload({ notify: notify as never }))).code, JSON.stringify(notify)).toBe(SdkErrorCode.INVALID_INPUT);
+      expect((await rejection(make().upload({ notify: notify as never }))).code, JSON.stringify(notify)).toBe(
+        SdkErrorCode.INVALID_INPUT,
+      );
     }
-    expect((await rejection(make(pg.recipient.emailDomain('example.com')).upload())).message).toMatch(/needs an e-mail address/);
+    expect((await rejection(make(pg.recipient.emailDomain('example.com')).upload())).message).toMatch(
+      /needs an e-mail address/,
+    );
     // The bare-domain recipient is fine for toBytes().
     await make(pg.recipient.emailDomain('example.com')).toBytes();
     expect(storageCalls(calls)).toEqual([]);
@@ -216,7 +249,11 @@ describe('toBytes()', () => {
   it('only seals: PKG calls, no storage calls; the MPK is revalidated by ETag, the signing key fetched once per message', async () => {
     const { pg, calls } = client();
     const before = { ...pkg.counts };
-    const sealed = pg.encrypt({ files: files().slice(0, 2), recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) });
+    const sealed = pg.encrypt({
+      files: files().slice(0, 2),
+      recipients: [pg.recipient.email('bob@example.com')],
+      sign: pg.sign.apiKey(pkg.apiKey),
+    });
     const first = await sealed.toBytes();
     const second = await sealed.toBytes();
     expect(storageCalls(calls)).toEqual([]);
@@ -224,7 +261,10 @@ describe('toBytes()', () => {
     expect(pkg.counts.parameters200 - before.parameters200).toBe(1);
     expect(pkg.counts.parameters304 - before.parameters304).toBe(1);
     expect(pkg.counts.signKey - before.signKey).toBe(1);
-    expect(calls.filter((c) => c.url.endsWith('/v2/parameters')).map((c) => c.headers['if-none-match'])).toEqual([undefined, pkg.etag]);
+    expect(calls.filter((c) => c.url.endsWith('/v2/parameters')).map((c) => c.headers['if-none-match'])).toEqual([
+      undefined,
+      pkg.etag,
+    ]);
     // Fresh randomness each time; both decrypt to the same files.
     expect(first).not.toEqual(second);
     for (const ciphertext of [first, second]) {
@@ -235,14 +275,22 @@ describe('toBytes()', () => {
 
   it('reads stream inputs once: a second run is INVALID_STATE, found before anything is sent', async () => {
     const { pg, calls } = client();
-    const sealed = pg.encrypt({ files: [{ name: 's', content: chunkedSource(TEXT) }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) });
+    const sealed = pg.encrypt({
+      files: [{ name: 's', content: chunkedSource(TEXT) }],
+      recipients: [pg.recipient.email('bob@example.com')],
+      sign: pg.sign.apiKey(pkg.apiKey),
+    });
     await sealed.toBytes();
     const sent = calls.length;
     expect((await rejection(sealed.toBytes())).code).toBe(SdkErrorCode.INVALID_STATE);
     expect((await rejection(sealed.upload())).code).toBe(SdkErrorCode.INVALID_STATE);
     expect(calls.length).toBe(sent);
     // Byte inputs can be sealed again.
-    const again = pg.encrypt({ files: [{ name: 'b', content: TEXT }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) });
+    const again = pg.encrypt({
+      files: [{ name: 'b', content: TEXT }],
+      recipients: [pg.recipient.email('bob@example.com')],
+      sign: pg.sign.apiKey(pkg.apiKey),
+    });
     await again.toBytes();
     await again.upload();
   });
@@ -251,7 +299,11 @@ describe('toBytes()', () => {
 describe('PKG failures', () => {
   it('a rejected API key is API_KEY_REJECTED, and nothing reaches the storage service', async () => {
     const { pg, calls } = client();
-    const sealed = pg.encrypt({ files: files(), recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey('PG-not-this-one') });
+    const sealed = pg.encrypt({
+      files: files(),
+      recipients: [pg.recipient.email('bob@example.com')],
+      sign: pg.sign.apiKey('PG-not-this-one'),
+    });
     for (const run of [() => sealed.upload(), () => sealed.toBytes()]) {
       const e = await rejection(run());
       expect(e.code).toBe(SdkErrorCode.API_KEY_REJECTED);
@@ -262,7 +314,9 @@ describe('PKG failures', () => {
   });
 
   it('an unreachable, failing or silent PKG is PKG_UNAVAILABLE', async () => {
-    const down = Fastify().get('/*', async (_r, reply) => reply.code(503).send('down')).post('/*', async (_r, reply) => reply.code(502).send());
+    const down = Fastify()
+      .get('/*', async (_r, reply) => reply.code(503).send('down'))
+      .post('/*', async (_r, reply) => reply.code(502).send());
     const slow = Fastify();
     slow.all('/*', () => new Promise(() => undefined));
     await down.listen({ port: 0, host: '127.0.0.1' });
@@ -276,7 +330,13 @@ describe('PKG failures', () => {
       ] as const) {
         const { pg, calls } = client({ pkgUrl, timeouts: { pkgMs: 300 } });
         const e = await rejection(
-          pg.encrypt({ files: [{ name: 'a', content: TEXT }], recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) }).upload(),
+          pg
+            .encrypt({
+              files: [{ name: 'a', content: TEXT }],
+              recipients: [pg.recipient.email('bob@example.com')],
+              sign: pg.sign.apiKey(pkg.apiKey),
+            })
+            .upload(),
         );
         expect(e.code, pkgUrl).toBe(SdkErrorCode.PKG_UNAVAILABLE);
         if (status !== undefined) expect([502, 503]).toContain(e.status);
@@ -291,12 +351,26 @@ describe('PKG failures', () => {
   it('keys the PKG answers with that do not fit are PKG_BAD_RESPONSE', async () => {
     const { pg } = client({}, (url) => {
       if (url.endsWith('/v2/irma/sign/key')) {
-        return Promise.resolve(Response.json({ status: 'DONE', proofStatus: 'VALID', pubSignKey: { key: 'AAAA', policy: { ts: 1, con: [] } } }));
+        return Promise.resolve(
+          Response.json({
+            status: 'DONE',
+            proofStatus: 'VALID',
+            pubSignKey: { key: 'AAAA', policy: { ts: 1, con: [] } },
+          }),
+        );
       }
       if (url.endsWith('/v2/parameters')) return Promise.resolve(Response.json({ formatVersion: 0 }));
       return undefined;
     });
-    const e = await rejection(pg.encrypt({ files: [{ name: 'a', content: TEXT }], recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(pkg.apiKey) }).toBytes());
+    const e = await rejection(
+      pg
+        .encrypt({
+          files: [{ name: 'a', content: TEXT }],
+          recipients: [pg.recipient.email('b@x.org')],
+          sign: pg.sign.apiKey(pkg.apiKey),
+        })
+        .toBytes(),
+    );
     expect(e.code).toBe(SdkErrorCode.PKG_BAD_RESPONSE);
   });
 });
@@ -313,20 +387,36 @@ describe('storage failures', () => {
       cancel: () => void (cancelled = true),
     });
     const { pg } = client({}, (url) =>
-      url.endsWith('/fileupload/init') ? Promise.resolve(new Response(endless, { headers: { cryptifytoken: 'a'.repeat(64) } })) : undefined,
+      url.endsWith('/fileupload/init')
+        ? Promise.resolve(new Response(endless, { headers: { cryptifytoken: 'a'.repeat(64) } }))
+        : undefined,
     );
-    const e = await rejection(pg.encrypt({ files: [{ name: 'a', content: TEXT }], recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(pkg.apiKey) }).upload());
+    const e = await rejection(
+      pg
+        .encrypt({
+          files: [{ name: 'a', content: TEXT }],
+          recipients: [pg.recipient.email('b@x.org')],
+          sign: pg.sign.apiKey(pkg.apiKey),
+        })
+        .upload(),
+    );
     expect(e.code).toBe(SdkErrorCode.STORAGE_BAD_RESPONSE);
     expect(cancelled).toBe(true);
     expect(sent).toBeLessThan(1024 * 1024);
   });
 
   const sealedFor = (pg: PostGuard) =>
-    pg.encrypt({ files: files(), recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) });
+    pg.encrypt({
+      files: files(),
+      recipients: [pg.recipient.email('bob@example.com')],
+      sign: pg.sign.apiKey(pkg.apiKey),
+    });
 
   async function expectIntact(uuid: string) {
     const ciphertext = await download(uuid);
-    const { plaintext } = await openWithPostguardTs(ciphertext, 'bob@example.com', [{ t: EMAIL, v: 'bob@example.com' }]);
+    const { plaintext } = await openWithPostguardTs(ciphertext, 'bob@example.com', [
+      { t: EMAIL, v: 'bob@example.com' },
+    ]);
     expect(readZip(plaintext)).toEqual(EXPECTED);
     expect((await storage.upload(uuid))?.session).toMatchObject({ uploaded: ciphertext.length, finalized: 1 });
   }
@@ -371,7 +461,10 @@ describe('storage failures', () => {
     const e = await rejection(sealedFor(pg).upload());
     expect(e.code).toBe(SdkErrorCode.STORAGE_UNAVAILABLE);
     expect(e.uploadedBytes).toBeGreaterThanOrEqual(CHUNK);
-    expect(await storage.upload(e.uuid!)).toMatchObject({ session: { uploaded: e.uploadedBytes, finalized: 0 }, fileBytes: e.uploadedBytes });
+    expect(await storage.upload(e.uuid!)).toMatchObject({
+      session: { uploaded: e.uploadedBytes, finalized: 0 },
+      fileBytes: e.uploadedBytes,
+    });
   });
 
   it('a 4xx is not retried: STORAGE_REJECTED, UPLOAD_EXPIRED (404), UPLOAD_TOO_LARGE (413)', async () => {
@@ -402,7 +495,9 @@ describe('storage failures', () => {
       expect(e.status).toBe(413);
       expect((await small.upload(e.uuid!))?.session).toEqual({ uploaded: 3 * CHUNK, finalized: 0 });
 
-      const d = await rejection(sealedFor(client({ storageUrl: degraded.url, retry: { maxAttempts: 2, initialDelayMs: 1 } }).pg).upload());
+      const d = await rejection(
+        sealedFor(client({ storageUrl: degraded.url, retry: { maxAttempts: 2, initialDelayMs: 1 } }).pg).upload(),
+      );
       expect(d.code).toBe(SdkErrorCode.STORAGE_UNAVAILABLE);
       expect(d.status).toBe(503);
       expect((await degraded.upload(d.uuid!))?.session).toEqual({ uploaded: CHUNK, finalized: 0 });
@@ -413,7 +508,9 @@ describe('storage failures', () => {
   });
 
   it('an unanswered finalize is FINALIZE_UNCONFIRMED and is not repeated', async () => {
-    const { pg, calls } = client({}, (url) => (url.includes('/finalize/') ? Promise.reject(new TypeError('fetch failed')) : undefined));
+    const { pg, calls } = client({}, (url) =>
+      url.includes('/finalize/') ? Promise.reject(new TypeError('fetch failed')) : undefined,
+    );
     const e = await rejection(sealedFor(pg).upload());
     expect(e.code).toBe(SdkErrorCode.FINALIZE_UNCONFIRMED);
     expect(calls.filter((c) => c.url.includes('/finalize/'))).toHaveLength(1);
@@ -448,7 +545,11 @@ describe('inputs and cancellation', () => {
     const controller = new AbortController();
     const e = await rejection(
       pg
-        .encrypt({ files: files(), recipients: [pg.recipient.email('bob@example.com')], sign: pg.sign.apiKey(pkg.apiKey) })
+        .encrypt({
+          files: files(),
+          recipients: [pg.recipient.email('bob@example.com')],
+          sign: pg.sign.apiKey(pkg.apiKey),
+        })
         .upload({ signal: controller.signal, onProgress: () => controller.abort() }),
     );
     expect(e.code).toBe(SdkErrorCode.ABORTED);
@@ -459,7 +560,9 @@ describe('inputs and cancellation', () => {
   it('an already aborted signal stops toBytes before any request', async () => {
     const { pg, calls } = client();
     const e = await rejection(
-      pg.encrypt({ files: files(), recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(pkg.apiKey) }).toBytes({ signal: AbortSignal.abort() }),
+      pg
+        .encrypt({ files: files(), recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(pkg.apiKey) })
+        .toBytes({ signal: AbortSignal.abort() }),
     );
     expect(e.code).toBe(SdkErrorCode.ABORTED);
     expect(calls).toEqual([]);

@@ -27,13 +27,17 @@ export interface ZipEntry {
 export function entryName(name: unknown): string {
   if (typeof name !== 'string') throw invalidInput('file name must be a string');
   const base = name.slice(Math.max(name.lastIndexOf('/'), name.lastIndexOf('\\')) + 1);
-  if (base === '' || base === '.' || base === '..') throw invalidInput(`file name ${JSON.stringify(name)} does not name a file`);
-  if (/[\u0000-\u001f\u007f]/.test(base)) throw invalidInput(`file name ${JSON.stringify(name)} contains control characters`);
+  if (base === '' || base === '.' || base === '..')
+    throw invalidInput(`file name ${JSON.stringify(name)} does not name a file`);
+  if (/[\u0000-\u001f\u007f]/.test(base))
+    throw invalidInput(`file name ${JSON.stringify(name)} contains control characters`);
   return base;
 }
 
 const isContent = (value: unknown): value is FileContent =>
-  value instanceof Uint8Array || value instanceof ReadableStream || (typeof Blob !== 'undefined' && value instanceof Blob);
+  value instanceof Uint8Array ||
+  value instanceof ReadableStream ||
+  (typeof Blob !== 'undefined' && value instanceof Blob);
 
 /** Validates the files (names, duplicates, content types) before anything runs. */
 export function zipEntries(files: unknown): ZipEntry[] {
@@ -43,9 +47,11 @@ export function zipEntries(files: unknown): ZipEntry[] {
     if (typeof file !== 'object' || file === null) throw invalidInput(`files[${i}]: expected {name, content}`);
     const { name: raw, content, lastModified } = file as Partial<PgFile>;
     const name = entryName(raw);
-    if (seen.has(name)) throw invalidInput(`files[${i}]: duplicate ZIP entry name ${JSON.stringify(name)} (from ${JSON.stringify(raw)})`);
+    if (seen.has(name))
+      throw invalidInput(`files[${i}]: duplicate ZIP entry name ${JSON.stringify(name)} (from ${JSON.stringify(raw)})`);
     seen.add(name);
-    if (!isContent(content)) throw invalidInput(`files[${i}] (${name}): content must be a ReadableStream, Uint8Array or Blob`);
+    if (!isContent(content))
+      throw invalidInput(`files[${i}] (${name}): content must be a ReadableStream, Uint8Array or Blob`);
     if (lastModified !== undefined && !(lastModified instanceof Date && Number.isFinite(lastModified.getTime()))) {
       throw invalidInput(`files[${i}] (${name}): lastModified must be a valid Date`);
     }

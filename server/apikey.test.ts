@@ -31,8 +31,16 @@ let capitalsKey: string;
 beforeAll(async () => {
   schema = await createTestSchema();
   validKey = await createApiKey(schema.url, { email: 'sender@example.org', org: 'Example BV' });
-  orgKey = await createApiKey(schema.url, { email: 'info@acme.example', org: 'ACME', signingAttrs: { email: true, orgName: true } });
-  expiredKey = await createApiKey(schema.url, { email: 'sender@example.org', org: 'Example BV', expiresAt: new Date(Date.now() - 1000) });
+  orgKey = await createApiKey(schema.url, {
+    email: 'info@acme.example',
+    org: 'ACME',
+    signingAttrs: { email: true, orgName: true },
+  });
+  expiredKey = await createApiKey(schema.url, {
+    email: 'sender@example.org',
+    org: 'Example BV',
+    expiresAt: new Date(Date.now() - 1000),
+  });
   revokedKey = await createApiKey(schema.url, { email: 'sender@example.org', org: 'Example BV' });
   capitalsKey = await createApiKey(schema.url, { email: 'Info@Capitals.Example', org: 'Capitals BV' });
   const admin = new pg.Client({ connectionString: schema.url });
@@ -75,9 +83,15 @@ describe('signing with an API key', () => {
     const policy = { ts: pkg.clock.now(), con: [{ t: EMAIL, v: 'info@capitals.example' }] };
     expect(keys.pubSignKey.policy).toEqual(policy);
     const recipient = { ts: pkg.clock.now(), con: [{ t: EMAIL, v: 'r@example.org' }] };
-    const ct = await seal(testKeys().mpk, { policy: { r: recipient }, pubSignKey: keys.pubSignKey }, new Uint8Array([1, 2, 3]));
+    const ct = await seal(
+      testKeys().mpk,
+      { policy: { r: recipient }, pubSignKey: keys.pubSignKey },
+      new Uint8Array([1, 2, 3]),
+    );
     const pgwasm = await loadPgWasm();
-    const [, signer] = await (await pgwasm.Unsealer.new(ct, testKeys().vk)).unseal('r', extractUsk(testKeys().msk, recipient));
+    const [, signer] = await (
+      await pgwasm.Unsealer.new(ct, testKeys().vk)
+    ).unseal('r', extractUsk(testKeys().msk, recipient));
     expect(signer).toEqual({ public: policy });
   });
 
@@ -95,7 +109,10 @@ describe('signing with an API key', () => {
     const options: SealOptions = { policy: { 'r@example.org': recipient }, pubSignKey: keys.pubSignKey };
     const plain = new TextEncoder().encode('from the SDK');
     // Our files bind the sender inside the encryption; pg-wasm 0.5.10's do not.
-    for (const [ct, bound] of [[await seal(mpk, options, plain), true], [await pgwasm.seal(mpk, options, plain), false]] as const) {
+    for (const [ct, bound] of [
+      [await seal(mpk, options, plain), true],
+      [await pgwasm.seal(mpk, options, plain), false],
+    ] as const) {
       const [a, ours] = await (await Unsealer.new(ct, testKeys().vk)).unseal('r@example.org', usk);
       expect(a).toEqual(plain);
       expect(ours).toEqual({ public: policy, bound });
@@ -106,7 +123,12 @@ describe('signing with an API key', () => {
   });
 
   it("the identity is the key's record, whatever the body asks for", async () => {
-    const keys = await (await signKey(orgKey, { pubSignId: [{ t: 'irma-demo.gemeente.personalData.surname' }], privSignId: [{ t: EMAIL }] })).json();
+    const keys = await (
+      await signKey(orgKey, {
+        pubSignId: [{ t: 'irma-demo.gemeente.personalData.surname' }],
+        privSignId: [{ t: EMAIL }],
+      })
+    ).json();
     expect(keys.pubSignKey.policy.con).toEqual([
       { t: EMAIL, v: 'info@acme.example' },
       { t: 'pbdf.pbdf.kvk.displayName', v: 'ACME' },
@@ -130,7 +152,10 @@ describe('/v2/api-key/validate', () => {
   it('answers the tenant, and the organisation name only when the key signs with it', async () => {
     const plain = await validate(`Bearer ${validKey}`);
     expect(plain.status).toBe(200);
-    expect(await plain.json()).toEqual({ tenant_id: expect.stringMatching(/^[0-9a-f-]{36}$/), organisation_name: null });
+    expect(await plain.json()).toEqual({
+      tenant_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      organisation_name: null,
+    });
     expect((await (await validate(`Bearer ${orgKey}`)).json()).organisation_name).toBe('ACME');
   });
 
@@ -169,7 +194,10 @@ describe('database outage', () => {
 
   it('a PKG whose database is unreachable at start does not start', async () => {
     await proxy.down();
-    const deadStore = createApiKeyStore(withPort(schema.url, proxy.port), { emailAttribute: EMAIL, connectionTimeoutMs: 500 });
+    const deadStore = createApiKeyStore(withPort(schema.url, proxy.port), {
+      emailAttribute: EMAIL,
+      connectionTimeoutMs: 500,
+    });
     const app = buildApp({
       keys: testKeys(),
       identityServer: { url: pkg.yivi.url },
@@ -179,7 +207,9 @@ describe('database outage', () => {
       processMetrics: false,
     });
     try {
-      await expect(app.listen({ port: 0, host: '127.0.0.1' })).rejects.toMatchObject({ name: 'DatabaseUnavailableError' });
+      await expect(app.listen({ port: 0, host: '127.0.0.1' })).rejects.toMatchObject({
+        name: 'DatabaseUnavailableError',
+      });
     } finally {
       await app.close();
       await deadStore.close();

@@ -11,7 +11,12 @@ import { ResultJwtVerifier } from './idp/jwt.js';
 import { StatusStreams, type StatusStreamLimits } from './idp/status-streams.js';
 import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
 import { clientKeyResolver, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit/index.js';
-import { DEFAULT_CONNECTION_LIMITS, clientErrorHandler, limitedServerFactory, type ConnectionLimits } from './connections.js';
+import {
+  DEFAULT_CONNECTION_LIMITS,
+  clientErrorHandler,
+  limitedServerFactory,
+  type ConnectionLimits,
+} from './connections.js';
 import { apiKeyRoutes } from './routes/apikey.js';
 import { keyRoutes } from './routes/keys.js';
 import { opsRoutes } from './routes/ops.js';

@@ -29,7 +29,12 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pg-pkg-cli-'));
   const at = (name: string) => join(dir, name);
   await writePkgKeys(
-    { ibePublic: at('pkg_ibe.pub'), ibeSecret: at('pkg_ibe.sec'), ibsPublic: at('pkg_ibs.pub'), ibsSecret: at('pkg_ibs.sec') },
+    {
+      ibePublic: at('pkg_ibe.pub'),
+      ibeSecret: at('pkg_ibe.sec'),
+      ibsPublic: at('pkg_ibs.pub'),
+      ibsSecret: at('pkg_ibs.sec'),
+    },
     testKeys(),
   );
   yivi = await startStandin({ sweepIntervalMs: 0 });
@@ -51,7 +56,11 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 function start(args: string[], env: Record<string, string> = {}, cwd = dir): ChildProcess {
-  return spawn(process.execPath, ['--import', TSX, MAIN, ...args], { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+    cwd,
+    env: cleanEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 interface Finished {
@@ -68,7 +77,8 @@ function finish(child: ChildProcess): Promise<Finished> {
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
-const run = (args: string[], env: Record<string, string> = {}, cwd = dir): Promise<Finished> => finish(start(args, env, cwd));
+const run = (args: string[], env: Record<string, string> = {}, cwd = dir): Promise<Finished> =>
+  finish(start(args, env, cwd));
 
 /** Waits for the "listening on <url>" line; returns the URL and the rest of the line. */
 function listening(child: ChildProcess, timeoutMs = 30_000): Promise<{ url: string; rest: string }> {
@@ -104,7 +114,11 @@ describe('configuration errors', () => {
       [['server'], { PKG_ALLOWED_ORIGINS: '*', PKG_RATELIMIT_BURST: '0' }, 'PKG_RATELIMIT_BURST'],
       [['server', '--allowed-origins', '*', '--ibe-public-path', 'missing.pub'], {}, '--ibe-public-path'],
       // A cluster primary refuses the same way (it checks before forking, inside its promise).
-      [['server', '--allowed-origins', '*', '--workers', '2', '--ibe-public-path', 'missing.pub'], {}, '--ibe-public-path'],
+      [
+        ['server', '--allowed-origins', '*', '--workers', '2', '--ibe-public-path', 'missing.pub'],
+        {},
+        '--ibe-public-path',
+      ],
       [['launch'], {}, 'command'],
     ] as Array<[string[], Record<string, string>, string]>) {
       const result = await run(args, env);
@@ -160,22 +174,48 @@ describe('gen', () => {
     await rm(join(genDir, 'pkg_ibs.pub'));
     const partial = await run(['gen', '--if-missing'], {}, genDir);
     expect(partial.code).toBe(1);
-    expect(partial.stderr).toMatch(/^pg-pkg: \.\/pkg_ibs\.pub missing beside existing key files; refusing to write a partial set\n$/);
+    expect(partial.stderr).toMatch(
+      /^pg-pkg: \.\/pkg_ibs\.pub missing beside existing key files; refusing to write a partial set\n$/,
+    );
     expect(await readFile(join(genDir, 'pkg_ibe.sec'))).toEqual(before);
   });
 
   it('takes the paths from the flags', async () => {
     const genDir = await mkdtemp(join(dir, 'gen-'));
-    const paths = ['--ibe-public-path', 'a', '--ibe-secret-path', 'b', '--ibs-public-path', 'c', '--ibs-secret-path', 'd'];
+    const paths = [
+      '--ibe-public-path',
+      'a',
+      '--ibe-secret-path',
+      'b',
+      '--ibs-public-path',
+      'c',
+      '--ibs-secret-path',
+      'd',
+    ];
     expect((await run(['gen', ...paths], {}, genDir)).code).toBe(0);
-    const keys = await readPkgKeys({ ibePublic: join(genDir, 'a'), ibeSecret: join(genDir, 'b'), ibsPublic: join(genDir, 'c'), ibsSecret: join(genDir, 'd') });
+    const keys = await readPkgKeys({
+      ibePublic: join(genDir, 'a'),
+      ibeSecret: join(genDir, 'b'),
+      ibsPublic: join(genDir, 'c'),
+      ibsSecret: join(genDir, 'd'),
+    });
     expect(keys.vk).toHaveLength(44);
   });
 });
 
 describe('server', () => {
   it('serves, and stops cleanly on SIGTERM', async () => {
-    const child = start(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', 'https://app.example']);
+    const child = start([
+      'server',
+      '-H',
+      '127.0.0.1',
+      '-p',
+      '0',
+      '-i',
+      yivi.url,
+      '--allowed-origins',
+      'https://app.example',
+    ]);
     const { url } = await listening(child);
     const health = await fetch(`${url}/health`);
     expect(await health.text()).toBe('OK');
@@ -193,7 +233,15 @@ describe('server', () => {
 
   it('refuses to start (exit 1) when its database cannot be reached', async () => {
     const port = await closedPort();
-    const result = await run(['server', '--allowed-origins', '*', '-p', '0', '-d', `postgres://postgres@127.0.0.1:${port}/test`]);
+    const result = await run([
+      'server',
+      '--allowed-origins',
+      '*',
+      '-p',
+      '0',
+      '-d',
+      `postgres://postgres@127.0.0.1:${port}/test`,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/pg-pkg: cannot reach the API-key database/);
   });
@@ -217,7 +265,8 @@ describe('server', () => {
       expect(statuses.filter((s) => s === 401)).toHaveLength(4);
       expect(statuses.filter((s) => s === 429)).toHaveLength(4);
 
-      for (let i = 0; i < 6; i++) await (await fetch(`${base}/v2/sign/parameters`, { headers: { connection: 'close' } })).arrayBuffer();
+      for (let i = 0; i < 6; i++)
+        await (await fetch(`${base}/v2/sign/parameters`, { headers: { connection: 'close' } })).arrayBuffer();
       const text = await (await fetch(`${base}/metrics`, { headers: { connection: 'close' } })).text();
       expect(text).toMatch(/postguard_clients\{path="\/v2\/sign\/parameters",[^}]*status="200"\} 6\b/);
       expect(text).toMatch(/postguard_clients\{path="\/v2\/irma\/key\/:timestamp",[^}]*status="401"\} 4\b/);
@@ -240,7 +289,9 @@ describe('api-key create', () => {
   });
 
   it('prints a new key once; the PKG then knows it', async () => {
-    const result = await run(['api-key', 'create', '--email', 'sender@example.org', '--org', 'Example BV'], { DATABASE_URL: schema.url });
+    const result = await run(['api-key', 'create', '--email', 'sender@example.org', '--org', 'Example BV'], {
+      DATABASE_URL: schema.url,
+    });
     expect(result.code).toBe(0);
     const key = result.stdout.trim();
     expect(key).toMatch(/^PG-[A-Za-z0-9_-]{43}$/);
@@ -254,7 +305,16 @@ describe('api-key create', () => {
 
   it('an unreachable database is exit 1', async () => {
     const port = await closedPort();
-    const result = await run(['api-key', 'create', '--email', 'a@example.org', '--org', 'X', '-d', `postgres://postgres@127.0.0.1:${port}/test`]);
+    const result = await run([
+      'api-key',
+      'create',
+      '--email',
+      'a@example.org',
+      '--org',
+      'X',
+      '-d',
+      `postgres://postgres@127.0.0.1:${port}/test`,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^pg-pkg: /);
   });
@@ -301,7 +361,9 @@ describe('migrate, and databases without the schema', () => {
     expect(migrated.code).toBe(0);
     const migrations = await loadMigrations();
     const latest = migrations.length;
-    expect(migrated.stdout).toBe(`${migrations.map((m) => `applied ${migrationLabel(m)}\n`).join('')}database schema is at version ${latest}\n`);
+    expect(migrated.stdout).toBe(
+      `${migrations.map((m) => `applied ${migrationLabel(m)}\n`).join('')}database schema is at version ${latest}\n`,
+    );
     const again = await run(['migrate'], { DATABASE_URL: url });
     expect(again.code).toBe(0);
     expect(again.stdout).toBe(`database schema is up to date (version ${latest})\n`);
@@ -322,21 +384,37 @@ describe('migrate, and databases without the schema', () => {
 
     const revoked = await run(['api-key', 'revoke', '--id', fields[0]!], { DATABASE_URL: url });
     expect(revoked).toMatchObject({ code: 0, stdout: `revoked API key ${fields[0]}\n` });
-    expect((await run(['api-key', 'list', '--org', 'Example BV'], { DATABASE_URL: url })).stdout).toContain('\trevoked\t');
+    expect((await run(['api-key', 'list', '--org', 'Example BV'], { DATABASE_URL: url })).stdout).toContain(
+      '\trevoked\t',
+    );
     const store = createApiKeyStore(url, { emailAttribute: EMAIL });
     try {
       expect(await store.lookup(key)).toBeUndefined();
     } finally {
       await store.close();
     }
-    const unknown = await run(['api-key', 'revoke', '--id', '00000000-0000-0000-0000-000000000000'], { DATABASE_URL: url });
+    const unknown = await run(['api-key', 'revoke', '--id', '00000000-0000-0000-0000-000000000000'], {
+      DATABASE_URL: url,
+    });
     expect(unknown.code).toBe(1);
     expect(oneLine(unknown)).toBe('pg-pkg: no API key with id 00000000-0000-0000-0000-000000000000');
   });
 
   it('server refuses an unmigrated database: one line, exit 1, nothing listening', async () => {
     const url = await fresh(false);
-    const result = await run(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', '*', '-d', url]);
+    const result = await run([
+      'server',
+      '-H',
+      '127.0.0.1',
+      '-p',
+      '0',
+      '-i',
+      yivi.url,
+      '--allowed-origins',
+      '*',
+      '-d',
+      url,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stdout).not.toContain('listening');
     expect(oneLine(result)).toBe('pg-pkg: database schema missing: run `pg-pkg migrate`');
@@ -348,9 +426,24 @@ describe('migrate, and databases without the schema', () => {
     await client.connect();
     await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name) VALUES (9999, 'from_the_future')`);
     await client.end();
-    const result = await run(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', '*', '-d', url, '--migrate']);
+    const result = await run([
+      'server',
+      '-H',
+      '127.0.0.1',
+      '-p',
+      '0',
+      '-i',
+      yivi.url,
+      '--allowed-origins',
+      '*',
+      '-d',
+      url,
+      '--migrate',
+    ]);
     expect(result.code).toBe(1);
-    expect(oneLine(result)).toMatch(/^pg-pkg: database schema is at version 9999, newer than this pg-pkg knows \(\d+\): upgrade pg-pkg$/);
+    expect(oneLine(result)).toMatch(
+      /^pg-pkg: database schema is at version 9999, newer than this pg-pkg knows \(\d+\): upgrade pg-pkg$/,
+    );
     const migrate = await run(['migrate', '-d', url]);
     expect(migrate.code).toBe(1);
     expect(oneLine(migrate)).toContain('newer than this pg-pkg knows');
@@ -358,7 +451,10 @@ describe('migrate, and databases without the schema', () => {
 
   it('server with PKG_MIGRATE=true migrates an empty database at start, then serves', async () => {
     const url = await fresh(false);
-    const child = start(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', '*'], { DATABASE_URL: url, PKG_MIGRATE: 'true' });
+    const child = start(['server', '-H', '127.0.0.1', '-p', '0', '-i', yivi.url, '--allowed-origins', '*'], {
+      DATABASE_URL: url,
+      PKG_MIGRATE: 'true',
+    });
     try {
       const { url: base } = await listening(child);
       expect(await schemaState(url)).toMatchObject({ kind: 'current' });
@@ -370,4 +466,3 @@ describe('migrate, and databases without the schema', () => {
     }
   });
 });
-

@@ -22,10 +22,11 @@ function fail(io: Io, code: number, message: string): { exit: number } {
   return { exit: code };
 }
 
-const exists = (path: string): Promise<boolean> => access(path).then(
-  () => true,
-  () => false,
-);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /** --if-missing: true when a complete, readable set exists (kept); a partial set is refused. */
 async function keepExisting(paths: PkgKeyPaths, io: Io): Promise<Outcome | undefined> {
@@ -33,7 +34,8 @@ async function keepExisting(paths: PkgKeyPaths, io: Io): Promise<Outcome | undef
   const present = await Promise.all(all.map(exists));
   if (present.every((p) => !p)) return undefined;
   const missing = all.filter((_, i) => !present[i]);
-  if (missing.length > 0) return fail(io, 1, `${missing.join(', ')} missing beside existing key files; refusing to write a partial set`);
+  if (missing.length > 0)
+    return fail(io, 1, `${missing.join(', ')} missing beside existing key files; refusing to write a partial set`);
   try {
     await readPkgKeys(paths);
   } catch (e) {
@@ -89,7 +91,11 @@ async function migrateCommand(command: Extract<Command, { kind: 'migrate' }>, io
   try {
     const run = await migrate(command.databaseUrl);
     for (const migration of run.applied) io.stdout.write(`applied ${migrationLabel(migration)}\n`);
-    io.stdout.write(run.applied.length === 0 ? `database schema is up to date (version ${run.version})\n` : `database schema is at version ${run.version}\n`);
+    io.stdout.write(
+      run.applied.length === 0
+        ? `database schema is up to date (version ${run.version})\n`
+        : `database schema is at version ${run.version}\n`,
+    );
     return { exit: 0 };
   } catch (e) {
     return databaseFailure(io, e);
@@ -110,7 +116,15 @@ function listingLine(key: ApiKeyListing): string[] {
   // Tabs and newlines in a name would break the columns; nothing else needs escaping.
   const text = (value: string) => value.replace(/[\t\r\n]/g, ' ');
   const date = (value: Date | null) => (value === null ? '-' : value.toISOString());
-  return [key.id, text(key.organisation), text(key.signingEmail), key.status, date(key.createdAt), date(key.expiresAt), date(key.lastUsedAt)];
+  return [
+    key.id,
+    text(key.organisation),
+    text(key.signingEmail),
+    key.status,
+    date(key.createdAt),
+    date(key.expiresAt),
+    date(key.lastUsedAt),
+  ];
 }
 
 const apiKeyList = (command: Extract<Command, { kind: 'api-key-list' }>, io: Io): Promise<Outcome> =>
@@ -149,7 +163,8 @@ async function prepareDatabase(databaseUrl: string, migrateFirst: boolean, io: I
       await requireCurrentSchema(databaseUrl);
     }
   } catch (e) {
-    if ((e as Error).name === 'DatabaseUnavailableError') throw new StartupError(`cannot reach the API-key database: ${(e as Error).message}`);
+    if ((e as Error).name === 'DatabaseUnavailableError')
+      throw new StartupError(`cannot reach the API-key database: ${(e as Error).message}`);
     if (e instanceof SchemaError || e instanceof pg.DatabaseError) throw new StartupError(e.message);
     throw e;
   }
@@ -158,7 +173,8 @@ async function prepareDatabase(databaseUrl: string, migrateFirst: boolean, io: I
 async function server(command: Extract<Command, { kind: 'server' }>, env: Env, io: Io): Promise<Outcome> {
   const { config } = command;
   // In a cluster the primary has done this before forking.
-  if (config.databaseUrl !== undefined && !cluster.isWorker) await prepareDatabase(config.databaseUrl, command.migrate, io);
+  if (config.databaseUrl !== undefined && !cluster.isWorker)
+    await prepareDatabase(config.databaseUrl, command.migrate, io);
   if (config.workers > 1) {
     if (cluster.isWorker) {
       await runWorker(config);

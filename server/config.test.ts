@@ -29,15 +29,33 @@ describe('server defaults', () => {
       identityServer: { url: 'https://is.yivi.app', token: undefined },
       databaseUrl: undefined,
       allowedOrigins: ['https://app.example'],
-      rateLimit: { perSecond: 10, burst: 50, sensitivePerSecond: 2, sensitiveBurst: 10, disabled: false, trustForwardedFor: false, trustedProxies: [] },
+      rateLimit: {
+        perSecond: 10,
+        burst: 50,
+        sensitivePerSecond: 2,
+        sensitiveBurst: 10,
+        disabled: false,
+        trustForwardedFor: false,
+        trustedProxies: [],
+      },
       emailAttribute: 'pbdf.sidn-pbdf.email.email',
       logLevel: 'info',
-      keyPaths: { ibeSecret: './pkg_ibe.sec', ibePublic: './pkg_ibe.pub', ibsSecret: './pkg_ibs.sec', ibsPublic: './pkg_ibs.pub' },
+      keyPaths: {
+        ibeSecret: './pkg_ibe.sec',
+        ibePublic: './pkg_ibe.pub',
+        ibsSecret: './pkg_ibs.sec',
+        ibsPublic: './pkg_ibs.pub',
+      },
       workers: 1,
       redisUrl: undefined,
       redisFailure: 'open',
       redisTimeoutMs: 250,
-      connections: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 10_000 },
+      connections: {
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 30_000,
+        keepAliveTimeoutMs: 5_000,
+        maxConnections: 10_000,
+      },
       statusStreams: { perClient: 10, total: 2000, maxDurationMs: 900_000, retryAfterSeconds: 5 },
       jwtIssuer: undefined,
     } satisfies ServerConfig);
@@ -52,12 +70,39 @@ describe('server defaults', () => {
 
 describe('connection limits', () => {
   it('from flags or their variables, bounded; the request deadline is no shorter than the headers one', () => {
-    const flags = ['--allowed-origins', '*', '--headers-timeout-ms', '2000', '--request-timeout-ms', '4000', '--keep-alive-timeout-ms', '1000', '--max-connections', '50'];
-    expect(server(flags, {}).connections).toEqual({ headersTimeoutMs: 2000, requestTimeoutMs: 4000, keepAliveTimeoutMs: 1000, maxConnections: 50 });
-    expect(server(['--allowed-origins', '*'], { PKG_HEADERS_TIMEOUT_MS: '3000', PKG_MAX_CONNECTIONS: '7' }).connections).toMatchObject({ headersTimeoutMs: 3000, maxConnections: 7 });
-    expect(settingAtFault(['server', '--allowed-origins', '*', '--max-connections', '0'], {})).toMatch(/max-connections/);
-    expect(settingAtFault(['server', '--allowed-origins', '*', '--headers-timeout-ms', 'soon'], {})).toMatch(/headers-timeout-ms/);
-    expect(settingAtFault(['server', '--allowed-origins', '*', '--headers-timeout-ms', '20000', '--request-timeout-ms', '10000'], {})).toMatch(/request-timeout-ms/);
+    const flags = [
+      '--allowed-origins',
+      '*',
+      '--headers-timeout-ms',
+      '2000',
+      '--request-timeout-ms',
+      '4000',
+      '--keep-alive-timeout-ms',
+      '1000',
+      '--max-connections',
+      '50',
+    ];
+    expect(server(flags, {}).connections).toEqual({
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 4000,
+      keepAliveTimeoutMs: 1000,
+      maxConnections: 50,
+    });
+    expect(
+      server(['--allowed-origins', '*'], { PKG_HEADERS_TIMEOUT_MS: '3000', PKG_MAX_CONNECTIONS: '7' }).connections,
+    ).toMatchObject({ headersTimeoutMs: 3000, maxConnections: 7 });
+    expect(settingAtFault(['server', '--allowed-origins', '*', '--max-connections', '0'], {})).toMatch(
+      /max-connections/,
+    );
+    expect(settingAtFault(['server', '--allowed-origins', '*', '--headers-timeout-ms', 'soon'], {})).toMatch(
+      /headers-timeout-ms/,
+    );
+    expect(
+      settingAtFault(
+        ['server', '--allowed-origins', '*', '--headers-timeout-ms', '20000', '--request-timeout-ms', '10000'],
+        {},
+      ),
+    ).toMatch(/request-timeout-ms/);
   });
 });
 
@@ -65,15 +110,22 @@ describe('limits of this branch: proxies, Redis failure, status-event streams, J
   const base = ['--allowed-origins', '*'];
 
   it('--trusted-proxies / PKG_TRUSTED_PROXIES: addresses and CIDR ranges, checked', () => {
-    expect(server([...base, '--trusted-proxies', '10.0.0.0/8, 127.0.0.1,fd00::/8'], {}).rateLimit.trustedProxies).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
+    expect(
+      server([...base, '--trusted-proxies', '10.0.0.0/8, 127.0.0.1,fd00::/8'], {}).rateLimit.trustedProxies,
+    ).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
     expect(server(base, { PKG_TRUSTED_PROXIES: '192.0.2.1' }).rateLimit.trustedProxies).toEqual(['192.0.2.1']);
-    expect(server([...base, '--trusted-proxies', '192.0.2.9'], { PKG_TRUSTED_PROXIES: '192.0.2.1' }).rateLimit.trustedProxies).toEqual(['192.0.2.9']);
+    expect(
+      server([...base, '--trusted-proxies', '192.0.2.9'], { PKG_TRUSTED_PROXIES: '192.0.2.1' }).rateLimit
+        .trustedProxies,
+    ).toEqual(['192.0.2.9']);
     for (const bad of ['proxy.example', '10.0.0.0/40', ' , ', '10.0.0.1,nope']) {
       expect(settingAtFault(['server', ...base, '--trusted-proxies', bad], {}), bad).toBe('--trusted-proxies');
     }
     expect(settingAtFault(['server', ...base], { PKG_TRUSTED_PROXIES: 'x' })).toBe('PKG_TRUSTED_PROXIES');
     // The deprecated flag and its replacement together would be two answers to one question.
-    expect(settingAtFault(['server', ...base, '--trusted-proxies', '10.0.0.0/8', '--ratelimit-trust-forwarded-for'], {})).toMatch(/trust-forwarded-for/);
+    expect(
+      settingAtFault(['server', ...base, '--trusted-proxies', '10.0.0.0/8', '--ratelimit-trust-forwarded-for'], {}),
+    ).toMatch(/trust-forwarded-for/);
   });
 
   it('--redis-failure open|closed and --redis-timeout-ms', () => {
@@ -86,13 +138,30 @@ describe('limits of this branch: proxies, Redis failure, status-event streams, J
   });
 
   it('status-event stream caps and lifetime; per client no more than in all', () => {
-    const flags = [...base, '--statusevents-per-client', '3', '--statusevents-max', '50', '--statusevents-max-seconds', '60'];
-    expect(server(flags, {}).statusStreams).toEqual({ perClient: 3, total: 50, maxDurationMs: 60_000, retryAfterSeconds: 5 });
+    const flags = [
+      ...base,
+      '--statusevents-per-client',
+      '3',
+      '--statusevents-max',
+      '50',
+      '--statusevents-max-seconds',
+      '60',
+    ];
+    expect(server(flags, {}).statusStreams).toEqual({
+      perClient: 3,
+      total: 50,
+      maxDurationMs: 60_000,
+      retryAfterSeconds: 5,
+    });
     const env = { PKG_STATUSEVENTS_PER_CLIENT: '2', PKG_STATUSEVENTS_MAX: '4', PKG_STATUSEVENTS_MAX_SECONDS: '30' };
     expect(server(base, env).statusStreams).toMatchObject({ perClient: 2, total: 4, maxDurationMs: 30_000 });
     expect(settingAtFault(['server', ...base, '--statusevents-per-client', '0'], {})).toBe('--statusevents-per-client');
-    expect(settingAtFault(['server', ...base, '--statusevents-max', '5', '--statusevents-per-client', '6'], {})).toMatch(/statusevents-per-client/);
-    expect(settingAtFault(['server', ...base, '--statusevents-max-seconds', '86401'], {})).toBe('--statusevents-max-seconds');
+    expect(
+      settingAtFault(['server', ...base, '--statusevents-max', '5', '--statusevents-per-client', '6'], {}),
+    ).toMatch(/statusevents-per-client/);
+    expect(settingAtFault(['server', ...base, '--statusevents-max-seconds', '86401'], {})).toBe(
+      '--statusevents-max-seconds',
+    );
   });
 
   it('--jwt-issuer / PKG_JWT_ISSUER', () => {
@@ -125,7 +194,15 @@ describe('flags and their environment twins', () => {
     expect(config.identityServer).toEqual({ url: 'https://yivi.example', token: 'env-token' });
     expect(config.databaseUrl).toBe('postgres://db/pkg');
     expect(config.allowedOrigins).toEqual(['https://a.example', 'http://localhost:5173']);
-    expect(config.rateLimit).toEqual({ perSecond: 20, burst: 100, sensitivePerSecond: 3, sensitiveBurst: 12, disabled: true, trustForwardedFor: true, trustedProxies: [] });
+    expect(config.rateLimit).toEqual({
+      perSecond: 20,
+      burst: 100,
+      sensitivePerSecond: 3,
+      sensitiveBurst: 12,
+      disabled: true,
+      trustForwardedFor: true,
+      trustedProxies: [],
+    });
     expect(config.emailAttribute).toBe('irma-demo.sidn-pbdf.email.email');
     expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(config.workers).toBe(4);
@@ -135,21 +212,42 @@ describe('flags and their environment twins', () => {
   it('every flag wins over its variable', () => {
     const config = server(
       [
-        '-i', 'http://127.0.0.1:8088/',
-        '-t', 'flag-token',
-        '-d', 'postgres://other/db',
-        '--allowed-origins', 'https://b.example',
-        '--ratelimit-per-second', '1',
-        '--ratelimit-burst', '2',
-        '--ratelimit-sensitive-per-second', '3',
-        '--ratelimit-sensitive-burst', '4',
-        '--email-attribute', 'pbdf.sidn-pbdf.email.email',
-        '--redis-url', 'rediss://cache:6380',
-        '--workers', '2',
-        '--log-level', 'error',
-        '-H', '127.0.0.1',
-        '-p', '9000',
-        '--ibe-secret-path', '/k/a', '--ibe-public-path', '/k/b', '--ibs-secret-path', '/k/c', '--ibs-public-path', '/k/d',
+        '-i',
+        'http://127.0.0.1:8088/',
+        '-t',
+        'flag-token',
+        '-d',
+        'postgres://other/db',
+        '--allowed-origins',
+        'https://b.example',
+        '--ratelimit-per-second',
+        '1',
+        '--ratelimit-burst',
+        '2',
+        '--ratelimit-sensitive-per-second',
+        '3',
+        '--ratelimit-sensitive-burst',
+        '4',
+        '--email-attribute',
+        'pbdf.sidn-pbdf.email.email',
+        '--redis-url',
+        'rediss://cache:6380',
+        '--workers',
+        '2',
+        '--log-level',
+        'error',
+        '-H',
+        '127.0.0.1',
+        '-p',
+        '9000',
+        '--ibe-secret-path',
+        '/k/a',
+        '--ibe-public-path',
+        '/k/b',
+        '--ibs-secret-path',
+        '/k/c',
+        '--ibs-public-path',
+        '/k/d',
       ],
       full,
     );
@@ -176,7 +274,8 @@ describe('flags and their environment twins', () => {
       disabled: true,
       trustForwardedFor: true,
     });
-    for (const yes of ['true', 'TRUE', '1', 'yes', 'on']) expect(server([], { ...ORIGINS, PKG_RATELIMIT_DISABLED: yes }).rateLimit.disabled).toBe(true);
+    for (const yes of ['true', 'TRUE', '1', 'yes', 'on'])
+      expect(server([], { ...ORIGINS, PKG_RATELIMIT_DISABLED: yes }).rateLimit.disabled).toBe(true);
   });
 
   it('LOG_LEVEL wins over RUST_LOG; both accept any case', () => {
@@ -254,21 +353,36 @@ describe('other commands', () => {
   it('gen takes scheme 3 and pg-pkg key paths', () => {
     expect(parseCommand(['gen'], {})).toEqual({
       kind: 'gen',
-      paths: { ibeSecret: './pkg_ibe.sec', ibePublic: './pkg_ibe.pub', ibsSecret: './pkg_ibs.sec', ibsPublic: './pkg_ibs.pub' },
+      paths: {
+        ibeSecret: './pkg_ibe.sec',
+        ibePublic: './pkg_ibe.pub',
+        ibsSecret: './pkg_ibs.sec',
+        ibsPublic: './pkg_ibs.pub',
+      },
       ifMissing: false,
     });
-    expect(parseCommand(['gen', '-s', '3', '--ibs-public-path', 'x.pub'], {})).toMatchObject({ paths: { ibsPublic: 'x.pub' } });
+    expect(parseCommand(['gen', '-s', '3', '--ibs-public-path', 'x.pub'], {})).toMatchObject({
+      paths: { ibsPublic: 'x.pub' },
+    });
     expect(parseCommand(['gen', '--if-missing'], {})).toMatchObject({ kind: 'gen', ifMissing: true });
   });
 
   it('api-key create reads DATABASE_URL or -d', () => {
-    expect(parseCommand(['api-key', 'create', '--email', ' a@example.org ', '--org', 'Example BV'], { DATABASE_URL: 'postgres://env' })).toEqual({
+    expect(
+      parseCommand(['api-key', 'create', '--email', ' a@example.org ', '--org', 'Example BV'], {
+        DATABASE_URL: 'postgres://env',
+      }),
+    ).toEqual({
       kind: 'api-key-create',
       databaseUrl: 'postgres://env',
       email: 'a@example.org',
       org: 'Example BV',
     });
-    expect(parseCommand(['api-key', 'create', '--email', 'a@x', '--org', 'X', '-d', 'postgres://flag'], { DATABASE_URL: 'postgres://env' })).toMatchObject({
+    expect(
+      parseCommand(['api-key', 'create', '--email', 'a@x', '--org', 'X', '-d', 'postgres://flag'], {
+        DATABASE_URL: 'postgres://env',
+      }),
+    ).toMatchObject({
       databaseUrl: 'postgres://flag',
     });
   });
@@ -280,19 +394,30 @@ describe('other commands', () => {
     expect(parse([], { DATABASE_URL: 'postgres://db', PKG_MIGRATE: 'true' })).toMatchObject({ migrate: true });
     expect(parse([], { DATABASE_URL: 'postgres://db', PKG_MIGRATE: 'false' })).toMatchObject({ migrate: false });
     expect(settingAtFault(['server', '--allowed-origins', '*', '--migrate'], {})).toBe('--migrate / PKG_MIGRATE');
-    expect(settingAtFault(['server', '--allowed-origins', '*'], { DATABASE_URL: 'postgres://db', PKG_MIGRATE: 'maybe' })).toBe('PKG_MIGRATE');
+    expect(
+      settingAtFault(['server', '--allowed-origins', '*'], { DATABASE_URL: 'postgres://db', PKG_MIGRATE: 'maybe' }),
+    ).toBe('PKG_MIGRATE');
   });
 
   it('migrate reads DATABASE_URL or -d, and needs one', () => {
-    expect(parseCommand(['migrate'], { DATABASE_URL: 'postgres://env' })).toEqual({ kind: 'migrate', databaseUrl: 'postgres://env' });
-    expect(parseCommand(['migrate', '--database-url', 'postgres://flag'], { DATABASE_URL: 'postgres://env' })).toMatchObject({ databaseUrl: 'postgres://flag' });
+    expect(parseCommand(['migrate'], { DATABASE_URL: 'postgres://env' })).toEqual({
+      kind: 'migrate',
+      databaseUrl: 'postgres://env',
+    });
+    expect(
+      parseCommand(['migrate', '--database-url', 'postgres://flag'], { DATABASE_URL: 'postgres://env' }),
+    ).toMatchObject({ databaseUrl: 'postgres://flag' });
     expect(settingAtFault(['migrate'], {})).toBe('--database-url / DATABASE_URL');
     expect(settingAtFault(['migrate', '--email', 'a@x'], { DATABASE_URL: 'postgres://env' })).toBe('migrate');
   });
 
   it('api-key list and revoke', () => {
     const env = { DATABASE_URL: 'postgres://env' };
-    expect(parseCommand(['api-key', 'list'], env)).toEqual({ kind: 'api-key-list', databaseUrl: 'postgres://env', org: undefined });
+    expect(parseCommand(['api-key', 'list'], env)).toEqual({
+      kind: 'api-key-list',
+      databaseUrl: 'postgres://env',
+      org: undefined,
+    });
     expect(parseCommand(['api-key', 'list', '--org', ' ACME '], env)).toMatchObject({ org: 'ACME' });
     const id = '3F2504E0-4F89-41D3-9A0C-0305E82C3301';
     expect(parseCommand(['api-key', 'revoke', '--id', id], env)).toEqual({

@@ -208,7 +208,10 @@ function httpUrl(setting: string, raw: string): string {
 }
 
 function origins(setting: string, raw: string): string[] {
-  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
   if (entries.length === 0) throw new ConfigError(setting, 'is required (a comma-separated list of origins, or *)');
   if (entries.includes('*')) return ['*'];
   return entries.map((entry) => {
@@ -229,7 +232,11 @@ const ATTRIBUTE_TYPE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){3}$/;
 
 function attributeType(setting: string, raw: string): string {
   const v = raw.trim();
-  if (!ATTRIBUTE_TYPE.test(v)) throw new ConfigError(setting, `not an attribute type (scheme.issuer.credential.attribute): ${JSON.stringify(raw)}`);
+  if (!ATTRIBUTE_TYPE.test(v))
+    throw new ConfigError(
+      setting,
+      `not an attribute type (scheme.issuer.credential.attribute): ${JSON.stringify(raw)}`,
+    );
   return v;
 }
 
@@ -245,7 +252,11 @@ const LEVELS: Readonly<Record<string, LogLevel>> = {
 
 function logLevel(setting: string, raw: string): LogLevel {
   const level = LEVELS[raw.trim().toLowerCase()];
-  if (level === undefined) throw new ConfigError(setting, `expected one of trace, debug, info, warn, error, silent; got ${JSON.stringify(raw)}`);
+  if (level === undefined)
+    throw new ConfigError(
+      setting,
+      `expected one of trace, debug, info, warn, error, silent; got ${JSON.stringify(raw)}`,
+    );
   return level;
 }
 
@@ -256,13 +267,18 @@ function redisUrl(setting: string, raw: string): string {
   } catch {
     throw new ConfigError(setting, 'not a URL');
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ConfigError(setting, 'must be a redis:// or rediss:// URL');
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    throw new ConfigError(setting, 'must be a redis:// or rediss:// URL');
   return raw.trim();
 }
 
 function proxyList(setting: string, raw: string): string[] {
-  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
-  if (entries.length === 0) throw new ConfigError(setting, 'expected a comma-separated list of addresses or CIDR ranges');
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  if (entries.length === 0)
+    throw new ConfigError(setting, 'expected a comma-separated list of addresses or CIDR ranges');
   try {
     return [...trustedProxies(entries).ranges];
   } catch (e) {
@@ -296,7 +312,12 @@ function parse(argv: readonly string[], options: NonNullable<ParseArgsConfig['op
 }
 
 /** A setting from its flag, else its environment variable(s); undefined if neither is set. */
-function setting(values: Values, flag: string, env: Env, ...vars: string[]): { value: string; name: string } | undefined {
+function setting(
+  values: Values,
+  flag: string,
+  env: Env,
+  ...vars: string[]
+): { value: string; name: string } | undefined {
   const v = values[flag];
   if (typeof v === 'string') return { value: v, name: `--${flag}` };
   for (const name of vars) {
@@ -330,7 +351,12 @@ function keyPaths(values: Values): PkgKeyPaths {
 function genCommand(argv: readonly string[]): Command {
   const values = parse(
     argv,
-    { scheme: { type: 'string', short: 's' }, 'if-missing': { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, ...KEY_PATH_OPTIONS },
+    {
+      scheme: { type: 'string', short: 's' },
+      'if-missing': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      ...KEY_PATH_OPTIONS,
+    },
     'gen',
   );
   if (values.help === true) return { kind: 'help', text: GEN_HELP };
@@ -406,7 +432,10 @@ function serverCommand(argv: readonly string[], env: Env): Command {
   };
 
   if (allowed === undefined) {
-    throw new ConfigError('--allowed-origins / PKG_ALLOWED_ORIGINS', 'is required (a comma-separated list of origins, or *)');
+    throw new ConfigError(
+      '--allowed-origins / PKG_ALLOWED_ORIGINS',
+      'is required (a comma-separated list of origins, or *)',
+    );
   }
 
   const config: ServerConfig = {
@@ -426,7 +455,11 @@ function serverCommand(argv: readonly string[], env: Env): Command {
         'PKG_RATELIMIT_SENSITIVE_PER_SECOND',
         DEFAULT_RATE_LIMITS.sensitivePerSecond,
       ),
-      sensitiveBurst: rate('ratelimit-sensitive-burst', 'PKG_RATELIMIT_SENSITIVE_BURST', DEFAULT_RATE_LIMITS.sensitiveBurst),
+      sensitiveBurst: rate(
+        'ratelimit-sensitive-burst',
+        'PKG_RATELIMIT_SENSITIVE_BURST',
+        DEFAULT_RATE_LIMITS.sensitiveBurst,
+      ),
       disabled: flagOrEnv('ratelimit-disabled', 'PKG_RATELIMIT_DISABLED'),
       trustForwardedFor: flagOrEnv('ratelimit-trust-forwarded-for', 'PKG_RATELIMIT_TRUST_FORWARDED_FOR'),
       trustedProxies: proxies === undefined ? [] : proxyList(proxies.name, proxies.value),
@@ -439,18 +472,54 @@ function serverCommand(argv: readonly string[], env: Env): Command {
     redisFailure: failure === undefined ? 'open' : redisFailure(failure.name, failure.value),
     redisTimeoutMs: limit('redis-timeout-ms', 'PKG_REDIS_TIMEOUT_MS', DEFAULT_REDIS_TIMEOUT_MS, 10, 60_000),
     connections: {
-      headersTimeoutMs: limit('headers-timeout-ms', 'PKG_HEADERS_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.headersTimeoutMs, 100, 600_000),
-      requestTimeoutMs: limit('request-timeout-ms', 'PKG_REQUEST_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.requestTimeoutMs, 100, 3_600_000),
-      keepAliveTimeoutMs: limit('keep-alive-timeout-ms', 'PKG_KEEP_ALIVE_TIMEOUT_MS', DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs, 100, 600_000),
-      maxConnections: limit('max-connections', 'PKG_MAX_CONNECTIONS', DEFAULT_CONNECTION_LIMITS.maxConnections, 1, 1_000_000),
+      headersTimeoutMs: limit(
+        'headers-timeout-ms',
+        'PKG_HEADERS_TIMEOUT_MS',
+        DEFAULT_CONNECTION_LIMITS.headersTimeoutMs,
+        100,
+        600_000,
+      ),
+      requestTimeoutMs: limit(
+        'request-timeout-ms',
+        'PKG_REQUEST_TIMEOUT_MS',
+        DEFAULT_CONNECTION_LIMITS.requestTimeoutMs,
+        100,
+        3_600_000,
+      ),
+      keepAliveTimeoutMs: limit(
+        'keep-alive-timeout-ms',
+        'PKG_KEEP_ALIVE_TIMEOUT_MS',
+        DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs,
+        100,
+        600_000,
+      ),
+      maxConnections: limit(
+        'max-connections',
+        'PKG_MAX_CONNECTIONS',
+        DEFAULT_CONNECTION_LIMITS.maxConnections,
+        1,
+        1_000_000,
+      ),
     },
     statusStreams: {
       ...DEFAULT_STATUS_STREAM_LIMITS,
-      perClient: limit('statusevents-per-client', 'PKG_STATUSEVENTS_PER_CLIENT', DEFAULT_STATUS_STREAM_LIMITS.perClient, 1, 1_000_000),
+      perClient: limit(
+        'statusevents-per-client',
+        'PKG_STATUSEVENTS_PER_CLIENT',
+        DEFAULT_STATUS_STREAM_LIMITS.perClient,
+        1,
+        1_000_000,
+      ),
       total: limit('statusevents-max', 'PKG_STATUSEVENTS_MAX', DEFAULT_STATUS_STREAM_LIMITS.total, 1, 1_000_000),
       maxDurationMs:
         1000 *
-        limit('statusevents-max-seconds', 'PKG_STATUSEVENTS_MAX_SECONDS', DEFAULT_STATUS_STREAM_LIMITS.maxDurationMs / 1000, 1, 86_400),
+        limit(
+          'statusevents-max-seconds',
+          'PKG_STATUSEVENTS_MAX_SECONDS',
+          DEFAULT_STATUS_STREAM_LIMITS.maxDurationMs / 1000,
+          1,
+          86_400,
+        ),
     },
     jwtIssuer: issuer === undefined ? undefined : nonEmpty(issuer.name, issuer.value),
   };
@@ -461,13 +530,17 @@ function serverCommand(argv: readonly string[], env: Env): Command {
     );
   }
   if (config.statusStreams.perClient > config.statusStreams.total) {
-    throw new ConfigError('--statusevents-per-client / PKG_STATUSEVENTS_PER_CLIENT', 'must not exceed --statusevents-max');
+    throw new ConfigError(
+      '--statusevents-per-client / PKG_STATUSEVENTS_PER_CLIENT',
+      'must not exceed --statusevents-max',
+    );
   }
   if (config.connections.requestTimeoutMs < config.connections.headersTimeoutMs) {
     throw new ConfigError('--request-timeout-ms / PKG_REQUEST_TIMEOUT_MS', 'must be at least the headers timeout');
   }
   const migrate = flagOrEnv('migrate', 'PKG_MIGRATE');
-  if (migrate && config.databaseUrl === undefined) throw new ConfigError('--migrate / PKG_MIGRATE', 'needs a database (--database-url / DATABASE_URL)');
+  if (migrate && config.databaseUrl === undefined)
+    throw new ConfigError('--migrate / PKG_MIGRATE', 'needs a database (--database-url / DATABASE_URL)');
   return { kind: 'server', config, migrate };
 }
 
@@ -495,11 +568,16 @@ function apiKeyCommand(argv: readonly string[], env: Env): Command {
   if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help', text: API_KEY_HELP };
   switch (sub) {
     case 'create': {
-      const values = parse(rest, { email: { type: 'string' }, org: { type: 'string' }, ...DATABASE_OPTIONS }, 'api-key create');
+      const values = parse(
+        rest,
+        { email: { type: 'string' }, org: { type: 'string' }, ...DATABASE_OPTIONS },
+        'api-key create',
+      );
       if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
       const url = databaseUrl(values, env);
       const email = typeof values.email === 'string' ? values.email.trim() : '';
-      if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ConfigError('--email', 'is required and must be an e-mail address');
+      if (!/^[^\s@]+@[^\s@]+$/.test(email))
+        throw new ConfigError('--email', 'is required and must be an e-mail address');
       const org = typeof values.org === 'string' ? values.org.trim() : '';
       if (org === '') throw new ConfigError('--org', 'is required');
       return { kind: 'api-key-create', databaseUrl: url, email, org };
@@ -511,16 +589,22 @@ function apiKeyCommand(argv: readonly string[], env: Env): Command {
       return { kind: 'api-key-list', databaseUrl: databaseUrl(values, env), org };
     }
     case 'revoke': {
-      const values = parse(rest, { id: { type: 'string' }, key: { type: 'string' }, ...DATABASE_OPTIONS }, 'api-key revoke');
+      const values = parse(
+        rest,
+        { id: { type: 'string' }, key: { type: 'string' }, ...DATABASE_OPTIONS },
+        'api-key revoke',
+      );
       if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
       const url = databaseUrl(values, env);
       const { id, key } = values;
       if ((id === undefined) === (key === undefined)) throw new ConfigError('--id / --key', 'give exactly one of them');
       if (typeof id === 'string') {
-        if (!UUID.test(id.trim())) throw new ConfigError('--id', `not a key id (a UUID, as "api-key list" shows): ${JSON.stringify(id)}`);
+        if (!UUID.test(id.trim()))
+          throw new ConfigError('--id', `not a key id (a UUID, as "api-key list" shows): ${JSON.stringify(id)}`);
         return { kind: 'api-key-revoke', databaseUrl: url, ref: { id: id.trim().toLowerCase() } };
       }
-      if (typeof key !== 'string' || !key.startsWith('PG-')) throw new ConfigError('--key', 'must be an API key (PG-…)');
+      if (typeof key !== 'string' || !key.startsWith('PG-'))
+        throw new ConfigError('--key', 'must be an API key (PG-…)');
       return { kind: 'api-key-revoke', databaseUrl: url, ref: { key } };
     }
     default:
@@ -547,6 +631,9 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
     case 'api-key':
       return apiKeyCommand(rest, env);
     default:
-      throw new ConfigError('command', `unknown command ${JSON.stringify(command)} (expected gen, server, migrate or api-key)`);
+      throw new ConfigError(
+        'command',
+        `unknown command ${JSON.stringify(command)} (expected gen, server, migrate or api-key)`,
+      );
   }
 }

@@ -13,7 +13,9 @@ let pkg: RunningPkg;
 let port: number;
 
 beforeAll(async () => {
-  pkg = await startPkg({ connections: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 500, maxConnections: 1200 } });
+  pkg = await startPkg({
+    connections: { headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 500, maxConnections: 1200 },
+  });
   port = Number(new URL(pkg.url).port);
 });
 afterAll(() => pkg?.close());
@@ -50,7 +52,11 @@ describe('slow clients', () => {
     stop();
     expect(after).toBeLessThan(3000);
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: true, code: 'REQUEST_TIMEOUT', message: 'request timeout' });
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: true,
+      code: 'REQUEST_TIMEOUT',
+      message: 'request timeout',
+    });
   });
 
   it('1,000 trickling sockets do not starve real requests', async () => {
@@ -69,7 +75,11 @@ describe('slow clients', () => {
   it('headers over the limit: 431 with the JSON envelope', async () => {
     const response = await fetch(`${pkg.url}/health`, { headers: { 'x-padding': 'a'.repeat(20_000) } });
     expect(response.status).toBe(431);
-    expect(await response.json()).toEqual({ error: true, code: 'HEADERS_TOO_LARGE', message: 'request headers too large' });
+    expect(await response.json()).toEqual({
+      error: true,
+      code: 'HEADERS_TOO_LARGE',
+      message: 'request headers too large',
+    });
   });
 });
 
@@ -79,7 +89,12 @@ describe('the socket cap', () => {
     const smallPort = Number(new URL(small.url).port);
     const held: Socket[] = [];
     try {
-      for (let i = 0; i < 3; i++) held.push(await new Promise<Socket>((resolve) => { const s = connect(smallPort, '127.0.0.1', () => resolve(s)); }));
+      for (let i = 0; i < 3; i++)
+        held.push(
+          await new Promise<Socket>((resolve) => {
+            const s = connect(smallPort, '127.0.0.1', () => resolve(s));
+          }),
+        );
       const extra = connect(smallPort, '127.0.0.1');
       extra.on('error', () => undefined);
       await new Promise<void>((resolve) => extra.once('close', () => resolve()));

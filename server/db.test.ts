@@ -59,7 +59,10 @@ describe('apiKeyRecord (identity from signing_attrs)', () => {
   });
 
   it('leaves out enabled attributes whose value is missing or empty', () => {
-    const record = apiKeyRecord({ ...row, signing_email: '', name: '', phone: null, kvk_number: null }, EMAIL_ATTRIBUTE);
+    const record = apiKeyRecord(
+      { ...row, signing_email: '', name: '', phone: null, kvk_number: null },
+      EMAIL_ATTRIBUTE,
+    );
     expect(record.publicAttributes).toEqual([]);
     expect(record.organisationName).toBeNull();
   });
@@ -102,7 +105,12 @@ describe('API keys in PostgreSQL', () => {
       'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
       [schema.schema],
     );
-    expect(tables.rows.map((r) => r.table_name)).toEqual(['business_api_keys', 'organizations', 'pg_pkg_schema_migrations', 'users']);
+    expect(tables.rows.map((r) => r.table_name)).toEqual([
+      'business_api_keys',
+      'organizations',
+      'pg_pkg_schema_migrations',
+      'users',
+    ]);
   });
 
   it('issues PG-<base64url of 32 bytes> and stores only its hash', async () => {
@@ -132,7 +140,11 @@ describe('API keys in PostgreSQL', () => {
       privateAttributes: [],
     });
     await expect
-      .poll(async () => (await sql.query('SELECT last_used_at FROM business_api_keys WHERE key_hash = $1', [apiKeyHash(key)])).rows[0].last_used_at)
+      .poll(
+        async () =>
+          (await sql.query('SELECT last_used_at FROM business_api_keys WHERE key_hash = $1', [apiKeyHash(key)])).rows[0]
+            .last_used_at,
+      )
       .toBeInstanceOf(Date);
   });
 

@@ -65,7 +65,9 @@ function interpolate(value: string, host: Env): string {
 
 /** The environment compose gives a service's container, for this host environment. */
 function containerEnv(service: Service, host: Env = {}): Env {
-  return Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), host)]));
+  return Object.fromEntries(
+    Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v), host)]),
+  );
 }
 
 const ours = (service: Service) => service.image === services['pkg']!.image;
@@ -88,7 +90,11 @@ describe('compose.yaml', () => {
   it('builds our image from server/Dockerfile with the repository root as context', () => {
     const pkg = services['pkg']!;
     expect(pkg.build).toEqual({ context: '..', dockerfile: 'server/Dockerfile' });
-    expect(Object.keys(services).filter((name) => ours(services[name]!)).sort()).toEqual(['keygen', 'migrate', 'pkg', 'standin']);
+    expect(
+      Object.keys(services)
+        .filter((name) => ours(services[name]!))
+        .sort(),
+    ).toEqual(['keygen', 'migrate', 'pkg', 'standin']);
   });
 
   it("every command of our image is one of the package's bins, and its parser accepts it", () => {
@@ -115,7 +121,12 @@ describe('compose.yaml', () => {
     expect(workdir).toBe('/keys');
     expect(services['keygen']!.volumes).toEqual(['keys:/keys']);
     expect(services['pkg']!.volumes).toEqual(['keys:/keys:ro']);
-    expect(serverConfig().keyPaths).toEqual({ ibeSecret: './pkg_ibe.sec', ibePublic: './pkg_ibe.pub', ibsSecret: './pkg_ibs.sec', ibsPublic: './pkg_ibs.pub' });
+    expect(serverConfig().keyPaths).toEqual({
+      ibeSecret: './pkg_ibe.sec',
+      ibePublic: './pkg_ibe.pub',
+      ibsSecret: './pkg_ibs.sec',
+      ibsPublic: './pkg_ibs.pub',
+    });
   });
 
   it('the PKG starts after the keys and the schema exist, on the database migrate prepared, with shared Redis', () => {
@@ -164,7 +175,11 @@ describe('Dockerfile', () => {
   it('is multi-stage, and the image runs as the unprivileged node user', () => {
     expect(dockerfile.filter((i) => i.keyword === 'FROM').length).toBeGreaterThanOrEqual(2);
     expect(runtime()[0]!.args).toMatch(/^node:20-(alpine|slim)/);
-    expect(runtime().filter((i) => i.keyword === 'USER').map((i) => i.args)).toEqual(['node']);
+    expect(
+      runtime()
+        .filter((i) => i.keyword === 'USER')
+        .map((i) => i.args),
+    ).toEqual(['node']);
   });
 
   it('its health check asks a route the PKG answers 200 OK, on the port pg-pkg listens on by default', async () => {

@@ -113,7 +113,8 @@ export function sendError(reply: FastifyReply, error: PkgError): FastifyReply {
     reply.header('www-authenticate', 'Bearer');
   }
   // Every 429 says when to come back; a 503 does when its producer knows.
-  if (error.statusCode === 429 || error.retryAfterSeconds !== undefined) setRetryAfter(reply, error.retryAfterSeconds ?? 1);
+  if (error.statusCode === 429 || error.retryAfterSeconds !== undefined)
+    setRetryAfter(reply, error.retryAfterSeconds ?? 1);
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(JSON.stringify(error.toJSON()));
 }
 

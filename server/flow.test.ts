@@ -70,7 +70,10 @@ describe('parameters', () => {
     const body = await json(await fetch(`${pkg.url}/v2/parameters`));
     expect(body).toEqual({ formatVersion: 0, publicKey: pkg.keys.mpk });
     expect(mpk).toHaveLength(896);
-    expect(await json(await fetch(`${pkg.url}/v2/sign/parameters`))).toEqual({ formatVersion: 0, publicKey: pkg.keys.vk });
+    expect(await json(await fetch(`${pkg.url}/v2/sign/parameters`))).toEqual({
+      formatVersion: 0,
+      publicKey: pkg.keys.vk,
+    });
     expect(vk).toHaveLength(44);
   });
 });
@@ -116,19 +119,33 @@ describe('recipient flow: start → disclose → jwt → key/{ts}', () => {
     const ts = pkg.clock.now() - 60;
     const policy = { [recipient]: { ts, con: [{ t: EMAIL, v: recipient }] } };
     const ct = await seal(mpk, { policy, pubSignKey: otherSigner.pubSignKey }, plain);
-    const jwt = await sessionJwt('/v2/idp', { attr: { [recipient]: { t: ts, con: [{ t: EMAIL, v: recipient }] } } }, { [EMAIL]: recipient });
-    const body = await json(await fetch(`${pkg.url}/v2/idp/key/${ts}`, { headers: { authorization: `Bearer ${jwt}` } }));
+    const jwt = await sessionJwt(
+      '/v2/idp',
+      { attr: { [recipient]: { t: ts, con: [{ t: EMAIL, v: recipient }] } } },
+      { [EMAIL]: recipient },
+    );
+    const body = await json(
+      await fetch(`${pkg.url}/v2/idp/key/${ts}`, { headers: { authorization: `Bearer ${jwt}` } }),
+    );
     const [got] = await (await pg.Unsealer.new(ct, otherSigner.vk)).unseal(recipient, body.key);
     expect(got).toEqual(plain);
   });
 
   it('a USK for another value does not open the ciphertext', async () => {
     const ts = pkg.clock.now() - 60;
-    const ct = await seal(mpk, { policy: { [recipient]: { ts, con: [{ t: EMAIL, v: recipient }] } }, pubSignKey: otherSigner.pubSignKey }, plain);
+    const ct = await seal(
+      mpk,
+      { policy: { [recipient]: { ts, con: [{ t: EMAIL, v: recipient }] } }, pubSignKey: otherSigner.pubSignKey },
+      plain,
+    );
     const jwt = await sessionJwt('/v2/irma', { con: [{ t: EMAIL }] }, { [EMAIL]: 'mallory@example.org' });
-    const body = await json(await fetch(`${pkg.url}/v2/irma/key/${ts}`, { headers: { authorization: `Bearer ${jwt}` } }));
+    const body = await json(
+      await fetch(`${pkg.url}/v2/irma/key/${ts}`, { headers: { authorization: `Bearer ${jwt}` } }),
+    );
     expect(body.key).toHaveLength(768);
-    await expect((await Unsealer.new(ct, otherSigner.vk)).unseal(recipient, body.key)).rejects.toMatchObject({ code: 'WRONG_KEY' });
+    await expect((await Unsealer.new(ct, otherSigner.vk)).unseal(recipient, body.key)).rejects.toMatchObject({
+      code: 'WRONG_KEY',
+    });
   });
 });
 
@@ -143,9 +160,13 @@ describe('sender flow: start → disclose → jwt → sign/key', () => {
       { [EMAIL]: sender, [FULLNAME]: 'Bob Example' },
     );
     const before = pkg.clock.now();
-    const answer = await post('/v2/irma/sign/key', { pubSignId: [{ t: EMAIL }], privSignId: [{ t: FULLNAME }] }, {
-      authorization: `Bearer ${jwt}`,
-    });
+    const answer = await post(
+      '/v2/irma/sign/key',
+      { pubSignId: [{ t: EMAIL }], privSignId: [{ t: FULLNAME }] },
+      {
+        authorization: `Bearer ${jwt}`,
+      },
+    );
     expect(answer.status).toBe(200);
     const keys = await json(answer);
     expect(keys.status).toBe('DONE');
@@ -159,12 +180,19 @@ describe('sender flow: start → disclose → jwt → sign/key', () => {
     const ts = pkg.clock.now();
     const recipientPolicy = { ts, con: [{ t: EMAIL, v: recipient }] };
     const usk = extractUsk(pkg.keys.msk, recipientPolicy);
-    const options: SealOptions = { policy: { [recipient]: recipientPolicy }, pubSignKey: keys.pubSignKey, privSignKey: keys.privSignKey };
+    const options: SealOptions = {
+      policy: { [recipient]: recipientPolicy },
+      pubSignKey: keys.pubSignKey,
+      privSignKey: keys.privSignKey,
+    };
     const plain = new TextEncoder().encode('signed by Bob');
     const expected = { public: keys.pubSignKey.policy, private: keys.privSignKey.policy };
 
     // Our files bind the sender inside the encryption; pg-wasm 0.5.10's do not.
-    for (const [ct, bound] of [[await seal(mpk, options, plain), true], [await pg.seal(mpk, options, plain), false]] as const) {
+    for (const [ct, bound] of [
+      [await seal(mpk, options, plain), true],
+      [await pg.seal(mpk, options, plain), false],
+    ] as const) {
       const ours = await Unsealer.new(ct, vk);
       expect(ours.public_identity()).toEqual(keys.pubSignKey.policy);
       const [a, ourResult] = await ours.unseal(recipient, usk);
@@ -184,15 +212,29 @@ describe('sender flow: start → disclose → jwt → sign/key', () => {
       { con: [{ t: EMAIL, v: sender }, { t: FULLNAME }] },
       { [EMAIL]: sender, [FULLNAME]: 'Bob Example' },
     );
-    const keys = await json(await post('/v2/irma/sign/key', { pubSignId: [{ t: EMAIL, v: 'ignored@example.org' }] }, { authorization: `Bearer ${jwt}` }));
+    const keys = await json(
+      await post(
+        '/v2/irma/sign/key',
+        { pubSignId: [{ t: EMAIL, v: 'ignored@example.org' }] },
+        { authorization: `Bearer ${jwt}` },
+      ),
+    );
     expect(keys.pubSignKey.policy.con).toEqual([{ t: EMAIL, v: sender }]);
     expect(keys.privSignKey).toBeUndefined();
   });
 
   it('a privSignId entry with a value selects nothing (pg-pkg rule), and nothing gets no private key', async () => {
-    const jwt = await sessionJwt('/v2/irma', { con: [{ t: EMAIL, v: sender }, { t: FULLNAME }] }, { [EMAIL]: sender, [FULLNAME]: 'Bob Example' });
+    const jwt = await sessionJwt(
+      '/v2/irma',
+      { con: [{ t: EMAIL, v: sender }, { t: FULLNAME }] },
+      { [EMAIL]: sender, [FULLNAME]: 'Bob Example' },
+    );
     const keys = await json(
-      await post('/v2/irma/sign/key', { pubSignId: [{ t: EMAIL }], privSignId: [{ t: FULLNAME, v: 'Bob Example' }] }, { authorization: `Bearer ${jwt}` }),
+      await post(
+        '/v2/irma/sign/key',
+        { pubSignId: [{ t: EMAIL }], privSignId: [{ t: FULLNAME, v: 'Bob Example' }] },
+        { authorization: `Bearer ${jwt}` },
+      ),
     );
     // pg-pkg would sign for the empty private identity; a key that names nobody is not issued.
     expect(keys.privSignKey).toBeUndefined();

@@ -77,7 +77,10 @@ describe('parameters caching', () => {
   });
 
   it('If-None-Match wins over If-Modified-Since (a changed key is never hidden by a date)', async () => {
-    const response = await get('/v2/parameters', { 'if-none-match': '"old"', 'if-modified-since': 'Tue, 01 Jan 2030 00:00:00 GMT' });
+    const response = await get('/v2/parameters', {
+      'if-none-match': '"old"',
+      'if-modified-since': 'Tue, 01 Jan 2030 00:00:00 GMT',
+    });
     expect(response.status).toBe(200);
   });
 
@@ -95,7 +98,11 @@ describe('CORS', () => {
   it('a preflight from an allowed origin: methods, headers, max-age 86400', async () => {
     const response = await fetch(`${pkg.url}/v2/irma/start`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
     });
     expect(response.status).toBe(204);
     expect(response.headers.get('access-control-allow-origin')).toBe('https://app.example');
@@ -149,7 +156,11 @@ describe('request bodies and the error envelope', () => {
   it('malformed JSON, an empty body and prototype poisoning: 400 BAD_REQUEST', async () => {
     await expectError(await post('/v2/irma/start', '{"con": ['), 400, 'BAD_REQUEST');
     await expectError(await post('/v2/irma/start', ''), 400, 'BAD_REQUEST');
-    await expectError(await post('/v2/irma/start', '{"__proto__": {"x": 1}, "con": [{"t": "a.b.c.d"}]}'), 400, 'BAD_REQUEST');
+    await expectError(
+      await post('/v2/irma/start', '{"__proto__": {"x": 1}, "con": [{"t": "a.b.c.d"}]}'),
+      400,
+      'BAD_REQUEST',
+    );
   });
 
   it('a body over 64 KiB: 413 BODY_TOO_LARGE, before the identity server hears of it', async () => {
@@ -158,8 +169,16 @@ describe('request bodies and the error envelope', () => {
   });
 
   it('a non-JSON content type: 415', async () => {
-    await expectError(await post('/v2/irma/start', '{"con":[]}', { 'content-type': 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    await expectError(await post('/v2/irma/start', 'con=1', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    await expectError(
+      await post('/v2/irma/start', '{"con":[]}', { 'content-type': 'text/plain' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    await expectError(
+      await post('/v2/irma/start', 'con=1', { 'content-type': 'application/x-www-form-urlencoded' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
   });
 
   it('unknown fields are refused at every level, naming the field', async () => {
@@ -170,7 +189,9 @@ describe('request bodies and the error envelope', () => {
       [{ attr: { a: { t: 1, con: [{ t: EMAIL }], extra: 1 } } }, 'extra'],
     ];
     for (const [body, field] of cases) {
-      expect(await expectError(await post('/v2/irma/start', JSON.stringify(body)), 400, 'BAD_REQUEST')).toContain(field);
+      expect(await expectError(await post('/v2/irma/start', JSON.stringify(body)), 400, 'BAD_REQUEST')).toContain(
+        field,
+      );
     }
     const sign = await post('/v2/irma/sign/key', JSON.stringify({ pubSignId: [], sort: 1 }), {
       'content-type': 'application/json',
@@ -224,7 +245,11 @@ describe('request bodies and the error envelope', () => {
   });
 
   it('validity above 86400: 400 VALIDITY; 86400 itself is fine', async () => {
-    const message = await expectError(await post('/v2/irma/start', JSON.stringify({ con: [{ t: EMAIL }], validity: 86_401 })), 400, 'VALIDITY');
+    const message = await expectError(
+      await post('/v2/irma/start', JSON.stringify({ con: [{ t: EMAIL }], validity: 86_401 })),
+      400,
+      'VALIDITY',
+    );
     expect(message).toBe('validity exceeds maximum validity');
     expect((await post('/v2/irma/start', JSON.stringify({ con: [{ t: EMAIL }], validity: 86_400 }))).status).toBe(200);
   });
@@ -244,13 +269,23 @@ describe('request bodies and the error envelope', () => {
 
 describe('session tokens', () => {
   it('are checked before any upstream call: 20 alphanumerics or 400 SESSION_TOKEN', async () => {
-    for (const token of ['short', 'A'.repeat(19), 'A'.repeat(21), 'A'.repeat(65), 'A'.repeat(201), 'A'.repeat(5000), 'AAAAAAAAAA.AAAAAAAAA', '550e8400-e29b-41d4-a716', 'AAAAAAAAAA%2FAAAAAAAAA']) {
+    for (const token of [
+      'short',
+      'A'.repeat(19),
+      'A'.repeat(21),
+      'A'.repeat(65),
+      'A'.repeat(201),
+      'A'.repeat(5000),
+      'AAAAAAAAAA.AAAAAAAAA',
+      '550e8400-e29b-41d4-a716',
+      'AAAAAAAAAA%2FAAAAAAAAA',
+    ]) {
       await expectError(await get(`/v2/irma/jwt/${token}`), 400, 'SESSION_TOKEN');
       await expectError(await get(`/v2/irma/statusevents/${token}`), 400, 'SESSION_TOKEN');
     }
   });
 
-  it('a URL the router cannot decode: 400 BAD_REQUEST in the envelope, not Fastify\'s own body', async () => {
+  it("a URL the router cannot decode: 400 BAD_REQUEST in the envelope, not Fastify's own body", async () => {
     await expectError(await get('/v2/irma/jwt/%E0%A4%A'), 400, 'BAD_REQUEST');
     await expectError(await get('/v2/irma/key/%FF'), 400, 'BAD_REQUEST');
   });
@@ -266,7 +301,9 @@ async function readAll(response: Response): Promise<string> {
 
 describe('statusevents relay', () => {
   it("relays the identity server's events byte for byte and ends after the final status", async () => {
-    const session = await (await post('/v2/request/start', JSON.stringify({ con: [{ t: EMAIL, v: 'a@example.org' }] }))).json();
+    const session = await (
+      await post('/v2/request/start', JSON.stringify({ con: [{ t: EMAIL, v: 'a@example.org' }] }))
+    ).json();
     const events = await get(`/v2/request/statusevents/${session.token}`, { origin: 'https://app.example' });
     expect(events.status).toBe(200);
     expect(events.headers.get('content-type')).toBe('text/event-stream');
@@ -284,7 +321,8 @@ describe('statusevents relay', () => {
     const session = await (await post('/v2/irma/start', JSON.stringify({ con: [{ t: EMAIL }] }))).json();
     let upstreamClosed: Promise<void> | undefined;
     const watch = (req: { url?: string }, res: { once(e: 'close', f: () => void): void }) => {
-      if (req.url?.includes('/statusevents')) upstreamClosed = new Promise((resolve) => res.once('close', () => resolve()));
+      if (req.url?.includes('/statusevents'))
+        upstreamClosed = new Promise((resolve) => res.once('close', () => resolve()));
     };
     pkg.yivi.app.server.on('request', watch);
     try {
@@ -315,8 +353,15 @@ describe('health and metrics', () => {
 
   it('postguard_clients counts /v2 requests with bounded labels', async () => {
     const client = (value: string) => ({ 'x-postguard-client-version': value });
-    const unmatched = 'postguard_clients{path="unknown",host="unknown",client="unknown",client_version="unknown",status="404"}';
-    const count = (text: string, prefix: string) => Number(text.split('\n').find((l) => l.startsWith(prefix))?.split(' ')[1] ?? 0);
+    const unmatched =
+      'postguard_clients{path="unknown",host="unknown",client="unknown",client_version="unknown",status="404"}';
+    const count = (text: string, prefix: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(prefix))
+          ?.split(' ')[1] ?? 0,
+      );
     const before = count(await (await get('/metrics')).text(), unmatched);
     await get('/v2/parameters', client('browser,126.0,pg-js,1.4.2'));
     await get('/v2/parameters', client('browser,126.0,pg-js,1.4.2'));
@@ -329,20 +374,29 @@ describe('health and metrics', () => {
 
     const text = await (await get('/metrics')).text();
     const line = (labels: string) => text.split('\n').find((l) => l.startsWith(`postguard_clients{${labels}}`));
-    expect(line('path="/v2/parameters",host="browser",client="pg-js",client_version="1.4.2",status="200"')).toMatch(/ 2$/);
-    expect(line('path="/v2/sign/parameters",host="dotnet",client="pg-dotnet",client_version="0.3.0",status="200"')).toMatch(/ 1$/);
+    expect(line('path="/v2/parameters",host="browser",client="pg-js",client_version="1.4.2",status="200"')).toMatch(
+      / 2$/,
+    );
+    expect(
+      line('path="/v2/sign/parameters",host="dotnet",client="pg-dotnet",client_version="0.3.0",status="200"'),
+    ).toMatch(/ 1$/);
     expect(line('path="/v2/parameters",host="other",client="other",client_version="1.0",status="200"')).toMatch(/ 1$/);
     expect(line('path="/v2/parameters",host="node",client="pg-js",client_version="other",status="200"')).toMatch(/ 1$/);
-    expect(line('path="/v2/parameters",host="unknown",client="unknown",client_version="unknown",status="200"')).toBeDefined();
+    expect(
+      line('path="/v2/parameters",host="unknown",client="unknown",client_version="unknown",status="200"'),
+    ).toBeDefined();
     expect(count(text, unmatched)).toBe(before + 1);
     expect(text).not.toContain('9.9.9'); // /health is not counted
     expect(text).toContain('# TYPE postguard_keys_issued_total counter');
   });
 
   it('a client may create at most 64 version labels', async () => {
-    for (let i = 0; i < 70; i++) await get('/v2/sign/parameters', { 'x-postguard-client-version': `deno,1,cli,0.0.${i}` });
+    for (let i = 0; i < 70; i++)
+      await get('/v2/sign/parameters', { 'x-postguard-client-version': `deno,1,cli,0.0.${i}` });
     const text = await (await get('/metrics')).text();
-    const cliLines = text.split('\n').filter((l) => l.startsWith('postguard_clients{path="/v2/sign/parameters",host="deno",client="cli"'));
+    const cliLines = text
+      .split('\n')
+      .filter((l) => l.startsWith('postguard_clients{path="/v2/sign/parameters",host="deno",client="cli"'));
     expect(cliLines).toHaveLength(65);
     expect(cliLines.find((l) => l.includes('client_version="other"'))).toMatch(/ 6$/);
   });

@@ -17,7 +17,11 @@ import { startPkg, type RunningPkg } from './testing.js';
 const EMAIL = 'irma-demo.sidn-pbdf.email.email';
 
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 async function expectError(response: Response, status: number, code: string): Promise<void> {
   expect(response.status).toBe(status);
@@ -80,7 +84,9 @@ describe('identity server down and back', () => {
     const jwt = await (await fetch(`${pkg.url}/v2/irma/jwt/${session.token}`)).text();
     await proxy.down();
     try {
-      const response = await fetch(`${pkg.url}/v2/irma/key/${clock.now()}`, { headers: { authorization: `Bearer ${jwt}` } });
+      const response = await fetch(`${pkg.url}/v2/irma/key/${clock.now()}`, {
+        headers: { authorization: `Bearer ${jwt}` },
+      });
       expect(response.status).toBe(200);
       expect((await response.json()).key).toHaveLength(768);
     } finally {
@@ -106,12 +112,17 @@ describe('a slow or misbehaving identity server', () => {
     silentPort = await listen(silent);
     // Answers, but not in Yivi's protocol.
     nonsense = createServer((req, res) => {
-      if (req.url === '/session') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"sessionPtr": "nope"}');
-      if (req.url?.endsWith('/result-jwt') && req.url.includes('B'.repeat(20))) return res.writeHead(200).end('x'.repeat(70 * 1024));
+      if (req.url === '/session')
+        return res.writeHead(200, { 'content-type': 'application/json' }).end('{"sessionPtr": "nope"}');
+      if (req.url?.endsWith('/result-jwt') && req.url.includes('B'.repeat(20)))
+        return res.writeHead(200).end('x'.repeat(70 * 1024));
       if (req.url?.endsWith('/result-jwt')) return res.writeHead(200).end('<html>not a jwt</html>');
       if (req.url?.endsWith('/statusevents')) return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>');
-      if (req.url === '/publickey') return res.writeHead(200).end('-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n');
-      res.writeHead(500, { 'content-type': 'application/json' }).end('{"status":500,"error":"INTERNAL_ERROR","stacktrace":"secret detail"}');
+      if (req.url === '/publickey')
+        return res.writeHead(200).end('-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n');
+      res
+        .writeHead(500, { 'content-type': 'application/json' })
+        .end('{"status":500,"error":"INTERNAL_ERROR","stacktrace":"secret detail"}');
     });
     nonsensePort = await listen(nonsense);
     pkg = await startPkg({ identityServer: { url: `http://127.0.0.1:${nonsensePort}`, timeoutMs: 300 } });
@@ -126,7 +137,10 @@ describe('a slow or misbehaving identity server', () => {
   });
 
   it('a server that never answers costs a request the deadline: 503 IDP_UNAVAILABLE', async () => {
-    const slow = await startPkg({ yivi: pkg.yivi, identityServer: { url: `http://127.0.0.1:${silentPort}`, timeoutMs: 300 } });
+    const slow = await startPkg({
+      yivi: pkg.yivi,
+      identityServer: { url: `http://127.0.0.1:${silentPort}`, timeoutMs: 300 },
+    });
     try {
       const started = performance.now();
       await expectError(await post(`${slow.url}/v2/irma/start`, { con: [{ t: EMAIL }] }), 503, 'IDP_UNAVAILABLE');
@@ -166,7 +180,11 @@ describe('requestor token', () => {
   });
 
   it('is sent as the raw Authorization value; without it or with a wrong one the session is refused (502)', async () => {
-    for (const [token, status] of [['secret-requestor-token', 200], [undefined, 502], ['wrong', 502]] as const) {
+    for (const [token, status] of [
+      ['secret-requestor-token', 200],
+      [undefined, 502],
+      ['wrong', 502],
+    ] as const) {
       const pkg = await startPkg({ yivi, identityServer: { url: yivi.url, token } });
       try {
         const response = await post(`${pkg.url}/v2/irma/start`, { con: [{ t: EMAIL }] });
@@ -183,14 +201,24 @@ describe('IdentityServerClient', () => {
     const seen: Array<{ url: string; init: RequestInit }> = [];
     const fake: typeof fetch = async (url, init) => {
       seen.push({ url: String(url), init: init! });
-      return new Response(JSON.stringify({ sessionPtr: { u: 'https://yivi.example/irma/session/x', irmaqr: 'disclosing' }, token: 'A'.repeat(20), frontendRequest: { authorization: 'z' } }), {
-        headers: { 'content-type': 'application/json' },
-      });
+      return new Response(
+        JSON.stringify({
+          sessionPtr: { u: 'https://yivi.example/irma/session/x', irmaqr: 'disclosing' },
+          token: 'A'.repeat(20),
+          frontendRequest: { authorization: 'z' },
+        }),
+        {
+          headers: { 'content-type': 'application/json' },
+        },
+      );
     };
     const client = new IdentityServerClient({ url: 'https://yivi.example/base/', token: 'tok', fetch: fake });
     const request = disclosureRequest({ con: [{ t: EMAIL, v: 'a@x' }] });
     const pkg = await client.startSession(request);
-    expect(pkg).toEqual({ sessionPtr: { u: 'https://yivi.example/irma/session/x', irmaqr: 'disclosing' }, token: 'A'.repeat(20) });
+    expect(pkg).toEqual({
+      sessionPtr: { u: 'https://yivi.example/irma/session/x', irmaqr: 'disclosing' },
+      token: 'A'.repeat(20),
+    });
     expect(seen[0]!.url).toBe('https://yivi.example/base/session');
     expect(seen[0]!.init.headers).toEqual({ 'content-type': 'application/json', authorization: 'tok' });
     expect(JSON.parse(String(seen[0]!.init.body))).toEqual(request);
@@ -198,8 +226,14 @@ describe('IdentityServerClient', () => {
 
   it('refuses a session package with a token that is not Yivi-shaped', async () => {
     const fake: typeof fetch = async () =>
-      new Response(JSON.stringify({ sessionPtr: { u: 'https://y/irma/session/x', irmaqr: 'disclosing' }, token: '../../admin' }));
-    await expect(new IdentityServerClient({ url: 'https://y', fetch: fake }).startSession(disclosureRequest({ con: [{ t: EMAIL }] }))).rejects.toMatchObject({
+      new Response(
+        JSON.stringify({ sessionPtr: { u: 'https://y/irma/session/x', irmaqr: 'disclosing' }, token: '../../admin' }),
+      );
+    await expect(
+      new IdentityServerClient({ url: 'https://y', fetch: fake }).startSession(
+        disclosureRequest({ con: [{ t: EMAIL }] }),
+      ),
+    ).rejects.toMatchObject({
       code: 'IDP_ERROR',
     });
   });
@@ -214,7 +248,9 @@ describe('IdentityServerClient', () => {
       },
     });
     await expect(client.resultJwt('../publickey?x=AAAAAAAA')).rejects.toMatchObject({ code: 'SESSION_TOKEN' });
-    await expect(client.statusEvents('AAAA', new AbortController().signal)).rejects.toMatchObject({ code: 'SESSION_TOKEN' });
+    await expect(client.statusEvents('AAAA', new AbortController().signal)).rejects.toMatchObject({
+      code: 'SESSION_TOKEN',
+    });
     expect(called).toBe(false);
   });
 });

@@ -117,4 +117,3 @@ describe('pg-pkg key files', () => {
     await expect(readPkgKeys({ ...paths, ibePublic: join(dir, 'missing') })).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
-

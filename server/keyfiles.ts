@@ -28,7 +28,12 @@ export async function readPkgKeys(paths: PkgKeyPaths = DEFAULT_PKG_KEY_PATHS): P
       return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
     }),
   );
-  return decodePkgKeyFiles({ ibePublic: ibePublic!, ibeSecret: ibeSecret!, ibsPublic: ibsPublic!, ibsSecret: ibsSecret! });
+  return decodePkgKeyFiles({
+    ibePublic: ibePublic!,
+    ibeSecret: ibeSecret!,
+    ibsPublic: ibsPublic!,
+    ibsSecret: ibsSecret!,
+  });
 }
 
 /**

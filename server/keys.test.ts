@@ -40,7 +40,17 @@ function claims(extra: Record<string, unknown> = {}): Record<string, unknown> {
     status: 'DONE',
     type: 'disclosing',
     proofStatus: 'VALID',
-    disclosed: [[{ rawvalue: 'a@example.org', value: { '': 'a@example.org', en: 'a@example.org', nl: 'a@example.org' }, id: EMAIL, status: 'PRESENT', issuancetime: 0 }]],
+    disclosed: [
+      [
+        {
+          rawvalue: 'a@example.org',
+          value: { '': 'a@example.org', en: 'a@example.org', nl: 'a@example.org' },
+          id: EMAIL,
+          status: 'PRESENT',
+          issuancetime: 0,
+        },
+      ],
+    ],
     ...extra,
   };
 }
@@ -54,7 +64,9 @@ const without = (name: string): Record<string, unknown> => {
 const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 const rs256 = (payload: Record<string, unknown>, key: KeyObject = standinKey) =>
-  new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'RS256', typ: 'JWT' }).sign(key);
+  new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
+    .sign(key);
 
 /** The classic confusion attack: HS256 with the server's public key PEM as the HMAC secret. */
 function hs256WithPublicKey(payload: Record<string, unknown>): string {
@@ -97,7 +109,12 @@ describe('credentials', () => {
   });
 
   it('no Authorization, another scheme or an empty bearer: 401 UNAUTHENTICATED with a Bearer challenge', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer ' }, { authorization: 'Bearer a b' }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Basic dXNlcjpwYXNz' },
+      { authorization: 'Bearer ' },
+      { authorization: 'Bearer a b' },
+    ]) {
       const response = await fetch(`${pkg.url}/v2/irma/key/1`, { headers });
       expect(response.headers.get('www-authenticate')).toBe('Bearer');
       await expectError(response, 401, 'UNAUTHENTICATED');
@@ -113,7 +130,11 @@ describe('credentials', () => {
     await expectError(await key('PG-abcdef'), 401, 'JWT_INVALID');
     await expectError(await signKey('Bearer PG-abcdef'), 401, 'API_KEYS_DISABLED');
     // And /v2/api-key/validate does not exist without a database.
-    await expectError(await fetch(`${pkg.url}/v2/api-key/validate`, { headers: { authorization: 'Bearer PG-abcdef' } }), 404, 'NOT_FOUND');
+    await expectError(
+      await fetch(`${pkg.url}/v2/api-key/validate`, { headers: { authorization: 'Bearer PG-abcdef' } }),
+      404,
+      'NOT_FOUND',
+    );
   });
 });
 
@@ -130,7 +151,9 @@ describe('JWT algorithm and signature', () => {
 
   it('other RSA algorithms with the right key are refused (RS384, RS512, PS256)', async () => {
     for (const alg of ['RS384', 'RS512', 'PS256']) {
-      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims()))).setProtectedHeader({ alg }).sign(standinKey);
+      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims())))
+        .setProtectedHeader({ alg })
+        .sign(standinKey);
       await expectError(await key(jwt), 401, 'JWT_INVALID');
     }
   });
@@ -183,7 +206,9 @@ describe('JWT claims', () => {
       await expectError(await key(await rs256(claims(extra))), 401, 'JWT_INVALID');
     }
     for (const payload of [[], 'x', null]) {
-      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'RS256' }).sign(standinKey);
+      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+        .setProtectedHeader({ alg: 'RS256' })
+        .sign(standinKey);
       await expectError(await key(jwt), 401, 'JWT_INVALID');
     }
   });
@@ -232,14 +257,22 @@ describe('session outcome', () => {
 
   it('sign/key whose pubSignId selects none of the disclosed attributes: 400 EMPTY_IDENTITY', async () => {
     const jwt = await rs256(claims());
-    await expectError(await signKey(`Bearer ${jwt}`, { pubSignId: [{ t: 'irma-demo.other.cred.attr' }] }), 400, 'EMPTY_IDENTITY');
+    await expectError(
+      await signKey(`Bearer ${jwt}`, { pubSignId: [{ t: 'irma-demo.other.cred.attr' }] }),
+      400,
+      'EMPTY_IDENTITY',
+    );
     await expectError(await signKey(`Bearer ${jwt}`, { pubSignId: [] }), 400, 'EMPTY_IDENTITY');
     expect((await signKey(`Bearer ${jwt}`, { pubSignId: [{ t: EMAIL }] })).status).toBe(200);
   });
 
   it('a cancelled session gives no key', async () => {
     const started = await (
-      await fetch(`${pkg.url}/v2/irma/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ con: [{ t: EMAIL }] }) })
+      await fetch(`${pkg.url}/v2/irma/start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ con: [{ t: EMAIL }] }),
+      })
     ).json();
     await fetch(started.sessionPtr.u, { method: 'DELETE' });
     const jwt = await (await fetch(`${pkg.url}/v2/irma/jwt/${started.token}`)).text();
@@ -247,7 +280,10 @@ describe('session outcome', () => {
   });
 
   it('a signing-type or VALID-but-null-group token proves nothing / is refused', async () => {
-    expect(await (await key(await rs256(claims({ type: 'signing' })))).json()).toEqual({ status: 'DONE', proofStatus: 'VALID' });
+    expect(await (await key(await rs256(claims({ type: 'signing' })))).json()).toEqual({
+      status: 'DONE',
+      proofStatus: 'VALID',
+    });
     await expectError(await key(await rs256(claims({ disclosed: [null] }))), 401, 'JWT_INVALID');
   });
 });

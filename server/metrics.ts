@@ -10,7 +10,16 @@ import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const CLIENT_HEADER = 'x-postguard-client-version';
 
-const HOSTS: ReadonlySet<string> = new Set(['node', 'browser', 'bun', 'deno', 'Outlook', 'Thunderbird', 'dotnet', 'unknown']);
+const HOSTS: ReadonlySet<string> = new Set([
+  'node',
+  'browser',
+  'bun',
+  'deno',
+  'Outlook',
+  'Thunderbird',
+  'dotnet',
+  'unknown',
+]);
 const CLIENTS: ReadonlySet<string> = new Set(['pg-js', 'pg-dotnet', 'pg4ol', 'pg4tb', 'cli', 'pg-cli', 'unknown']);
 const MAX_VERSIONS_PER_CLIENT = 64;
 const VERSION = /^[A-Za-z0-9.-]{1,32}$/;

@@ -9,7 +9,12 @@ import { buildApp } from './app.js';
 import { ConfigError, type ServerConfig } from './config.js';
 import { createApiKeyStore, type ApiKeyStore } from './db.js';
 import { createMetrics, processMetricsRegistry, type PkgMetrics } from './metrics.js';
-import { installClusterBucketServer, memoryBucketStore, processBucketStore, type BucketStore } from './ratelimit/index.js';
+import {
+  installClusterBucketServer,
+  memoryBucketStore,
+  processBucketStore,
+  type BucketStore,
+} from './ratelimit/index.js';
 
 /**
  * Running `pg-pkg server`: load and check the keys, connect what is configured, listen, and shut down
@@ -42,7 +47,8 @@ export async function loadKeys(paths: PkgKeyPaths): Promise<LoadedKeys> {
     const errno = e as NodeJS.ErrnoException;
     if (typeof errno.path === 'string') {
       const flag = FILE_FLAGS.find(([name]) => paths[name] === errno.path)?.[1] ?? 'key files';
-      const reason = errno.code === 'ENOENT' ? 'no such file (run "pg-pkg gen" first)' : `cannot read ${errno.path} (${errno.code})`;
+      const reason =
+        errno.code === 'ENOENT' ? 'no such file (run "pg-pkg gen" first)' : `cannot read ${errno.path} (${errno.code})`;
       throw new ConfigError(flag, reason);
     }
     if (isPostGuardError(e)) {
@@ -74,7 +80,10 @@ function lateLogger(): { log: Log; attach(target: Log): void } {
     (...args: unknown[]): void => {
       (target?.[level] as ((...a: unknown[]) => void) | undefined)?.(...args);
     };
-  return { log: { warn: forward('warn'), info: forward('info'), error: forward('error') }, attach: (t) => void (target = t) };
+  return {
+    log: { warn: forward('warn'), info: forward('info'), error: forward('error') },
+    attach: (t) => void (target = t),
+  };
 }
 
 function displayHost(host: string): string {
@@ -129,7 +138,9 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
   } else {
     app.log.info(`CORS allows ${config.allowedOrigins.join(', ')}`);
   }
-  app.log.info(`identity server ${config.identityServer.url}${config.identityServer.token === undefined ? '' : ' (with requestor token)'}`);
+  app.log.info(
+    `identity server ${config.identityServer.url}${config.identityServer.token === undefined ? '' : ' (with requestor token)'}`,
+  );
   app.log.info(apiKeys === undefined ? 'no database: API keys are disabled' : 'API keys enabled');
   if (config.rateLimit.trustForwardedFor) {
     app.log.warn(
@@ -144,9 +155,11 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
     await app.close().catch(() => undefined);
     await releaseStores();
     const error = e as NodeJS.ErrnoException;
-    if (error.name === 'DatabaseUnavailableError') throw new StartupError(`cannot reach the API-key database: ${error.message}`);
+    if (error.name === 'DatabaseUnavailableError')
+      throw new StartupError(`cannot reach the API-key database: ${error.message}`);
     if (error.code === 'EADDRINUSE') throw new StartupError(`port ${config.port} on ${config.host} is in use`);
-    if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') throw new StartupError(`cannot bind ${config.host}`);
+    if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND')
+      throw new StartupError(`cannot bind ${config.host}`);
     throw e;
   }
   const address = app.server.address();
@@ -225,7 +238,8 @@ function installMetricsAggregator(): void {
     if (request?.protocol !== METRICS_REQUEST) return;
     aggregator.clusterMetrics().then(
       (text) => worker.send({ protocol: METRICS_REPLY, id: request.id, text } satisfies MetricsReply),
-      (error: Error) => worker.send({ protocol: METRICS_REPLY, id: request.id, error: error.message } satisfies MetricsReply),
+      (error: Error) =>
+        worker.send({ protocol: METRICS_REPLY, id: request.id, error: error.message } satisfies MetricsReply),
     );
   });
 }
@@ -281,7 +295,9 @@ export async function runPrimary(config: ServerConfig, io: Io): Promise<number> 
       worker.once('listening', (address) => {
         if (++listening === config.workers) {
           const port = typeof address.port === 'number' ? address.port : config.port;
-          io.stdout.write(`pg-pkg listening on http://${displayHost(config.host)}:${port} (${config.workers} workers)\n`);
+          io.stdout.write(
+            `pg-pkg listening on http://${displayHost(config.host)}:${port} (${config.workers} workers)\n`,
+          );
         }
       });
     };

@@ -74,7 +74,10 @@ async function startSession(): Promise<{ token: string; sessionPtr: { u: string 
 async function stream(token: string, client: string, base = pkg.url): Promise<Response> {
   const controller = new AbortController();
   open.push(controller);
-  return fetch(`${base}/v2/irma/statusevents/${token}`, { headers: { 'x-forwarded-for': client }, signal: controller.signal });
+  return fetch(`${base}/v2/irma/statusevents/${token}`, {
+    headers: { 'x-forwarded-for': client },
+    signal: controller.signal,
+  });
 }
 
 async function readAll(response: Response): Promise<string> {
@@ -85,7 +88,11 @@ async function expectTooMany(response: Response): Promise<void> {
   expect(response.status).toBe(429);
   expect(response.headers.get('retry-after')).toBe('5');
   expect(response.headers.get('x-ratelimit-after')).toBe('5');
-  expect(await response.json()).toEqual({ error: true, code: 'TOO_MANY_STREAMS', message: 'too many open status event streams' });
+  expect(await response.json()).toEqual({
+    error: true,
+    code: 'TOO_MANY_STREAMS',
+    message: 'too many open status event streams',
+  });
 }
 
 describe('caps', () => {
@@ -137,7 +144,9 @@ describe('one upstream per session', () => {
   it('fans one upstream subscription out to every listener; all get the same events and end with the session', async () => {
     const session = await startSession();
     const before = upstreamOpened;
-    const listeners = await Promise.all(['198.51.100.30', '198.51.100.31', '198.51.100.32'].map((c) => stream(session.token, c)));
+    const listeners = await Promise.all(
+      ['198.51.100.30', '198.51.100.31', '198.51.100.32'].map((c) => stream(session.token, c)),
+    );
     expect(listeners.map((r) => r.status)).toEqual([200, 200, 200]);
     const bodies = listeners.map(readAll);
     await new Promise((resolve) => setTimeout(resolve, 60)); // the "open" event

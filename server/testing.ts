@@ -50,7 +50,9 @@ export interface StartPkgOptions extends Partial<Omit<AppDeps, 'clock' | 'rateLi
 export async function startPkg(options: StartPkgOptions = {}): Promise<RunningPkg> {
   const clock = options.clock ?? manualClock(Math.floor(Date.now() / 1000));
   const ownStandin = options.yivi === undefined;
-  const yivi = options.yivi ?? (await startStandin({ clock, sweepIntervalMs: 0, sseOpenDelayMs: 20, pairingHint: false, ...options.standin }));
+  const yivi =
+    options.yivi ??
+    (await startStandin({ clock, sweepIntervalMs: 0, sseOpenDelayMs: 20, pairingHint: false, ...options.standin }));
   const keys = options.keys ?? testKeys();
   const { standin: _standin, yivi: _yivi, rateLimit, ...rest } = options;
   const app = buildApp({

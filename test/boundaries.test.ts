@@ -43,7 +43,9 @@ describe('package boundaries', () => {
       .filter((file) => !nodeSide.has(file) && !file.startsWith('lib/build/'))
       .flatMap((file) =>
         imports(file)
-          .filter((spec) => spec.startsWith('node:') || /^(\.\.\/)+(server|cli|sdk|demo|e2e|bench|scripts)\//.test(spec))
+          .filter(
+            (spec) => spec.startsWith('node:') || /^(\.\.\/)+(server|cli|sdk|demo|e2e|bench|scripts)\//.test(spec),
+          )
           .map((spec) => `${file}: ${spec}`),
       );
     expect(found).toEqual([]);
@@ -66,7 +68,13 @@ describe('package boundaries', () => {
 
   it("postguard-ts's production dependencies are browser libraries only", () => {
     const manifest = JSON.parse(readFileSync(join(ROOT, 'lib', 'package.json'), 'utf8')) as { dependencies: object };
-    expect(Object.keys(manifest.dependencies).sort()).toEqual(['@noble/curves', '@noble/hashes', 'comlink', 'idb-keyval', 'qrcode']);
+    expect(Object.keys(manifest.dependencies).sort()).toEqual([
+      '@noble/curves',
+      '@noble/hashes',
+      'comlink',
+      'idb-keyval',
+      'qrcode',
+    ]);
   });
 });
 

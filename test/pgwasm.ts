@@ -9,14 +9,20 @@ export interface PgWasm {
   seal(mpk: string, options: unknown, plain: Uint8Array): Promise<Uint8Array>;
   sealStream(mpk: string, options: unknown, readable: ReadableStream, writable: WritableStream): Promise<void>;
   Unsealer: {
-    new: (input: Uint8Array, vk: string) => Promise<{
+    new: (
+      input: Uint8Array,
+      vk: string,
+    ) => Promise<{
       inspect_header(): Map<string, unknown>;
       public_identity(): unknown;
       unseal(id: string, usk: string): Promise<[Uint8Array, unknown]>;
     }>;
   };
   StreamUnsealer: {
-    new: (readable: ReadableStream, vk: string) => Promise<{
+    new: (
+      readable: ReadableStream,
+      vk: string,
+    ) => Promise<{
       inspect_header(): Map<string, unknown>;
       public_identity(): unknown;
       unseal(id: string, usk: string, writable: WritableStream): Promise<unknown>;

@@ -16,7 +16,10 @@ export function chunkedSource(bytes: Uint8Array, chunkSize = 65_536): ReadableSt
 }
 
 /** A source that yields `bytes` and then errors instead of closing. */
-export function failingSource(bytes: Uint8Array, error: unknown = new Error('disk on fire')): ReadableStream<Uint8Array> {
+export function failingSource(
+  bytes: Uint8Array,
+  error: unknown = new Error('disk on fire'),
+): ReadableStream<Uint8Array> {
   let sent = false;
   return new ReadableStream<Uint8Array>({
     pull(controller) {

@@ -10,7 +10,10 @@ export const stream2seg = load('pg-wasm-0.5.10-stream-2seg.json');
 export function rustVectors(file: 'pg-core-kem-regression.txt' | 'pg-core-signing-regression.txt') {
   const text = readFileSync(new URL(`./vectors/rust-tests/${file}`, import.meta.url), 'utf8');
   return Object.fromEntries(
-    text.trim().split('\n').map((line) => line.trim().split(/\s+/) as [string, string]),
+    text
+      .trim()
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/) as [string, string]),
   ) as Record<string, string>;
 }
 

@@ -108,9 +108,13 @@ describe('through comlink', () => {
     );
     const ct = await pg.seal(mpk, options, message(10));
     const u = await pg.Unsealer.new(ct, vk);
-    await expect(u.unseal('mallory@example.org', usk)).rejects.toSatisfy((e) => e instanceof InputError && e.code === 'UNKNOWN_RECIPIENT');
+    await expect(u.unseal('mallory@example.org', usk)).rejects.toSatisfy(
+      (e) => e instanceof InputError && e.code === 'UNKNOWN_RECIPIENT',
+    );
     await expect(u.unseal(ALICE, 'AAAA')).rejects.toSatisfy((e) => e instanceof InputError && e.code === 'INVALID_KEY');
-    await expect(pg.seal(mpk, { ...options, policy: undefined } as never, message(1))).rejects.toMatchObject({ code: 'INVALID_POLICY' });
+    await expect(pg.seal(mpk, { ...options, policy: undefined } as never, message(1))).rejects.toMatchObject({
+      code: 'INVALID_POLICY',
+    });
   });
 
   it('a tampered stream: the promise rejects and the writable is aborted, both with TAMPERED', async () => {
@@ -130,7 +134,7 @@ describe('through comlink', () => {
     expect(opened.bytes().length).toBeLessThan(600_000);
   });
 
-  it("a failing source is SOURCE_FAILED on both ends, and the sink never looks complete", async () => {
+  it('a failing source is SOURCE_FAILED on both ends, and the sink never looks complete', async () => {
     const sealed = collector();
     const error = await pg
       .sealStream(mpk, options, failingSource(message(1000), new Error('disk on fire')), sealed.writable)
@@ -209,7 +213,9 @@ describe('through comlink', () => {
       },
     });
     const sealed = collector();
-    const error = await pg.sealStream(mpk, options, source as ReadableStream<Uint8Array>, sealed.writable).catch((e: unknown) => e);
+    const error = await pg
+      .sealStream(mpk, options, source as ReadableStream<Uint8Array>, sealed.writable)
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'SOURCE_FAILED', cause: { code: 'INVALID_INPUT' } });
     expect((error as Error).cause).toBeInstanceOf(InputError);
     await expect.poll(() => sealed.state()).toBe('aborted');
@@ -220,14 +226,17 @@ describe('through comlink', () => {
   function stalledAfter(first: Uint8Array) {
     let cancelled: unknown;
     let given = false;
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (!given) controller.enqueue(first);
-        given = true;
-        return new Promise<void>(() => undefined);
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (!given) controller.enqueue(first);
+          given = true;
+          return new Promise<void>(() => undefined);
+        },
+        cancel: (reason) => void (cancelled = reason ?? 'no reason'),
       },
-      cancel: (reason) => void (cancelled = reason ?? 'no reason'),
-    }, { highWaterMark: 0 });
+      { highWaterMark: 0 },
+    );
     return { stream, cancelled: () => cancelled };
   }
 
@@ -244,7 +253,10 @@ describe('through comlink', () => {
 
   /** Settles `p` within `ms`, or fails the test: what this suite is about is never waiting forever. */
   const within = <T>(ms: number, p: Promise<T>): Promise<T> =>
-    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms))]);
+    Promise.race([
+      p,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)),
+    ]);
 
   it('the sink dies while the source is stalled: sealStream rejects with SINK_FAILED and cancels the source', async () => {
     const source = stalledAfter(message(300_000));
@@ -274,14 +286,17 @@ describe('through comlink', () => {
     let release!: () => void;
     const resumed = new Promise<void>((resolve) => (release = resolve));
     let step = 0;
-    const source = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        if (step++ === 0) return controller.enqueue(plain.slice(0, 600_000));
-        await resumed;
-        controller.enqueue(plain.slice(600_000));
-        controller.close();
+    const source = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          if (step++ === 0) return controller.enqueue(plain.slice(0, 600_000));
+          await resumed;
+          controller.enqueue(plain.slice(600_000));
+          controller.close();
+        },
       },
-    }, { highWaterMark: 0 });
+      { highWaterMark: 0 },
+    );
     const chunks: Uint8Array[] = [];
     const slow = new WritableStream<Uint8Array>({
       async write(chunk) {
@@ -309,7 +324,10 @@ describe('through comlink', () => {
     const cut = ct.slice(0, framing + Math.floor((ct.length - framing) / wire) * wire);
     const su = await pg.StreamUnsealer.new(chunkedSource(cut), vk);
     const opened = collector();
-    const error = await within(3000, su.unseal(ALICE, usk, opened.writable).catch((e: unknown) => e));
+    const error = await within(
+      3000,
+      su.unseal(ALICE, usk, opened.writable).catch((e: unknown) => e),
+    );
     expect(error).toBeInstanceOf(FormatError);
     expect(error).toMatchObject({ code: 'TRUNCATED' });
     await expect.poll(() => opened.state()).toBe('aborted');

@@ -50,7 +50,10 @@ async function afterWritable<T>(writable: WritableStream<Uint8Array>, call: () =
   } catch (error) {
     const settled = sentWritableSettled(writable);
     if (settled !== undefined) {
-      await Promise.race([settled.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ABORT_ARRIVAL_MS))]);
+      await Promise.race([
+        settled.catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, ABORT_ARRIVAL_MS)),
+      ]);
     }
     throw error;
   }
@@ -131,7 +134,9 @@ export class PostGuardWorker {
   readonly StreamUnsealer = {
     /** Relays `readable` to the worker, which reads and authenticates the header from it. */
     new: async (readable: ReadableStream<Uint8Array>, vk: string): Promise<WorkerStreamUnsealer> =>
-      WorkerStreamUnsealer.wrap((await this.remote.streamUnsealer(readable, vk)) as unknown as Remote<RemoteStreamUnsealer>),
+      WorkerStreamUnsealer.wrap(
+        (await this.remote.streamUnsealer(readable, vk)) as unknown as Remote<RemoteStreamUnsealer>,
+      ),
   };
 
   constructor(options: PostGuardWorkerOptions = {}) {
@@ -186,7 +191,14 @@ export * from './download.js';
 export { streamingPlaintextSize, FramingSniffer } from './plaintext-size.js';
 export type { StreamFraming } from './plaintext-size.js';
 export * from '../lib/pkg/index.js';
-export { PostGuardError, FormatError, AuthenticationError, InputError, ErrorCode, isPostGuardError } from '../lib/errors.js';
+export {
+  PostGuardError,
+  FormatError,
+  AuthenticationError,
+  InputError,
+  ErrorCode,
+  isPostGuardError,
+} from '../lib/errors.js';
 export type { Policy, Attribute, EncryptionPolicy } from '../lib/policy.js';
 export type { SealOptions, SigningKeyInput } from '../lib/seal.js';
 export type { VerificationResult } from '../lib/signatures.js';

@@ -249,7 +249,12 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   const silence = (ms: number) => {
     clearTimeout(watchdog);
     watchdog = setTimeout(() => {
-      settle.reject(new PostGuardError(ErrorCode.SOURCE_FAILED, `the service worker stopped answering (nothing for ${Math.round(ms / 1000)} s)`));
+      settle.reject(
+        new PostGuardError(
+          ErrorCode.SOURCE_FAILED,
+          `the service worker stopped answering (nothing for ${Math.round(ms / 1000)} s)`,
+        ),
+      );
       channel.port1.close();
       ended();
     }, ms);
@@ -264,7 +269,8 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   const registered = new Promise<{ id: string; url: string; seekable: boolean }>((resolve, reject) => {
     channel.port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
       // A seekable URL may sit unread between a video's requests for as long as it lives.
-      if (data.type === 'registered' || !seekableHere) silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
+      if (data.type === 'registered' || !seekableHere)
+        silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
       switch (data.type) {
         case 'registered':
           if (data.ok) {
@@ -312,7 +318,9 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       channel.port1.close();
-      reject(new Error('the service worker did not answer the registration (is it the postguard-ts decrypting worker?)'));
+      reject(
+        new Error('the service worker did not answer the registration (is it the postguard-ts decrypting worker?)'),
+      );
     }, options.registrationTimeoutMs ?? 10_000);
   });
   const { id, url, seekable } = await Promise.race([registered, timeout]).finally(() => clearTimeout(timer));

@@ -23,15 +23,28 @@ describe('errors across realms', () => {
   });
 
   it('a PkgClientError keeps its details', () => {
-    const error = new PkgClientError('RATE_LIMITED', 'slow down', { status: 429, retryAfter: 3, serverCode: 'RATE_LIMITED', url: 'https://pkg/x' });
+    const error = new PkgClientError('RATE_LIMITED', 'slow down', {
+      status: 429,
+      retryAfter: 3,
+      serverCode: 'RATE_LIMITED',
+      url: 'https://pkg/x',
+    });
     const back = across(error) as PkgClientError;
     expect(back).toBeInstanceOf(PkgClientError);
-    expect(back).toMatchObject({ code: 'RATE_LIMITED', status: 429, retryAfter: 3, serverCode: 'RATE_LIMITED', url: 'https://pkg/x' });
+    expect(back).toMatchObject({
+      code: 'RATE_LIMITED',
+      status: 429,
+      retryAfter: 3,
+      serverCode: 'RATE_LIMITED',
+      url: 'https://pkg/x',
+    });
   });
 
   it('causes travel, a few levels deep', () => {
     const root = new TypeError('socket closed');
-    const error = new PostGuardError(ErrorCode.SOURCE_FAILED, 'input failed', { cause: new Error('wrapper', { cause: root }) });
+    const error = new PostGuardError(ErrorCode.SOURCE_FAILED, 'input failed', {
+      cause: new Error('wrapper', { cause: root }),
+    });
     const back = across(error) as PostGuardError;
     const cause = back.cause as Error;
     expect(cause.message).toBe('wrapper');

@@ -32,18 +32,40 @@ describe('parseRange', () => {
   });
 
   it('ignores (whole file) what it does not understand', () => {
-    for (const header of [null, undefined, '', 'bytes', 'bytes=', 'items=0-5', 'bytes=5-1', 'bytes=a-b', 'bytes=0-5,x', 'bytes=1.5-2', 'bytes=--5', `bytes=${'0-0,'.repeat(101)}`]) {
+    for (const header of [
+      null,
+      undefined,
+      '',
+      'bytes',
+      'bytes=',
+      'items=0-5',
+      'bytes=5-1',
+      'bytes=a-b',
+      'bytes=0-5,x',
+      'bytes=1.5-2',
+      'bytes=--5',
+      `bytes=${'0-0,'.repeat(101)}`,
+    ]) {
       expect(parseRange(header, 1000), String(header)).toEqual({ kind: 'full' });
     }
   });
 
   it('property: a parsed range always lies within the file and matches what was asked', () => {
     fc.assert(
-      fc.property(fc.nat(1 << 30), fc.nat(1 << 30), fc.option(fc.nat(1 << 30), { nil: undefined }), (total, start, maybeEnd) => {
-        const end = maybeEnd === undefined ? undefined : start + maybeEnd;
-        const answer = parseRange(`bytes=${start}-${end ?? ''}`, total);
-        expect(answer).toEqual(start >= total ? { kind: 'unsatisfiable' } : { kind: 'partial', start, end: Math.min(end ?? Infinity, total - 1) });
-      }),
+      fc.property(
+        fc.nat(1 << 30),
+        fc.nat(1 << 30),
+        fc.option(fc.nat(1 << 30), { nil: undefined }),
+        (total, start, maybeEnd) => {
+          const end = maybeEnd === undefined ? undefined : start + maybeEnd;
+          const answer = parseRange(`bytes=${start}-${end ?? ''}`, total);
+          expect(answer).toEqual(
+            start >= total
+              ? { kind: 'unsatisfiable' }
+              : { kind: 'partial', start, end: Math.min(end ?? Infinity, total - 1) },
+          );
+        },
+      ),
     );
   });
 

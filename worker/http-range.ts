@@ -14,9 +14,7 @@
  */
 
 export type RangeAnswer =
-  | { kind: 'full' }
-  | { kind: 'partial'; start: number; end: number }
-  | { kind: 'unsatisfiable' };
+  { kind: 'full' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
 
 const FULL: RangeAnswer = { kind: 'full' };
 
@@ -48,7 +46,10 @@ export function parseRange(header: string | null | undefined, total: number): Ra
       // bytes=-n: the last n bytes.
       if (!DIGITS.test(to)) return FULL;
       const suffix = Number(to);
-      answer = suffix === 0 || total === 0 ? { kind: 'unsatisfiable' } : { kind: 'partial', start: Math.max(0, total - suffix), end: total - 1 };
+      answer =
+        suffix === 0 || total === 0
+          ? { kind: 'unsatisfiable' }
+          : { kind: 'partial', start: Math.max(0, total - suffix), end: total - 1 };
     } else {
       if (!DIGITS.test(from) || (to !== '' && !DIGITS.test(to))) return FULL;
       const start = Number(from);

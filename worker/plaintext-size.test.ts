@@ -44,7 +44,12 @@ async function measure(size: number, options: SealOptions) {
   for (let i = 0; i < Math.min(ct.length, 20_000); i += 997) sniffer.push(ct.subarray(i, i + 997));
   const framing = sniffer.framing;
   if (!framing) throw new Error('no framing');
-  return { ct, framing, first: opened.chunks[0]?.length, computed: streamingPlaintextSize(ct.length, framing, opened.chunks[0]?.length) };
+  return {
+    ct,
+    framing,
+    first: opened.chunks[0]?.length,
+    computed: streamingPlaintextSize(ct.length, framing, opened.chunks[0]?.length),
+  };
 }
 
 describe('streamingPlaintextSize', () => {
@@ -55,9 +60,12 @@ describe('streamingPlaintextSize', () => {
     },
   );
 
-  it.each([0, 1, SEG - 5100, SEG - 5000, SEG, 2 * SEG + 3])('is exact for %i bytes (long private signer policy)', async (size) => {
-    expect((await measure(size, privateOptions)).computed).toBe(size);
-  });
+  it.each([0, 1, SEG - 5100, SEG - 5000, SEG, 2 * SEG + 3])(
+    'is exact for %i bytes (long private signer policy)',
+    async (size) => {
+      expect((await measure(size, privateOptions)).computed).toBe(size);
+    },
+  );
 
   it('is exact for random sizes', async () => {
     await fc.assert(

@@ -71,7 +71,9 @@ describe('readable → port → readable', () => {
     const source = countingSource(4 * KIB);
     const window = 64 * KIB;
     const batch = 16 * KIB;
-    const reader = portToReadable(readableToPort(source.stream, { batchBytes: batch }), { windowBytes: window }).getReader();
+    const reader = portToReadable(readableToPort(source.stream, { batchBytes: batch }), {
+      windowBytes: window,
+    }).getReader();
     // Sent but not taken: under the window plus the batch that crossed it; gathering: under a batch.
     const bound = window + 2 * batch + 4 * KIB;
     await tick(100);
@@ -87,7 +89,9 @@ describe('readable → port → readable', () => {
 
   it('while the consumer is busy, small chunks travel in full batches', async () => {
     const source = countingSource(KIB, 256 * KIB);
-    const reader = portToReadable(readableToPort(source.stream, { batchBytes: 32 * KIB }), { windowBytes: 128 * KIB }).getReader();
+    const reader = portToReadable(readableToPort(source.stream, { batchBytes: 32 * KIB }), {
+      windowBytes: 128 * KIB,
+    }).getReader();
     await tick(100);
     const sizes: number[] = [];
     for (;;) {
@@ -122,11 +126,15 @@ describe('readable → port → readable', () => {
     const first = await Promise.race([reader.read(), tick(2000).then(() => 'stuck' as const)]);
     expect(first).toMatchObject({ done: false, value: bytes(100) });
     resume();
-    const rest = await readAll(new ReadableStream({ pull: async (c) => {
-      const { done, value } = await reader.read();
-      if (done) c.close();
-      else c.enqueue(value);
-    } }));
+    const rest = await readAll(
+      new ReadableStream({
+        pull: async (c) => {
+          const { done, value } = await reader.read();
+          if (done) c.close();
+          else c.enqueue(value);
+        },
+      }),
+    );
     expect(rest).toEqual(new Uint8Array([...bytes(10, 2), ...bytes(10, 3), ...bytes(10, 4)]));
   });
 
@@ -152,17 +160,27 @@ describe('readable → port → readable', () => {
 
   it('zero-length chunks carry nothing and end nothing', async () => {
     const parts = [0, 3, 0, 0, 5, 0].map((n) => bytes(n));
-    const source = new ReadableStream<Uint8Array>({ pull: (c) => (parts.length ? c.enqueue(parts.shift()!) : c.close()) });
+    const source = new ReadableStream<Uint8Array>({
+      pull: (c) => (parts.length ? c.enqueue(parts.shift()!) : c.close()),
+    });
     expect(await readAll(portToReadable(readableToPort(source)))).toEqual(new Uint8Array([...bytes(3), ...bytes(5)]));
     let empties = 0;
-    const onlyEmpty = new ReadableStream<Uint8Array>({ pull: (c) => (empties++ < 100 ? c.enqueue(new Uint8Array(0)) : c.close()) });
+    const onlyEmpty = new ReadableStream<Uint8Array>({
+      pull: (c) => (empties++ < 100 ? c.enqueue(new Uint8Array(0)) : c.close()),
+    });
     expect(await readAll(portToReadable(readableToPort(onlyEmpty)))).toEqual(new Uint8Array(0));
   });
 
   it('takes any byte chunk (ArrayBuffer, DataView, other typed arrays) as its bytes', async () => {
     const data = bytes(64);
-    const chunks: unknown[] = [data.slice(0, 16).buffer, new DataView(data.slice(16, 32).buffer), new Uint16Array(data.slice(32, 64).buffer)];
-    const source = new ReadableStream<unknown>({ pull: (c) => (chunks.length ? c.enqueue(chunks.shift()) : c.close()) });
+    const chunks: unknown[] = [
+      data.slice(0, 16).buffer,
+      new DataView(data.slice(16, 32).buffer),
+      new Uint16Array(data.slice(32, 64).buffer),
+    ];
+    const source = new ReadableStream<unknown>({
+      pull: (c) => (chunks.length ? c.enqueue(chunks.shift()) : c.close()),
+    });
     expect(await readAll(portToReadable(readableToPort(source)))).toEqual(data);
   });
 
@@ -344,7 +362,14 @@ describe('writable → port → writable', () => {
     const writer = portToWritable(writableToPort(sink).port).getWriter();
     await writer.write(bytes(1));
     await writer.write(bytes(1));
-    await expect.poll(() => writer.ready.then(() => 'ready', (e: unknown) => e)).toBeInstanceOf(PkgClientError);
+    await expect
+      .poll(() =>
+        writer.ready.then(
+          () => 'ready',
+          (e: unknown) => e,
+        ),
+      )
+      .toBeInstanceOf(PkgClientError);
     await expect(writer.write(bytes(1))).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 3 });
     expect(written).toBe(2);
   });
@@ -352,7 +377,10 @@ describe('writable → port → writable', () => {
   it('a sink that fails between writes fails the writer at once, without a write to find out', async () => {
     let fail!: (e: unknown) => void;
     let written = 0;
-    const sink = new WritableStream<Uint8Array>({ start: (c) => void (fail = (e) => c.error(e)), write: () => void written++ });
+    const sink = new WritableStream<Uint8Array>({
+      start: (c) => void (fail = (e) => c.error(e)),
+      write: () => void written++,
+    });
     const writer = portToWritable(writableToPort(sink).port).getWriter();
     await writer.write(bytes(3));
     await expect.poll(() => written).toBe(1);

@@ -32,7 +32,8 @@ export const BATCH_BYTES = 256 << 10;
 /** Sender → receiver. */
 type Data = { t: 'bytes'; chunk: Uint8Array } | { t: 'end' } | { t: 'error'; error: unknown };
 /** Receiver → sender. 'window' comes once, first; 'closed' only from writableToPort, after its sink closed. */
-type Control = { t: 'window'; bytes: number } | { t: 'taken'; bytes: number } | { t: 'closed' } | { t: 'cancel'; reason: unknown };
+type Control =
+  { t: 'window'; bytes: number } | { t: 'taken'; bytes: number } | { t: 'closed' } | { t: 'cancel'; reason: unknown };
 
 export interface SenderOptions {
   /** Size of the buffers chunks are copied into (readableToPort). */
@@ -106,11 +107,14 @@ class Sender {
   add(chunk: Uint8Array): void {
     if (!this.copy) {
       if (moved.has(chunk.buffer)) {
-        throw new PostGuardError(ErrorCode.INVALID_STATE, 'a chunk over an already transferred buffer was written to a relayed stream');
+        throw new PostGuardError(
+          ErrorCode.INVALID_STATE,
+          'a chunk over an already transferred buffer was written to a relayed stream',
+        );
       }
       if (chunk.byteLength > 0) this.outbox.push(chunk);
     } else {
-      for (let offset = 0; offset < chunk.byteLength; ) {
+      for (let offset = 0; offset < chunk.byteLength;) {
         this.batch ??= new Uint8Array(this.batchBytes);
         const take = Math.min(this.batchBytes - this.fill, chunk.byteLength - offset);
         this.batch.set(chunk.subarray(offset, offset + take), this.fill);
@@ -219,7 +223,10 @@ class Receiver {
       this.queue.push(message);
     } else {
       // What arrived before is still delivered, then this error; the sender is told to stop.
-      const error = new PostGuardError(ErrorCode.INVALID_STATE, `the stream relay's sender broke the protocol: ${broken}`);
+      const error = new PostGuardError(
+        ErrorCode.INVALID_STATE,
+        `the stream relay's sender broke the protocol: ${broken}`,
+      );
       this.post({ t: 'cancel', reason: encodeError(error) });
       this.done = true;
       this.port.close();
@@ -249,7 +256,11 @@ class Receiver {
   async next(): Promise<Data> {
     while (this.queue.length === 0) {
       // Closed from this side (a cancel): nothing more will come, so a waiting reader must not wait on.
-      if (this.done) return { t: 'error', error: encodeError(new PostGuardError(ErrorCode.INVALID_STATE, 'the stream relay was closed')) };
+      if (this.done)
+        return {
+          t: 'error',
+          error: encodeError(new PostGuardError(ErrorCode.INVALID_STATE, 'the stream relay was closed')),
+        };
       await new Promise<void>((resolve) => (this.arrived = resolve));
     }
     return this.queue.shift()!;

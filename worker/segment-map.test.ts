@@ -12,7 +12,8 @@ function model(framing: number, segmentSize: number, prefix: number, message: Ui
   const regions = new Uint8Array(prefix + message.length);
   regions.set(message, prefix);
   const segments: Uint8Array[] = [];
-  for (let at = 0; at + segmentSize <= regions.length; at += segmentSize) segments.push(regions.subarray(at, at + segmentSize));
+  for (let at = 0; at + segmentSize <= regions.length; at += segmentSize)
+    segments.push(regions.subarray(at, at + segmentSize));
   segments.push(regions.subarray(segments.length * segmentSize)); // the final one, possibly empty
   const wire = new Uint8Array(framing + segments.reduce((n, s) => n + s.length + SEGMENT_OVERHEAD, 0));
   let offset = framing;
@@ -29,8 +30,18 @@ describe('segment layout', () => {
   it('derives the segment count and the final region from the ciphertext size', () => {
     const S = 100;
     const W = S + SEGMENT_OVERHEAD;
-    expect(segmentLayout(50 + SEGMENT_OVERHEAD, 50, S)).toEqual({ framingBytes: 50, segmentSize: S, count: 1, finalRegionBytes: 0 });
-    expect(segmentLayout(50 + W + SEGMENT_OVERHEAD + 7, 50, S)).toEqual({ framingBytes: 50, segmentSize: S, count: 2, finalRegionBytes: 7 });
+    expect(segmentLayout(50 + SEGMENT_OVERHEAD, 50, S)).toEqual({
+      framingBytes: 50,
+      segmentSize: S,
+      count: 1,
+      finalRegionBytes: 0,
+    });
+    expect(segmentLayout(50 + W + SEGMENT_OVERHEAD + 7, 50, S)).toEqual({
+      framingBytes: 50,
+      segmentSize: S,
+      count: 2,
+      finalRegionBytes: 7,
+    });
     // A remainder shorter than a segment's overhead cannot end a file: it was cut.
     expect(segmentLayout(50 + W + SEGMENT_OVERHEAD - 1, 50, S)).toBeUndefined();
     expect(segmentLayout(50 + W, 50, S)).toBeUndefined();

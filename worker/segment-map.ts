@@ -25,9 +25,19 @@ export interface SegmentLayout {
 }
 
 /** The layout of a ciphertext of `ciphertextBytes`; undefined when no sealer writes that size. */
-export function segmentLayout(ciphertextBytes: number, framingBytes: number, segmentSize: number): SegmentLayout | undefined {
+export function segmentLayout(
+  ciphertextBytes: number,
+  framingBytes: number,
+  segmentSize: number,
+): SegmentLayout | undefined {
   const payload = ciphertextBytes - framingBytes;
-  if (!Number.isSafeInteger(payload) || payload < SEGMENT_OVERHEAD || !Number.isSafeInteger(segmentSize) || segmentSize < 1) return undefined;
+  if (
+    !Number.isSafeInteger(payload) ||
+    payload < SEGMENT_OVERHEAD ||
+    !Number.isSafeInteger(segmentSize) ||
+    segmentSize < 1
+  )
+    return undefined;
   const wire = segmentSize + SEGMENT_OVERHEAD;
   const full = Math.floor(payload / wire);
   const last = payload - full * wire;
@@ -52,7 +62,8 @@ export function wireSpan(layout: SegmentLayout, index: number): { offset: number
 }
 
 /** All region bytes together (prefix and message). */
-export const totalRegionBytes = (layout: SegmentLayout): number => (layout.count - 1) * layout.segmentSize + layout.finalRegionBytes;
+export const totalRegionBytes = (layout: SegmentLayout): number =>
+  (layout.count - 1) * layout.segmentSize + layout.finalRegionBytes;
 
 /**
  * The message's length, given the prefix length that segment 0 revealed; undefined when the prefix
@@ -74,9 +85,20 @@ export interface SegmentPiece {
  * The segments that hold message bytes `start..end` (inclusive, within the message), in order,
  * each with the part of its region that belongs to the range.
  */
-export function* rangePieces(layout: SegmentLayout, prefixBytes: number, start: number, end: number): Generator<SegmentPiece> {
+export function* rangePieces(
+  layout: SegmentLayout,
+  prefixBytes: number,
+  start: number,
+  end: number,
+): Generator<SegmentPiece> {
   const total = messageBytes(layout, prefixBytes);
-  if (total === undefined || !(Number.isSafeInteger(start) && Number.isSafeInteger(end)) || start < 0 || end < start || end >= total) {
+  if (
+    total === undefined ||
+    !(Number.isSafeInteger(start) && Number.isSafeInteger(end)) ||
+    start < 0 ||
+    end < start ||
+    end >= total
+  ) {
     throw new RangeError(`bytes ${start}-${end} are not within a message of ${total ?? '?'} bytes`);
   }
   // Offsets in the concatenated regions: the message starts after the prefix.
@@ -85,6 +107,10 @@ export function* rangePieces(layout: SegmentLayout, prefixBytes: number, start: 
   const size = layout.segmentSize;
   for (let index = Math.floor(first / size); index <= Math.floor(last / size); index++) {
     const base = index * size;
-    yield { index, from: Math.max(first, base) - base, to: Math.min(last + 1, base + regionBytes(layout, index)) - base };
+    yield {
+      index,
+      from: Math.max(first, base) - base,
+      to: Math.min(last + 1, base + regionBytes(layout, index)) - base,
+    };
   }
 }

@@ -10,7 +10,13 @@ import { reviveError } from './errors.js';
 import { FramingSniffer } from './plaintext-size.js';
 import { readableToPort } from './port-stream.js';
 import { contentDisposition, installDecrypter, safeFilename, type DecrypterOptions } from './sw-core.js';
-import { MESSAGE_READ, MESSAGE_REGISTER, MESSAGE_REVOKE, type DownloadEvent, type RegisterRequest } from './sw-protocol.js';
+import {
+  MESSAGE_READ,
+  MESSAGE_REGISTER,
+  MESSAGE_REVOKE,
+  type DownloadEvent,
+  type RegisterRequest,
+} from './sw-protocol.js';
 
 /**
  * The service worker's logic in Node, behind a minimal stand-in for ServiceWorkerGlobalScope
@@ -43,7 +49,10 @@ beforeAll(async () => {
   const alice = { ts: TS, con: [{ t: EMAIL, v: ALICE }] };
   usk = extractUsk(kem.msk, alice);
   otherUsk = extractUsk(kem.msk, { ts: TS, con: [{ t: EMAIL, v: 'eve@example.org' }] });
-  const options: SealOptions = { policy: { [ALICE]: alice }, pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender } };
+  const options: SealOptions = {
+    policy: { [ALICE]: alice },
+    pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender },
+  };
   plain = Uint8Array.from({ length: 3 * DEFAULT_SEGMENT_SIZE + 1234 }, (_, i) => (i * 5 + 1) & 255);
   const out = collector();
   await sealStream(kem.mpk, options, chunkedSource(plain), out.writable);
@@ -57,15 +66,26 @@ beforeAll(async () => {
     return big.bytes();
   };
   server = createServer((req, res) => {
-    if (req.url === '/ct') res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': ciphertext.length }).end(ciphertext);
+    if (req.url === '/ct')
+      res
+        .writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': ciphertext.length })
+        .end(ciphertext);
     else if (req.url === '/ranged') {
       // A static file server that answers one byte range (what the seekable path asks for).
       rangeRequests.push(req.headers.range ?? '');
       const match = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
-      if (match === null) return void res.writeHead(200, { 'content-length': ciphertext.length, 'accept-ranges': 'bytes' }).end(ciphertext);
+      if (match === null)
+        return void res
+          .writeHead(200, { 'content-length': ciphertext.length, 'accept-ranges': 'bytes' })
+          .end(ciphertext);
       const start = Number(match[1]);
       const end = Math.min(match[2] === '' ? Infinity : Number(match[2]), ciphertext.length - 1);
-      res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${ciphertext.length}`, 'content-length': end - start + 1 }).end(ciphertext.subarray(start, end + 1));
+      res
+        .writeHead(206, {
+          'content-range': `bytes ${start}-${end}/${ciphertext.length}`,
+          'content-length': end - start + 1,
+        })
+        .end(ciphertext.subarray(start, end + 1));
     } else res.writeHead(404).end('no');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -92,20 +112,40 @@ function worker(options: DecrypterOptions = {}) {
         events.push(data);
         if (data.type === 'registered') resolve(data);
         // A seekable registration goes on after a 'done': only an error ends it.
-        if ((data.type === 'done' && request.seekable !== true) || data.type === 'error' || (data.type === 'registered' && !data.ok)) {
+        if (
+          (data.type === 'done' && request.seekable !== true) ||
+          data.type === 'error' ||
+          (data.type === 'registered' && !data.ok)
+        ) {
           ended(data);
           port1.close();
         }
       };
     });
     lastPort = port1;
-    const base = { recipientId: ALICE, usk, vk, filename: 'report.bin', source: { kind: 'blob', blob: new Blob([ciphertext as BlobPart]) } };
+    const base = {
+      recipientId: ALICE,
+      usk,
+      vk,
+      filename: 'report.bin',
+      source: { kind: 'blob', blob: new Blob([ciphertext as BlobPart]) },
+    };
     // The message event as a browser dispatches it: the worker reads only event.data and event.ports.
-    scope.dispatchEvent(Object.assign(new Event('message'), { data: { type: MESSAGE_REGISTER, request: { ...base, ...request } }, ports: [port2], waitUntil() {} }));
+    scope.dispatchEvent(
+      Object.assign(new Event('message'), {
+        data: { type: MESSAGE_REGISTER, request: { ...base, ...request } },
+        ports: [port2],
+        waitUntil() {},
+      }),
+    );
     return { reply: await reply, events, end };
   }
 
-  function get(url: string, method = 'GET', headers: Record<string, string> = {}): { response: Promise<Response>; lifetime: Promise<unknown> } {
+  function get(
+    url: string,
+    method = 'GET',
+    headers: Record<string, string> = {},
+  ): { response: Promise<Response>; lifetime: Promise<unknown> } {
     let response: Promise<Response> | undefined;
     const lifetimes: Promise<unknown>[] = [];
     scope.dispatchEvent(
@@ -119,7 +159,10 @@ function worker(options: DecrypterOptions = {}) {
     return { response, lifetime: Promise.all(lifetimes) };
   }
 
-  const revoke = (id: string) => scope.dispatchEvent(Object.assign(new Event('message'), { data: { type: MESSAGE_REVOKE, id }, ports: [], waitUntil() {} }));
+  const revoke = (id: string) =>
+    scope.dispatchEvent(
+      Object.assign(new Event('message'), { data: { type: MESSAGE_REVOKE, id }, ports: [], waitUntil() {} }),
+    );
   /** The page's side of a paced download: what it has read, on the last registration's reply port. */
   const acknowledge = (bytes: number) => lastPort!.postMessage({ type: MESSAGE_READ, bytes });
   return { scope, register, get, revoke, acknowledge };
@@ -137,14 +180,19 @@ async function bytesOf(response: Response): Promise<Uint8Array> {
 describe('a registered download', () => {
   it('is served once, as a stream of plaintext with the right headers, then reported done', async () => {
     const w = worker();
-    const { reply, events, end } = await w.register({ filename: 'naïve résumé "v2".pdf', contentType: 'application/pdf' });
+    const { reply, events, end } = await w.register({
+      filename: 'naïve résumé "v2".pdf',
+      contentType: 'application/pdf',
+    });
     const url = registeredUrl(reply);
     expect(url).toMatch(/^https:\/\/app\.example\/sub\/pg-download\/[A-Za-z0-9_-]{22}\/na%C3%AFve/);
     const { response, lifetime } = w.get(url);
     const res = await response;
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/pdf');
-    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="na_ve r_sum_ _v2_.pdf"; filename*=UTF-8''na%C3%AFve%20r%C3%A9sum%C3%A9%20%22v2%22.pdf`);
+    expect(res.headers.get('content-disposition')).toBe(
+      `attachment; filename="na_ve r_sum_ _v2_.pdf"; filename*=UTF-8''na%C3%AFve%20r%C3%A9sum%C3%A9%20%22v2%22.pdf`,
+    );
     expect(res.headers.get('content-length')).toBe(String(plain.length));
     expect(res.headers.get('content-security-policy')).toBe('sandbox');
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
@@ -171,12 +219,14 @@ describe('a registered download', () => {
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.status).toBe(502);
     expect(res.headers.get('x-postguard-error')).toBe('SOURCE_FAILED');
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'SOURCE_FAILED' });
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'SOURCE_FAILED' });
   });
 
   it('a stream within the hold limit is verified whole first and has an exact Content-Length', async () => {
     const w = worker();
-    const { reply, events, end } = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) } });
+    const { reply, events, end } = await w.register({
+      source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) },
+    });
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.headers.get('x-postguard-verified')).toBe('complete');
     expect(res.headers.get('content-length')).toBe(String(plain.length));
@@ -192,7 +242,10 @@ describe('a registered download', () => {
     expect(a.headers.get('x-postguard-verified')).toBe('streaming');
     expect(a.headers.get('content-length')).toBeNull();
     expect(await bytesOf(a)).toEqual(plain);
-    const withSize = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) }, size: ciphertext.length });
+    const withSize = await w.register({
+      source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) },
+      size: ciphertext.length,
+    });
     const b = await w.get(registeredUrl(withSize.reply)).response;
     expect(b.headers.get('content-length')).toBe(String(plain.length));
     expect(await bytesOf(b)).toEqual(plain);
@@ -208,13 +261,19 @@ describe('a registered download', () => {
     expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
     // Everything was verified before the first byte went out.
     const firstSent = events.findIndex((e) => e.type === 'progress');
-    const verifying = events.slice(0, firstSent).filter((e) => e.type === 'verifying').map((e) => (e as { bytes: number }).bytes);
+    const verifying = events
+      .slice(0, firstSent)
+      .filter((e) => e.type === 'verifying')
+      .map((e) => (e as { bytes: number }).bytes);
     expect(Math.max(...verifying)).toBeGreaterThan(plain.length / 2);
   });
 
   it("decrypts a page's stream relayed over a port (what download.ts sends) as it arrives", async () => {
     const w = worker();
-    const { reply, end } = await w.register({ source: { kind: 'relay', port: readableToPort(chunkedSource(ciphertext, 40_000)) }, size: ciphertext.length });
+    const { reply, end } = await w.register({
+      source: { kind: 'relay', port: readableToPort(chunkedSource(ciphertext, 40_000)) },
+      size: ciphertext.length,
+    });
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.headers.get('content-length')).toBe(String(plain.length));
     expect(await bytesOf(res)).toEqual(plain);
@@ -262,7 +321,7 @@ describe('failures', () => {
       const { reply, end, events } = await w.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) } });
       const res = await w.get(registeredUrl(reply)).response;
       expect([res.status, res.headers.get('x-postguard-error')]).toEqual([422, 'TAMPERED']);
-      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+      expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
       expect(events.some((e) => e.type === 'progress')).toBe(false);
     }
   });
@@ -274,7 +333,7 @@ describe('failures', () => {
     const a = await w.get(registeredUrl(one.reply)).response;
     expect([a.status, a.headers.get('x-postguard-verified')]).toEqual([200, 'streaming']);
     await expect(bytesOf(a)).rejects.toMatchObject({ code: 'TAMPERED' });
-    expect(reviveError((await one.end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+    expect(reviveError(((await one.end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
     const v = worker();
     const two = await v.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) }, verifyFirst: false });
     const b = await v.get(registeredUrl(two.reply)).response;
@@ -285,7 +344,10 @@ describe('failures', () => {
   it('streaming holds back the last authenticated chunk until the final segment verified', async () => {
     const w = worker({ holdLimitBytes: 0 });
     const bad = tamperedAt(ciphertext.length - 20); // the final segment
-    const { reply } = await w.register({ source: { kind: 'blob', blob: new Blob([bad as BlobPart]) }, verifyFirst: false });
+    const { reply } = await w.register({
+      source: { kind: 'blob', blob: new Blob([bad as BlobPart]) },
+      verifyFirst: false,
+    });
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.headers.get('content-length')).toBe(String(plain.length));
     const reader = res.body!.getReader();
@@ -314,7 +376,7 @@ describe('failures', () => {
     const b = await s.get(registeredUrl(streamed.reply)).response;
     expect(b.status).toBe(200);
     await expect(bytesOf(b)).rejects.toMatchObject({ code: 'TRUNCATED' });
-    expect(reviveError((await streamed.end as { error: unknown }).error)).toMatchObject({ code: 'TRUNCATED' });
+    expect(reviveError(((await streamed.end) as { error: unknown }).error)).toMatchObject({ code: 'TRUNCATED' });
   });
 
   it('a source that ends before its announced size is TRUNCATED, not TAMPERED, wherever it is cut', async () => {
@@ -328,7 +390,7 @@ describe('failures', () => {
         const res = await w.get(registeredUrl(reply)).response;
         if (res.status === 200) await expect(bytesOf(res)).rejects.toMatchObject({ code: 'TRUNCATED' });
         else expect([res.status, res.headers.get('x-postguard-error')]).toEqual([422, 'TRUNCATED']);
-        const error = reviveError((await end as { error: unknown }).error);
+        const error = reviveError(((await end) as { error: unknown }).error);
         expect(error, `cut at ${cutAt}`).toMatchObject({ code: 'TRUNCATED' });
         expect((error as Error).message).toContain(`of its ${ciphertext.length} bytes`);
       }
@@ -343,10 +405,14 @@ describe('failures', () => {
     await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
     try {
       const w = worker();
-      const { reply, end } = await w.register({ source: { kind: 'url', url: `http://127.0.0.1:${(cutting.address() as { port: number }).port}/ct` } });
+      const { reply, end } = await w.register({
+        source: { kind: 'url', url: `http://127.0.0.1:${(cutting.address() as { port: number }).port}/ct` },
+      });
       const res = await w.get(registeredUrl(reply)).response;
       expect(res.status).toBeGreaterThanOrEqual(400);
-      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: expect.stringMatching(/^(TRUNCATED|SOURCE_FAILED)$/) });
+      expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({
+        code: expect.stringMatching(/^(TRUNCATED|SOURCE_FAILED)$/),
+      });
     } finally {
       await new Promise((resolve) => cutting.close(resolve));
     }
@@ -362,11 +428,13 @@ describe('failures', () => {
     await new Promise<void>((resolve) => changing.listen(0, '127.0.0.1', resolve));
     try {
       const w = worker({ holdLimitBytes: 100_000 });
-      const { reply, end } = await w.register({ source: { kind: 'url', url: `http://127.0.0.1:${(changing.address() as { port: number }).port}/ct` } });
+      const { reply, end } = await w.register({
+        source: { kind: 'url', url: `http://127.0.0.1:${(changing.address() as { port: number }).port}/ct` },
+      });
       const res = await w.get(registeredUrl(reply)).response;
       expect([res.status, res.headers.get('x-postguard-verified')]).toEqual([200, 'complete']);
       await expect(bytesOf(res)).rejects.toMatchObject({ code: 'TAMPERED' });
-      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+      expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
       expect(requests).toBe(2);
     } finally {
       await new Promise((resolve) => changing.close(resolve));
@@ -379,17 +447,20 @@ describe('failures', () => {
     const server = createServer((req, res) => {
       headersSeen.push(req.headers['if-match']);
       const etag = `"${version}"`;
-      if (req.headers['if-match'] !== undefined && req.headers['if-match'] !== etag) return void res.writeHead(412).end();
+      if (req.headers['if-match'] !== undefined && req.headers['if-match'] !== etag)
+        return void res.writeHead(412).end();
       res.writeHead(200, { 'content-length': ciphertext.length, etag }).end(ciphertext);
       version = 'v2'; // the file changes after the first answer
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const w = worker({ holdLimitBytes: 100_000 });
-      const { reply, end } = await w.register({ source: { kind: 'url', url: `http://127.0.0.1:${(server.address() as { port: number }).port}/ct` } });
+      const { reply, end } = await w.register({
+        source: { kind: 'url', url: `http://127.0.0.1:${(server.address() as { port: number }).port}/ct` },
+      });
       const res = await w.get(registeredUrl(reply)).response;
       expect([res.status, res.headers.get('x-postguard-error')]).toEqual([502, 'SOURCE_FAILED']);
-      expect((reviveError((await end as { error: unknown }).error) as Error).message).toContain('412');
+      expect((reviveError(((await end) as { error: unknown }).error) as Error).message).toContain('412');
       expect(headersSeen).toEqual([undefined, '"v1"']);
     } finally {
       await new Promise((resolve) => server.close(resolve));
@@ -412,7 +483,7 @@ describe('failures', () => {
       const res = await w.get(registeredUrl(reply)).response;
       if (res.status === 200) await expect(bytesOf(res)).rejects.toMatchObject({ code: 'SOURCE_FAILED' });
       else expect([res.status, res.headers.get('x-postguard-error')]).toEqual([502, 'SOURCE_FAILED']);
-      const error = reviveError((await end as { error: unknown }).error);
+      const error = reviveError(((await end) as { error: unknown }).error);
       expect(error).toMatchObject({ code: 'SOURCE_FAILED' });
       expect((error as Error).message).toContain('stopped arriving');
       expect(Date.now() - started).toBeLessThan(5000);
@@ -439,11 +510,15 @@ describe('failures', () => {
 
   it('a declared size one byte too large never gives a complete response', async () => {
     const w = worker({ holdLimitBytes: 0 });
-    const { reply, end } = await w.register({ source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) }, size: ciphertext.length + 1 });
+    const { reply, end } = await w.register({
+      source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) },
+      size: ciphertext.length + 1,
+    });
     const res = await w.get(registeredUrl(reply)).response;
-    if (res.status === 200) await expect(bytesOf(res)).rejects.toMatchObject({ code: expect.stringMatching(/^(MALFORMED|TRUNCATED)$/) });
+    if (res.status === 200)
+      await expect(bytesOf(res)).rejects.toMatchObject({ code: expect.stringMatching(/^(MALFORMED|TRUNCATED)$/) });
     else expect(res.headers.get('x-postguard-error')).toBe('TRUNCATED');
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TRUNCATED' });
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TRUNCATED' });
   });
 
   it('cancelling the body stops the decryption and the source', async () => {
@@ -467,7 +542,7 @@ describe('failures', () => {
     await reader.read();
     await reader.cancel('user cancelled');
     // A reader that cancels is a user's choice, told apart from a sink that broke.
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'CANCELLED' });
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'CANCELLED' });
     await expect.poll(() => cancelled).toBe(true);
     expect(reads * 65_536).toBeLessThan(large.length / 2);
   });
@@ -507,7 +582,10 @@ describe('pacing', () => {
     // Without acknowledgements the worker stops at the window (plus the chunk in hand).
     let pending = reader.read();
     for (;;) {
-      const next = await Promise.race([pending, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 300))]);
+      const next = await Promise.race([
+        pending,
+        new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 300)),
+      ]);
       if (next === 'waiting') break;
       if (next.done) throw new Error('a paced body ran to its end unacknowledged');
       read += next.value.byteLength;
@@ -535,7 +613,7 @@ describe('pacing', () => {
     const res = await w.get(registeredUrl(reply)).response;
     const started = Date.now();
     await expect(bytesOf(res)).rejects.toMatchObject({ code: 'SINK_FAILED' });
-    const error = reviveError((await end as { error: unknown }).error);
+    const error = reviveError(((await end) as { error: unknown }).error);
     expect(error).toMatchObject({ code: 'SINK_FAILED' });
     expect((error as Error).message).toContain('stopped reading');
     expect(Date.now() - started).toBeLessThan(5000);
@@ -570,7 +648,8 @@ describe('range requests (seekable)', () => {
     w.get(url, 'GET', { range, ...headers }).response;
   const blobOf = (bytes: Uint8Array) => ({ kind: 'blob' as const, blob: new Blob([bytes as BlobPart]) });
   /** Byte equality without vitest's element-by-element diffing (seconds for a megabyte). */
-  const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+  const same = (a: Uint8Array, b: Uint8Array) =>
+    Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
   it('a seekable Blob answers many requests: 206 with the exact range, 416 past the end, 200 whole with Accept-Ranges', async () => {
     const w = worker();
@@ -589,10 +668,20 @@ describe('range requests (seekable)', () => {
     expect(res.headers.get('content-type')).toBe('video/webm');
     expect(res.headers.get('content-security-policy')).toBe('sandbox');
     expect(same(await bytesOf(res), plain.slice(start, start + 5000))).toBe(true);
-    expect(events).toContainEqual({ type: 'range', start, end: start + 4999, total: plain.length, sender, bound: true });
+    expect(events).toContainEqual({
+      type: 'range',
+      start,
+      end: start + 4999,
+      total: plain.length,
+      sender,
+      bound: true,
+    });
 
     const open = await ranged(w, url, 'bytes=0-');
-    expect([open.status, open.headers.get('content-range')]).toEqual([206, `bytes 0-${plain.length - 1}/${plain.length}`]);
+    expect([open.status, open.headers.get('content-range')]).toEqual([
+      206,
+      `bytes 0-${plain.length - 1}/${plain.length}`,
+    ]);
     expect(same(await bytesOf(open), plain)).toBe(true);
     const suffix = await ranged(w, url, 'bytes=-10');
     expect(same(await bytesOf(suffix), plain.slice(-10))).toBe(true);
@@ -605,7 +694,11 @@ describe('range requests (seekable)', () => {
 
     // Without Range (or with an If-Range we cannot honour): the whole file, verified, and still seekable.
     for (const whole of [await w.get(url).response, await ranged(w, url, 'bytes=10-', { 'if-range': '"x"' })]) {
-      expect([whole.status, whole.headers.get('accept-ranges'), whole.headers.get('x-postguard-verified')]).toEqual([200, 'bytes', 'complete']);
+      expect([whole.status, whole.headers.get('accept-ranges'), whole.headers.get('x-postguard-verified')]).toEqual([
+        200,
+        'bytes',
+        'complete',
+      ]);
       expect(same(await bytesOf(whole), plain)).toBe(true);
     }
     await expect.poll(() => events.filter((e) => e.type === 'done').length).toBe(2);
@@ -639,7 +732,7 @@ describe('range requests (seekable)', () => {
     const res = await ranged(w, url, `bytes=${DEFAULT_SEGMENT_SIZE}-`);
     expect(res.status).toBe(206);
     await expect(bytesOf(res)).rejects.toMatchObject({ code: 'TAMPERED' });
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
     expect((await ranged(w, url, 'bytes=0-9')).status).toBe(404);
   });
 
@@ -648,12 +741,16 @@ describe('range requests (seekable)', () => {
     finalTampered[ciphertext.length - 20]! ^= 0x01;
     const cut = ciphertext.slice(0, framingBytes + 3 * WIRE); // whole segments, no final one
     const shorter = ciphertext.slice(0, ciphertext.length - 1);
-    for (const [bytes, code] of [[finalTampered, 'TAMPERED'], [cut, 'TRUNCATED'], [shorter, 'TAMPERED']] as const) {
+    for (const [bytes, code] of [
+      [finalTampered, 'TAMPERED'],
+      [cut, 'TRUNCATED'],
+      [shorter, 'TAMPERED'],
+    ] as const) {
       const w = worker();
       const { reply, end } = await w.register({ seekable: true, source: blobOf(bytes) });
       const res = await ranged(w, registeredUrl(reply), 'bytes=0-99');
       expect([res.status, res.headers.get('x-postguard-error')], code).toEqual([422, code]);
-      expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code });
+      expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code });
     }
     const w = worker();
     const { reply } = await w.register({ seekable: true, usk: otherUsk });
@@ -683,11 +780,17 @@ describe('range requests (seekable)', () => {
     class SlowBlob extends Blob {
       override slice(start?: number, end?: number): Blob {
         const part = super.slice(start, end);
-        return Object.assign(part, { arrayBuffer: () => new Promise<ArrayBuffer>((resolve) => setTimeout(() => resolve(Blob.prototype.arrayBuffer.call(part)), 50)) });
+        return Object.assign(part, {
+          arrayBuffer: () =>
+            new Promise<ArrayBuffer>((resolve) => setTimeout(() => resolve(Blob.prototype.arrayBuffer.call(part)), 50)),
+        });
       }
     }
     const w = worker();
-    const { reply, events } = await w.register({ seekable: true, source: { kind: 'blob', blob: new SlowBlob([ciphertext as BlobPart]) } });
+    const { reply, events } = await w.register({
+      seekable: true,
+      source: { kind: 'blob', blob: new SlowBlob([ciphertext as BlobPart]) },
+    });
     const url = registeredUrl(reply);
     const res = await ranged(w, url, `bytes=${DEFAULT_SEGMENT_SIZE}-`);
     const reader = res.body!.getReader();
@@ -707,7 +810,10 @@ describe('range requests (seekable)', () => {
     const url = registeredUrl(reply);
     const start = 2 * DEFAULT_SEGMENT_SIZE + 10;
     const res = await ranged(w, url, `bytes=${start}-${start + 99}`);
-    expect([res.status, res.headers.get('content-range')]).toEqual([206, `bytes ${start}-${start + 99}/${plain.length}`]);
+    expect([res.status, res.headers.get('content-range')]).toEqual([
+      206,
+      `bytes ${start}-${start + 99}/${plain.length}`,
+    ]);
     expect(same(await bytesOf(res), plain.slice(start, start + 100))).toBe(true);
     // The probe (framing and the start of segment 0), segment 0, the final segment, segment 2; never the whole file.
     expect(rangeRequests.every((r) => /^bytes=\d+-\d+$/.test(r))).toBe(true);
@@ -715,17 +821,28 @@ describe('range requests (seekable)', () => {
 
     const plainServer = await w.register({ seekable: true, source: { kind: 'url', url: `${serverUrl}/ct` } });
     const whole = await ranged(w, registeredUrl(plainServer.reply), 'bytes=100-199');
-    expect([whole.status, whole.headers.get('accept-ranges'), whole.headers.get('x-postguard-verified')]).toEqual([200, 'none', 'complete']);
+    expect([whole.status, whole.headers.get('accept-ranges'), whole.headers.get('x-postguard-verified')]).toEqual([
+      200,
+      'none',
+      'complete',
+    ]);
     expect(same(await bytesOf(whole), plain)).toBe(true);
   });
 
   it('a stream cannot seek: registered seekable it is served once, whole, ignoring Range', async () => {
     const w = worker();
-    const { reply } = await w.register({ seekable: true, source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) } });
+    const { reply } = await w.register({
+      seekable: true,
+      source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) },
+    });
     expect(reply).toMatchObject({ ok: true, seekable: false });
     const url = registeredUrl(reply);
     const res = await ranged(w, url, 'bytes=100-199');
-    expect([res.status, res.headers.get('accept-ranges'), res.headers.get('content-range')]).toEqual([200, 'none', null]);
+    expect([res.status, res.headers.get('accept-ranges'), res.headers.get('content-range')]).toEqual([
+      200,
+      'none',
+      null,
+    ]);
     expect(same(await bytesOf(res), plain)).toBe(true);
     expect((await ranged(w, url, 'bytes=100-199')).status).toBe(404);
   });
@@ -744,7 +861,10 @@ describe('range requests (seekable)', () => {
     const url = registeredUrl(reply);
     expect((await ranged(w, url, 'bytes=0-9')).status).toBe(206);
     expect((await ranged(w, url, 'bytes=0-9')).status).toBe(206);
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/lifetime/) });
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({
+      code: 'INVALID_STATE',
+      message: expect.stringMatching(/lifetime/),
+    });
     expect((await ranged(w, url, 'bytes=0-9')).status).toBe(404);
     const refused = await w.register({ seekable: true, paced: true });
     expect(reviveError((refused.reply as { error: unknown }).error)).toMatchObject({ code: 'INVALID_INPUT' });
@@ -778,7 +898,10 @@ describe('registrations', () => {
   it('expire unused, and say so', async () => {
     const w = worker();
     const { reply, end } = await w.register({ ttlMs: 30 });
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/expired/) });
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({
+      code: 'INVALID_STATE',
+      message: expect.stringMatching(/expired/),
+    });
     expect((await w.get(registeredUrl(reply)).response).status).toBe(404);
   });
 
@@ -786,7 +909,10 @@ describe('registrations', () => {
     const w = worker();
     const { reply, end } = await w.register({});
     w.revoke((reply as { id: string }).id);
-    expect(reviveError((await end as { error: unknown }).error)).toMatchObject({ code: 'INVALID_STATE', message: expect.stringMatching(/revoked/) });
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({
+      code: 'INVALID_STATE',
+      message: expect.stringMatching(/revoked/),
+    });
     expect((await w.get(registeredUrl(reply)).response).status).toBe(404);
   });
 
@@ -835,7 +961,11 @@ describe('file names', () => {
   });
 
   it('are quoted for Content-Disposition without header injection', () => {
-    expect(contentDisposition('inline', 'a"b\\c\r\n.txt')).toBe(`inline; filename="a_b_c__.txt"; filename*=UTF-8''a%22b%5Cc%0D%0A.txt`);
-    expect(contentDisposition('attachment', "it's (1).txt")).toBe(`attachment; filename="it's (1).txt"; filename*=UTF-8''it%27s%20%281%29.txt`);
+    expect(contentDisposition('inline', 'a"b\\c\r\n.txt')).toBe(
+      `inline; filename="a_b_c__.txt"; filename*=UTF-8''a%22b%5Cc%0D%0A.txt`,
+    );
+    expect(contentDisposition('attachment', "it's (1).txt")).toBe(
+      `attachment; filename="it's (1).txt"; filename*=UTF-8''it%27s%20%281%29.txt`,
+    );
   });
 });

@@ -83,20 +83,29 @@ export const HEARTBEAT_MS = 10_000;
 
 const randomId = (): string => {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 };
 
 /** `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266 / 8187). */
 export function contentDisposition(disposition: 'attachment' | 'inline', filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
   return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 /** A file name a browser can save: no path separators, control characters or empty names. */
 export function safeFilename(name: unknown): string {
   const base = (typeof name === 'string' ? name : '').split(/[/\\]/).pop() ?? '';
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  const cleaned = base
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim()
+    .slice(0, 255);
   return cleaned === '' || cleaned === '.' || cleaned === '..' ? 'download' : cleaned;
 }
 
@@ -107,14 +116,17 @@ function invalidRequest(r: RegisterRequest): string | undefined {
   if (typeof r !== 'object' || r === null) return 'the request must be an object';
   if (typeof r.recipientId !== 'string') return 'recipientId must be a string';
   if (typeof r.usk !== 'string' || typeof r.vk !== 'string') return 'usk and vk must be base64 strings';
-  if (r.contentType !== undefined && (typeof r.contentType !== 'string' || !MEDIA_TYPE.test(r.contentType))) return 'contentType is not a media type';
-  if (r.disposition !== undefined && r.disposition !== 'attachment' && r.disposition !== 'inline') return 'disposition must be attachment or inline';
+  if (r.contentType !== undefined && (typeof r.contentType !== 'string' || !MEDIA_TYPE.test(r.contentType)))
+    return 'contentType is not a media type';
+  if (r.disposition !== undefined && r.disposition !== 'attachment' && r.disposition !== 'inline')
+    return 'disposition must be attachment or inline';
   if (r.verifyFirst !== undefined && typeof r.verifyFirst !== 'boolean') return 'verifyFirst must be a boolean';
   if (r.paced !== undefined && typeof r.paced !== 'boolean') return 'paced must be a boolean';
   if (r.seekable !== undefined && typeof r.seekable !== 'boolean') return 'seekable must be a boolean';
   // Pacing follows one reader through one body; a seekable URL is read by a media element, in ranges.
   if (r.seekable === true && r.paced === true) return 'a download cannot be both seekable and paced';
-  if (r.size !== undefined && (!Number.isSafeInteger(r.size) || r.size < 0)) return 'size must be a non-negative integer';
+  if (r.size !== undefined && (!Number.isSafeInteger(r.size) || r.size < 0))
+    return 'size must be a non-negative integer';
   const s = r.source as WireSource | undefined;
   if (typeof s !== 'object' || s === null) return 'source is missing';
   if (s.kind === 'url') {
@@ -199,14 +211,20 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   function register(request: RegisterRequest, reply: MessagePort): void {
     const invalid = invalidRequest(request);
     if (invalid !== undefined) {
-      post(reply, { type: 'registered', ok: false, error: encodeError(new PostGuardError(ErrorCode.INVALID_INPUT, invalid)) } satisfies RegisterReply);
+      post(reply, {
+        type: 'registered',
+        ok: false,
+        error: encodeError(new PostGuardError(ErrorCode.INVALID_INPUT, invalid)),
+      } satisfies RegisterReply);
       return;
     }
     if (registrations.size >= maxRegistrations) {
       post(reply, {
         type: 'registered',
         ok: false,
-        error: encodeError(new PostGuardError(ErrorCode.INVALID_STATE, `more than ${maxRegistrations} downloads are waiting`)),
+        error: encodeError(
+          new PostGuardError(ErrorCode.INVALID_STATE, `more than ${maxRegistrations} downloads are waiting`),
+        ),
       } satisfies RegisterReply);
       return;
     }
@@ -217,17 +235,37 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     const expire = () => {
       const entry = registrations.get(id);
       if (entry === undefined) return;
-      end(entry, new PostGuardError(ErrorCode.INVALID_STATE, seekable ? 'the seekable download reached the end of its lifetime' : 'the download expired before it was fetched'));
+      end(
+        entry,
+        new PostGuardError(
+          ErrorCode.INVALID_STATE,
+          seekable
+            ? 'the seekable download reached the end of its lifetime'
+            : 'the download expired before it was fetched',
+        ),
+      );
       void cancelSource(entry.request.source);
     };
-    registrations.set(id, { id, request, reply, expiresAt: Date.now() + ttl, timer: setTimeout(expire, ttl), seekable, abort: new AbortController() });
-    const url = new URL(`${path}${id}/${encodeURIComponent(safeFilename(request.filename))}`, scope.registration.scope).href;
+    registrations.set(id, {
+      id,
+      request,
+      reply,
+      expiresAt: Date.now() + ttl,
+      timer: setTimeout(expire, ttl),
+      seekable,
+      abort: new AbortController(),
+    });
+    const url = new URL(`${path}${id}/${encodeURIComponent(safeFilename(request.filename))}`, scope.registration.scope)
+      .href;
     post(reply, { type: 'registered', ok: true, id, url, seekable } satisfies RegisterReply);
   }
 
   async function cancelSource(source: WireSource): Promise<void> {
     if (source.kind === 'stream') await source.stream.cancel().catch(() => undefined);
-    if (source.kind === 'relay') await portToReadable(source.port).cancel().catch(() => undefined);
+    if (source.kind === 'relay')
+      await portToReadable(source.port)
+        .cancel()
+        .catch(() => undefined);
   }
 
   /** A running unseal of the registration's source: its plaintext, one chunk (segment) at a time. */
@@ -287,13 +325,20 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     length: number | undefined,
     /** Resolves when the next chunk may be sent (a paced download waits for its reader here). */
     gate: (sent: number) => Promise<void>,
-    events: { sent(bytes: number): void; end(bytes: number): void; fail(error: unknown): void; cancelled(reason: unknown): void },
+    events: {
+      sent(bytes: number): void;
+      end(bytes: number): void;
+      fail(error: unknown): void;
+      cancelled(reason: unknown): void;
+    },
   ): ReadableStream<Uint8Array> {
     let ahead: Uint8Array | undefined;
     let primed = false;
     let sent = 0;
-    const take = async (): Promise<Uint8Array | undefined> => (prefix.length > 0 ? prefix.shift() : more ? await more() : undefined);
-    const mismatch = () => new PostGuardError(ErrorCode.MALFORMED, `the plaintext does not have the announced length ${length}`);
+    const take = async (): Promise<Uint8Array | undefined> =>
+      prefix.length > 0 ? prefix.shift() : more ? await more() : undefined;
+    const mismatch = () =>
+      new PostGuardError(ErrorCode.MALFORMED, `the plaintext does not have the announced length ${length}`);
     return new ReadableStream<Uint8Array>(
       {
         async pull(controller) {
@@ -348,15 +393,25 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     };
     return async (sent) => {
       while (sent - acknowledged > pacingWindow) {
-        await withTimeout(new Promise<void>((resolve) => (wake = resolve)), stallMs, () =>
-          new PostGuardError(ErrorCode.SINK_FAILED, `the page stopped reading the download: nothing acknowledged for ${stallMs / 1000} s`),
+        await withTimeout(
+          new Promise<void>((resolve) => (wake = resolve)),
+          stallMs,
+          () =>
+            new PostGuardError(
+              ErrorCode.SINK_FAILED,
+              `the page stopped reading the download: nothing acknowledged for ${stallMs / 1000} s`,
+            ),
         );
       }
     };
   }
 
   /** The headers every successful answer carries. */
-  function plaintextHeaders(r: RegisterRequest, verified: 'complete' | 'streaming' | 'segments', acceptRanges: boolean): Headers {
+  function plaintextHeaders(
+    r: RegisterRequest,
+    verified: 'complete' | 'streaming' | 'segments',
+    acceptRanges: boolean,
+  ): Headers {
     return new Headers({
       'content-type': r.contentType ?? 'application/octet-stream',
       'content-disposition': contentDisposition(r.disposition ?? 'attachment', safeFilename(r.filename)),
@@ -374,7 +429,11 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   }
 
   /** The whole file, 200. A seekable registration says it takes ranges, and outlives the response. */
-  async function respond(entry: Registration, lifetime: (p: Promise<unknown>) => void, acceptRanges = entry.seekable): Promise<Response> {
+  async function respond(
+    entry: Registration,
+    lifetime: (p: Promise<unknown>) => void,
+    acceptRanges = entry.seekable,
+  ): Promise<Response> {
     const r = entry.request;
     const reply = entry.reply;
     const abort = new AbortController();
@@ -398,7 +457,11 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     const refuse = (error: unknown): Response => {
       clearInterval(heartbeat);
       report(error);
-      return errorResponse(statusFor(error), isPostGuardError(error) ? error.code : 'SOURCE_FAILED', (error as Error)?.message ?? String(error));
+      return errorResponse(
+        statusFor(error),
+        isPostGuardError(error) ? error.code : 'SOURCE_FAILED',
+        (error as Error)?.message ?? String(error),
+      );
     };
 
     let first: Unsealing;
@@ -511,10 +574,9 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       end(bytes) {
         // What was sent is described by the pass that sent it: a URL may answer differently the
         // second time (then that pass's own authentication decides, as when streaming).
-        void (source === first && verified !== undefined ? Promise.resolve(verified) : source.result).then(
-          (result) => post(reply, { type: 'done', bytes, result }),
-          report,
-        ).finally(settle);
+        void (source === first && verified !== undefined ? Promise.resolve(verified) : source.result)
+          .then((result) => post(reply, { type: 'done', bytes, result }), report)
+          .finally(settle);
       },
       fail(error) {
         report(error);
@@ -537,7 +599,11 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
    * authenticated before its bytes go out; 416 for a range past the end; the whole file (200)
    * when the source turns out not to seek (a URL whose server ignores ranges).
    */
-  async function respondRange(entry: Registration, range: string, lifetime: (p: Promise<unknown>) => void): Promise<Response> {
+  async function respondRange(
+    entry: Registration,
+    range: string,
+    lifetime: (p: Promise<unknown>) => void,
+  ): Promise<Response> {
     const r = entry.request;
     entry.file ??= randomAccess(r.source, doFetch, entry.abort.signal, stallMs).then((source) =>
       source === undefined ? undefined : openSeekable(source, r.vk, r.recipientId, r.usk),
@@ -548,7 +614,11 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     } catch (error) {
       // Nothing of this file can be served (a wrong key, a damaged segment 0 or final segment).
       end(entry, error);
-      return errorResponse(statusFor(error), isPostGuardError(error) ? error.code : 'SOURCE_FAILED', (error as Error)?.message ?? String(error));
+      return errorResponse(
+        statusFor(error),
+        isPostGuardError(error) ? error.code : 'SOURCE_FAILED',
+        (error as Error)?.message ?? String(error),
+      );
     }
     if (file === undefined) return respond(entry, lifetime, false);
     const answer = parseRange(range, file.total);
@@ -556,7 +626,11 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     if (answer.kind === 'unsatisfiable') {
       return new Response(null, {
         status: 416,
-        headers: { 'content-range': unsatisfiedRange(file.total), 'accept-ranges': 'bytes', 'cache-control': 'no-store' },
+        headers: {
+          'content-range': unsatisfiedRange(file.total),
+          'accept-ranges': 'bytes',
+          'cache-control': 'no-store',
+        },
       });
     }
     const { start, end: last } = answer;
@@ -583,7 +657,11 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
         async pull(c) {
           let next: IteratorResult<Uint8Array, void>;
           try {
-            next = await withTimeout(pieces.next(), stallMs * 2, () => new PostGuardError(ErrorCode.SOURCE_FAILED, 'a segment of the range did not arrive in time'));
+            next = await withTimeout(
+              pieces.next(),
+              stallMs * 2,
+              () => new PostGuardError(ErrorCode.SOURCE_FAILED, 'a segment of the range did not arrive in time'),
+            );
           } catch (error) {
             if (cancelled) return;
             // As for a full download: the body errors, and the page hears why (TAMPERED, ...).

@@ -4,10 +4,5 @@
  * `postguard-ts/vite` serve and emit it); an app with a service worker of its own installs the
  * decrypter there with `postguard-ts/sw/install`.
  */
-export {
-  DOWNLOAD_PATH,
-  registerDecryptingServiceWorker,
-  prepareDownload,
-  triggerDownload,
-} from './download.js';
+export { DOWNLOAD_PATH, registerDecryptingServiceWorker, prepareDownload, triggerDownload } from './download.js';
 export type { DownloadOptions, PreparedDownload, RegisterRequest, ServedRange } from './download.js';

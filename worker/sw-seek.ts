@@ -31,7 +31,8 @@ const PROBE_BYTES = 64 * 1024;
 
 const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
 
-const sourceFailed = (message: string, cause?: unknown) => new PostGuardError(ErrorCode.SOURCE_FAILED, message, cause === undefined ? undefined : { cause });
+const sourceFailed = (message: string, cause?: unknown) =>
+  new PostGuardError(ErrorCode.SOURCE_FAILED, message, cause === undefined ? undefined : { cause });
 
 /**
  * Opens `source` for random access; undefined when it cannot seek: a stream, or a URL whose server
@@ -50,7 +51,8 @@ export async function randomAccess(
       size: blob.size,
       async read(offset, length) {
         const bytes = new Uint8Array(await blob.slice(offset, offset + length).arrayBuffer());
-        if (bytes.length !== length) throw sourceFailed(`the file changed: ${length} bytes at ${offset} are not there any more`);
+        if (bytes.length !== length)
+          throw sourceFailed(`the file changed: ${length} bytes at ${offset} are not there any more`);
         return bytes;
       },
     };
@@ -71,24 +73,37 @@ export async function randomAccess(
         () => sourceFailed(`the ciphertext URL did not answer within ${stallMs / 1000} s`),
       );
     } catch (cause) {
-      throw cause instanceof PostGuardError ? cause : sourceFailed(`the ciphertext could not be fetched: ${String(cause)}`, cause);
+      throw cause instanceof PostGuardError
+        ? cause
+        : sourceFailed(`the ciphertext could not be fetched: ${String(cause)}`, cause);
     }
     const match = CONTENT_RANGE.exec(response.headers.get('content-range') ?? '');
     const encoded = (response.headers.get('content-encoding') ?? 'identity') !== 'identity';
-    const range = response.status === 206 && match !== null && !encoded ? { start: Number(match[1]), end: Number(match[2]), total: Number(match[3]) } : undefined;
+    const range =
+      response.status === 206 && match !== null && !encoded
+        ? { start: Number(match[1]), end: Number(match[2]), total: Number(match[3]) }
+        : undefined;
     return { response, range };
   };
   const body = async (response: Response, offset: number, length: number): Promise<Uint8Array> => {
     let bytes: Uint8Array;
     try {
       bytes = new Uint8Array(
-        await withTimeout(response.arrayBuffer(), stallMs, () => sourceFailed(`the ciphertext stopped arriving: ${length} bytes at ${offset} took over ${stallMs / 1000} s`)),
+        await withTimeout(response.arrayBuffer(), stallMs, () =>
+          sourceFailed(`the ciphertext stopped arriving: ${length} bytes at ${offset} took over ${stallMs / 1000} s`),
+        ),
       );
     } catch (cause) {
       await response.body?.cancel().catch(() => undefined);
-      throw cause instanceof PostGuardError ? cause : sourceFailed(`the ciphertext could not be read: ${String(cause)}`, cause);
+      throw cause instanceof PostGuardError
+        ? cause
+        : sourceFailed(`the ciphertext could not be read: ${String(cause)}`, cause);
     }
-    if (bytes.length !== length) throw new PostGuardError(ErrorCode.TRUNCATED, `the ciphertext URL sent ${bytes.length} of the ${length} bytes asked for at ${offset}`);
+    if (bytes.length !== length)
+      throw new PostGuardError(
+        ErrorCode.TRUNCATED,
+        `the ciphertext URL sent ${bytes.length} of the ${length} bytes asked for at ${offset}`,
+      );
     return bytes;
   };
 
@@ -137,7 +152,12 @@ export interface SeekableFile {
  * at a segment boundary fails here, as its last segment is not marked final). Both stay cached:
  * media elements come back to the start and the end (headers, indexes) again and again.
  */
-export async function openSeekable(source: RandomAccessSource, vk: string, recipientId: string, usk: string): Promise<SeekableFile> {
+export async function openSeekable(
+  source: RandomAccessSource,
+  vk: string,
+  recipientId: string,
+  usk: string,
+): Promise<SeekableFile> {
   if (source.size < PREAMBLE_BYTES) {
     // parsePreamble tells a short file that starts like PostGuard (TRUNCATED) from anything else.
     parsePreamble(await source.read(0, source.size));
@@ -160,7 +180,11 @@ export async function openSeekable(source: RandomAccessSource, vk: string, recip
     usk,
   );
   const layout = segmentLayout(source.size, framingBytes, access.segmentSize);
-  if (layout === undefined) throw new FormatError(ErrorCode.TRUNCATED, `a ciphertext of ${source.size} bytes does not end with a whole final segment: it was cut`);
+  if (layout === undefined)
+    throw new FormatError(
+      ErrorCode.TRUNCATED,
+      `a ciphertext of ${source.size} bytes does not end with a whole final segment: it was cut`,
+    );
 
   const open = async (index: number): Promise<Uint8Array> => {
     const { offset, length } = wireSpan(layout, index);

@@ -47,9 +47,13 @@ async function rawSource(
       try {
         // If-Match is not a CORS-safelisted header: a host whose CORS policy refuses it is asked
         // again without (the bytes are then authenticated as they stream).
-        response = await get(ifMatch).catch((error: unknown) => (ifMatch !== undefined && !signal.aborted ? get(undefined) : Promise.reject(error)));
+        response = await get(ifMatch).catch((error: unknown) =>
+          ifMatch !== undefined && !signal.aborted ? get(undefined) : Promise.reject(error),
+        );
       } catch (cause) {
-        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be fetched: ${String(cause)}`, { cause });
+        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be fetched: ${String(cause)}`, {
+          cause,
+        });
       }
       if (!response.ok || response.body === null) {
         await response.body?.cancel().catch(() => undefined);
@@ -61,7 +65,8 @@ async function rawSource(
         );
       }
       // A compressed transfer hides the size of what we read.
-      const length = response.headers.get('content-encoding') === null ? Number(response.headers.get('content-length') ?? NaN) : NaN;
+      const length =
+        response.headers.get('content-encoding') === null ? Number(response.headers.get('content-length') ?? NaN) : NaN;
       const etag = response.headers.get('etag') ?? undefined;
       return {
         stream: response.body,
@@ -86,8 +91,11 @@ export async function openSource(
   stallMs: number,
   ifMatch?: string,
 ): Promise<OpenedSource> {
-  const raw = await withTimeout(rawSource(source, declaredSize, doFetch, signal, ifMatch), stallMs, () =>
-    new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext did not start arriving within ${stallMs / 1000} s`),
+  const raw = await withTimeout(
+    rawSource(source, declaredSize, doFetch, signal, ifMatch),
+    stallMs,
+    () =>
+      new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext did not start arriving within ${stallMs / 1000} s`),
   );
   const reader = raw.stream.getReader();
   let read = 0;
@@ -100,19 +108,40 @@ export async function openSource(
   const stream = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        const next = await withTimeout(reader.read(), stallMs, () =>
-          new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext stopped arriving: nothing for ${stallMs / 1000} s after ${read} bytes`),
-        ).catch((error: unknown) => fail(error instanceof PostGuardError ? error : new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be read: ${String(error)}`, { cause: error })));
+        const next = await withTimeout(
+          reader.read(),
+          stallMs,
+          () =>
+            new PostGuardError(
+              ErrorCode.SOURCE_FAILED,
+              `the ciphertext stopped arriving: nothing for ${stallMs / 1000} s after ${read} bytes`,
+            ),
+        ).catch((error: unknown) =>
+          fail(
+            error instanceof PostGuardError
+              ? error
+              : new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be read: ${String(error)}`, {
+                  cause: error,
+                }),
+          ),
+        );
         if (next.done) {
           if (raw.size !== undefined && read < raw.size) {
-            fail(new PostGuardError(ErrorCode.TRUNCATED, `the ciphertext ended after ${read} of its ${raw.size} bytes: the file is incomplete`));
+            fail(
+              new PostGuardError(
+                ErrorCode.TRUNCATED,
+                `the ciphertext ended after ${read} of its ${raw.size} bytes: the file is incomplete`,
+              ),
+            );
           }
           controller.close();
           return;
         }
         read += next.value.byteLength;
         if (raw.size !== undefined && read > raw.size) {
-          fail(new PostGuardError(ErrorCode.MALFORMED, `the ciphertext is longer than its announced ${raw.size} bytes`));
+          fail(
+            new PostGuardError(ErrorCode.MALFORMED, `the ciphertext is longer than its announced ${raw.size} bytes`),
+          );
         }
         controller.enqueue(next.value);
       },

@@ -35,10 +35,12 @@ import { portToReadable, portToWritable, readableToPort, writableToPort } from '
 const settlements = new WeakMap<WritableStream<unknown>, Promise<void>>();
 
 /** When a writable that was sent to another realm ended here (undefined if it was never sent). */
-export const sentWritableSettled = (writable: WritableStream<unknown>): Promise<void> | undefined => settlements.get(writable);
+export const sentWritableSettled = (writable: WritableStream<unknown>): Promise<void> | undefined =>
+  settlements.get(writable);
 
 const readableHandler: TransferHandler<ReadableStream<unknown>, MessagePort> = {
-  canHandle: (value): value is ReadableStream<unknown> => typeof ReadableStream !== 'undefined' && value instanceof ReadableStream,
+  canHandle: (value): value is ReadableStream<unknown> =>
+    typeof ReadableStream !== 'undefined' && value instanceof ReadableStream,
   serialize(stream) {
     const port = readableToPort(stream);
     return [port, [port]];
@@ -47,7 +49,8 @@ const readableHandler: TransferHandler<ReadableStream<unknown>, MessagePort> = {
 };
 
 const writableHandler: TransferHandler<WritableStream<Uint8Array>, MessagePort> = {
-  canHandle: (value): value is WritableStream<Uint8Array> => typeof WritableStream !== 'undefined' && value instanceof WritableStream,
+  canHandle: (value): value is WritableStream<Uint8Array> =>
+    typeof WritableStream !== 'undefined' && value instanceof WritableStream,
   serialize(stream) {
     const { port, settled } = writableToPort(stream);
     settlements.set(stream, settled);

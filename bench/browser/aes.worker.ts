@@ -13,7 +13,8 @@ export interface AesJob {
   data: Uint8Array<ArrayBuffer>;
 }
 
-export type AesResult = { id: number; ok: true; out: ArrayBuffer } | { id: number; ok: false; name: string; message: string };
+export type AesResult =
+  { id: number; ok: true; out: ArrayBuffer } | { id: number; ok: false; name: string; message: string };
 
 self.onmessage = async ({ data: job }: MessageEvent<AesJob>) => {
   try {

@@ -64,8 +64,14 @@ function behindWritable(inner: WritableStream<Uint8Array>): WritableStream<Uint8
 type Wire<S> = { via: 'transfer'; stream: S } | { via: 'port'; port: MessagePort };
 
 // Same wire format as worker/transfer.ts; only what this side builds from a received stream differs.
-const readable = transferHandlers.get('pg-readable') as TransferHandler<ReadableStream<Uint8Array>, Wire<ReadableStream<Uint8Array>>>;
-const writable = transferHandlers.get('pg-writable') as TransferHandler<WritableStream<Uint8Array>, Wire<WritableStream<Uint8Array>>>;
+const readable = transferHandlers.get('pg-readable') as TransferHandler<
+  ReadableStream<Uint8Array>,
+  Wire<ReadableStream<Uint8Array>>
+>;
+const writable = transferHandlers.get('pg-writable') as TransferHandler<
+  WritableStream<Uint8Array>,
+  Wire<WritableStream<Uint8Array>>
+>;
 const aheadHandler: TransferHandler<ReadableStream<Uint8Array>, Wire<ReadableStream<Uint8Array>>> = {
   ...readable,
   deserialize: (wire) => (wire.via === 'transfer' ? aheadReadable(wire.stream) : readable.deserialize(wire)),

@@ -16,7 +16,15 @@ export type BenchRequest =
   | { op: 'sealStream'; mpk: string; options: unknown; readable: ReadableStream; writable: WritableStream }
   | { op: 'unseal'; vk: string; rid: string; usk: string; readable: ReadableStream; writable: WritableStream }
   /** The same two calls with the streams relayed by relay.ts (pg-wasm under the proposed plumbing). */
-  | { op: 'unsealRelay'; vk: string; rid: string; usk: string; input: MessagePort; output: MessagePort; relay: RelayOptions }
+  | {
+      op: 'unsealRelay';
+      vk: string;
+      rid: string;
+      usk: string;
+      input: MessagePort;
+      output: MessagePort;
+      relay: RelayOptions;
+    }
   | { op: 'sealRelay'; mpk: string; options: unknown; input: MessagePort; output: MessagePort; relay: RelayOptions }
   | { op: 'limits'; segments: number; shakeBytes: number; inFlight: number[]; rounds: number }
   /** Plumbing alone: read a stream from the page to its end, or write `bytes` into one there. */
@@ -39,13 +47,25 @@ async function handle(request: BenchRequest): Promise<unknown> {
     case 'unsealRelay': {
       const relayed = request.op === 'unsealRelay';
       const start = performance.now();
-      const unsealer = await PgStreamUnsealer.new(relayed ? receiveReadable(request.input) : request.readable, request.vk);
+      const unsealer = await PgStreamUnsealer.new(
+        relayed ? receiveReadable(request.input) : request.readable,
+        request.vk,
+      );
       const newMs = performance.now() - start;
-      await unsealer.unseal(request.rid, request.usk, relayed ? sendWritable(request.output, request.relay) : request.writable);
+      await unsealer.unseal(
+        request.rid,
+        request.usk,
+        relayed ? sendWritable(request.output, request.relay) : request.writable,
+      );
       return { newMs };
     }
     case 'sealRelay':
-      await pgSealStream(request.mpk, request.options as never, receiveReadable(request.input), sendWritable(request.output, request.relay));
+      await pgSealStream(
+        request.mpk,
+        request.options as never,
+        receiveReadable(request.input),
+        sendWritable(request.output, request.relay),
+      );
       return undefined;
     case 'limits': {
       const { segments, shakeBytes, inFlight, rounds } = request;
@@ -82,6 +102,7 @@ self.onmessage = (event: MessageEvent<{ id: number; request: BenchRequest }>) =>
   const { id, request } = event.data;
   handle(request).then(
     (value) => self.postMessage({ id, ok: true, value } satisfies BenchReply),
-    (error: unknown) => self.postMessage({ id, ok: false, error: String((error as Error)?.stack ?? error) } satisfies BenchReply),
+    (error: unknown) =>
+      self.postMessage({ id, ok: false, error: String((error as Error)?.stack ?? error) } satisfies BenchReply),
   );
 };

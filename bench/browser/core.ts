@@ -43,7 +43,8 @@ export class SampledChecksum {
 const patterns = new Map<number, Uint8Array>();
 const pattern = (chunkBytes: number) => {
   let p = patterns.get(chunkBytes);
-  if (!p) patterns.set(chunkBytes, (p = Uint8Array.from({ length: chunkBytes + 251 }, (_, i) => (i * 2_654_435_761) >>> 24)));
+  if (!p)
+    patterns.set(chunkBytes, (p = Uint8Array.from({ length: chunkBytes + 251 }, (_, i) => (i * 2_654_435_761) >>> 24)));
   return p;
 };
 
@@ -222,7 +223,12 @@ export function shakeLimit(name: string, create: XofFactory, totalBytes: number)
   const segment = new Uint8Array(SEGMENT_BYTES).map((_, i) => (i * 7) & 255);
   timeTranscript(name, create, 8 * SEGMENT_BYTES, segment);
   const run = timeTranscript(name, create, totalBytes, segment);
-  return { name: `SHAKE128 ${name} (+clone, digest(64) per 256 KiB)`, bytes: run.bytes, ms: run.ms, mbPerSecond: run.mbPerSecond };
+  return {
+    name: `SHAKE128 ${name} (+clone, digest(64) per 256 KiB)`,
+    bytes: run.bytes,
+    ms: run.ms,
+    mbPerSecond: run.mbPerSecond,
+  };
 }
 
 /**

@@ -108,7 +108,10 @@ async function init(k: BenchKeys, wasmUrl: string, windowBytes = WINDOW) {
   );
   ours = new PostGuardWorker();
   ahead = new PostGuardWorker({
-    worker: new Worker(new URL('./ahead-crypto.worker.ts', import.meta.url), { type: 'module', name: 'bench-ours-ahead' }),
+    worker: new Worker(new URL('./ahead-crypto.worker.ts', import.meta.url), {
+      type: 'module',
+      name: 'bench-ours-ahead',
+    }),
   });
   const [shake] = await Promise.all([
     ours.shakeBackend(),
@@ -118,14 +121,19 @@ async function init(k: BenchKeys, wasmUrl: string, windowBytes = WINDOW) {
     callRelayAes({ op: 'warm', offloadAes: true }),
     pgInit({ module_or_path: wasmUrl }),
   ]);
-  return { userAgent: navigator.userAgent, shakeBackend: shake, };
+  return { userAgent: navigator.userAgent, shakeBackend: shake };
 }
 
 /**
  * The two ports of the relayed streams: the page keeps port1 of each, the worker gets port2.
  * pg-wasm's output goes 'own' (its chunks are fresh arrays; anything else is copied), ours 'transfer'.
  */
-function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>, impl: Impl = 'ours') {
+function relayed(
+  where: Where,
+  source: ReadableStream<Uint8Array>,
+  writable: WritableStream<Uint8Array>,
+  impl: Impl = 'ours',
+) {
   const input = new MessageChannel();
   const output = new MessageChannel();
   const copy = where !== 'relay';
@@ -135,7 +143,10 @@ function relayed(where: Where, source: ReadableStream<Uint8Array>, writable: Wri
   return {
     input: input.port2,
     output: output.port2,
-    relay: { windowBytes: WINDOW, mode: !copy ? ('clone' as const) : impl === 'pgwasm' ? ('own' as const) : ('transfer' as const) },
+    relay: {
+      windowBytes: WINDOW,
+      mode: !copy ? ('clone' as const) : impl === 'pgwasm' ? ('own' as const) : ('transfer' as const),
+    },
     transfer: [input.port2, output.port2],
   };
 }
@@ -167,7 +178,15 @@ async function decrypt(impl: Impl, where: Where, which: 'full' | 'warm'): Promis
   } else if (impl === 'pgwasm' && where.startsWith('relay')) {
     const ports = relayed(where, source, sink.writable, impl);
     ({ newMs } = await callWorker<{ newMs: number }>(
-      { op: 'unsealRelay', vk: keys.vk, rid: keys.rid, usk: keys.usk, input: ports.input, output: ports.output, relay: ports.relay },
+      {
+        op: 'unsealRelay',
+        vk: keys.vk,
+        rid: keys.rid,
+        usk: keys.usk,
+        input: ports.input,
+        output: ports.output,
+        relay: ports.relay,
+      },
       ports.transfer,
     ));
   } else if (impl === 'pgwasm') {
@@ -182,7 +201,15 @@ async function decrypt(impl: Impl, where: Where, which: 'full' | 'warm'): Promis
   } else if (where.startsWith('relay')) {
     const ports = relayed(where, source, sink.writable);
     ({ newMs } = await (where === 'relay-aes' ? callRelayAes : callRelay)<{ newMs: number }>(
-      { op: 'unseal', vk: keys.vk, rid: keys.rid, usk: keys.usk, input: ports.input, output: ports.output, relay: ports.relay },
+      {
+        op: 'unseal',
+        vk: keys.vk,
+        rid: keys.rid,
+        usk: keys.usk,
+        input: ports.input,
+        output: ports.output,
+        relay: ports.relay,
+      },
       ports.transfer,
     ));
   } else {
@@ -207,20 +234,34 @@ async function seal(impl: Impl, where: Where, bytes: number, chunkBytes = CHUNK_
   } else if (impl === 'pgwasm' && where.startsWith('relay')) {
     const ports = relayed(where, source, sink.writable, impl);
     await callWorker(
-      { op: 'sealRelay', mpk: keys.mpk, options: keys.options, input: ports.input, output: ports.output, relay: ports.relay },
+      {
+        op: 'sealRelay',
+        mpk: keys.mpk,
+        options: keys.options,
+        input: ports.input,
+        output: ports.output,
+        relay: ports.relay,
+      },
       ports.transfer,
     );
   } else if (impl === 'pgwasm') {
-    await callWorker({ op: 'sealStream', mpk: keys.mpk, options: keys.options, readable: source, writable: sink.writable }, [
-      source as unknown as Transferable,
-      sink.writable as unknown as Transferable,
-    ]);
+    await callWorker(
+      { op: 'sealStream', mpk: keys.mpk, options: keys.options, readable: source, writable: sink.writable },
+      [source as unknown as Transferable, sink.writable as unknown as Transferable],
+    );
   } else if (where === 'main') {
     await sealStream(keys.mpk, keys.options, source, sink.writable);
   } else if (where.startsWith('relay')) {
     const ports = relayed(where, source, sink.writable);
     await (where === 'relay-aes' ? callRelayAes : callRelay)(
-      { op: 'sealStream', mpk: keys.mpk, options: keys.options, input: ports.input, output: ports.output, relay: ports.relay },
+      {
+        op: 'sealStream',
+        mpk: keys.mpk,
+        options: keys.options,
+        input: ports.input,
+        output: ports.output,
+        relay: ports.relay,
+      },
       ports.transfer,
     );
   } else {
@@ -256,7 +297,9 @@ async function plumbing(kind: Plumbing, bytes: number, chunkBytes: number): Prom
   } else {
     const sink = countingSink();
     if (kind === 'out-transfer') {
-      await callWorker({ op: 'fill', writable: sink.writable, bytes, chunkBytes }, [sink.writable as unknown as Transferable]);
+      await callWorker({ op: 'fill', writable: sink.writable, bytes, chunkBytes }, [
+        sink.writable as unknown as Transferable,
+      ]);
     } else {
       const { port1, port2 } = new MessageChannel();
       void receiveWritable(port1, sink.writable);

@@ -17,7 +17,14 @@ export type RelayRequest =
   /** offloadAes: run AES-GCM in a helper worker (aes-offload.ts) from now on. */
   | { op: 'warm'; offloadAes: boolean }
   | { op: 'unseal'; vk: string; rid: string; usk: string; input: MessagePort; output: MessagePort; relay: RelayOptions }
-  | { op: 'sealStream'; mpk: string; options: SealOptions; input: MessagePort; output: MessagePort; relay: RelayOptions };
+  | {
+      op: 'sealStream';
+      mpk: string;
+      options: SealOptions;
+      input: MessagePort;
+      output: MessagePort;
+      relay: RelayOptions;
+    };
 
 async function handle(request: RelayRequest): Promise<unknown> {
   switch (request.op) {
@@ -35,7 +42,12 @@ async function handle(request: RelayRequest): Promise<unknown> {
       return { newMs };
     }
     case 'sealStream':
-      await sealStream(request.mpk, request.options, receiveReadable(request.input), sendWritable(request.output, request.relay));
+      await sealStream(
+        request.mpk,
+        request.options,
+        receiveReadable(request.input),
+        sendWritable(request.output, request.relay),
+      );
       return undefined;
   }
 }
@@ -44,6 +56,7 @@ self.onmessage = (event: MessageEvent<{ id: number; request: RelayRequest }>) =>
   const { id, request } = event.data;
   handle(request).then(
     (value) => self.postMessage({ id, ok: true, value } satisfies BenchReply),
-    (error: unknown) => self.postMessage({ id, ok: false, error: String((error as Error)?.stack ?? error) } satisfies BenchReply),
+    (error: unknown) =>
+      self.postMessage({ id, ok: false, error: String((error as Error)?.stack ?? error) } satisfies BenchReply),
   );
 };

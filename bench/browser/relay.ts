@@ -44,7 +44,11 @@ function post(port: MessagePort, chunk: Uint8Array, mode: RelayMode = 'clone'): 
  * a partial buffer is sent at once whenever the receiver has nothing left (it never waits for more
  * input while the other side starves).
  */
-export function sendReadable(readable: ReadableStream<Uint8Array>, port: MessagePort, options: RelayOptions = {}): Promise<void> {
+export function sendReadable(
+  readable: ReadableStream<Uint8Array>,
+  port: MessagePort,
+  options: RelayOptions = {},
+): Promise<void> {
   const windowBytes = options.windowBytes ?? DEFAULT_WINDOW;
   const coalesce = options.mode === 'copy' ? (options.coalesceBytes ?? 0) : 0;
   const reader = readable.getReader();

@@ -21,8 +21,20 @@ export interface AttributeKind {
 /** Extra attributes a sender can require of a recipient. */
 export const EXTRA_ATTRIBUTES: readonly AttributeKind[] = [
   { type: MOBILE, label: 'Mobile number', input: 'tel', autocomplete: 'tel', example: '+31612345678' },
-  { type: 'pbdf.gemeente.personalData.surname', label: 'Surname', input: 'text', autocomplete: 'family-name', example: 'Jansen' },
-  { type: 'pbdf.gemeente.personalData.dateofbirth', label: 'Date of birth', input: 'text', autocomplete: 'bday', example: '01-01-1990' },
+  {
+    type: 'pbdf.gemeente.personalData.surname',
+    label: 'Surname',
+    input: 'text',
+    autocomplete: 'family-name',
+    example: 'Jansen',
+  },
+  {
+    type: 'pbdf.gemeente.personalData.dateofbirth',
+    label: 'Date of birth',
+    input: 'text',
+    autocomplete: 'bday',
+    example: '01-01-1990',
+  },
 ];
 
 const LABELS: Record<string, string> = {

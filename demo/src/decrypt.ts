@@ -94,22 +94,40 @@ async function inspect(file: File): Promise<Opened> {
   try {
     const unsealer = await pg.StreamUnsealer.new(file.stream(), vk);
     try {
-      return { file, mode: 'stream', recipients: await unsealer.inspect_header(), sender: await unsealer.public_identity() };
+      return {
+        file,
+        mode: 'stream',
+        recipients: await unsealer.inspect_header(),
+        sender: await unsealer.public_identity(),
+      };
     } finally {
       unsealer.free();
     }
   } catch (error) {
     if (errorCode(error) !== 'WRONG_MODE') throw error;
     if (file.size > IN_MEMORY_LIMIT) {
-      throw new DemoError('WRONG_MODE', `this file was sealed in memory and is larger than ${formatBytes(IN_MEMORY_LIMIT)}`);
+      throw new DemoError(
+        'WRONG_MODE',
+        `this file was sealed in memory and is larger than ${formatBytes(IN_MEMORY_LIMIT)}`,
+      );
     }
     const unsealer = await pg.Unsealer.new(new Uint8Array(await file.arrayBuffer()), vk);
-    return { file, mode: 'memory', recipients: await unsealer.inspect_header(), sender: await unsealer.public_identity(), memory: unsealer };
+    return {
+      file,
+      mode: 'memory',
+      recipients: await unsealer.inspect_header(),
+      sender: await unsealer.public_identity(),
+      memory: unsealer,
+    };
   }
 }
 
 function identityList(policy: Policy | undefined): HTMLElement {
-  return h('ul', { class: 'identity' }, ...identityLines(policy).map((l) => h('li', {}, `${l.label}: `, h('strong', {}, l.value))));
+  return h(
+    'ul',
+    { class: 'identity' },
+    ...identityLines(policy).map((l) => h('li', {}, `${l.label}: `, h('strong', {}, l.value))),
+  );
 }
 
 /** How a recipient's hidden policy reads: "Mobile number +31612…" for hints, "Surname (hidden)" otherwise. */
@@ -120,7 +138,9 @@ function describeHidden(recipientId: string, policy: Policy): string {
       const hint = a.v ?? '';
       return HINT_TYPES.has(a.t) && hint !== '' ? `${attributeLabel(a.t)} ${hint}` : `${attributeLabel(a.t)} (hidden)`;
     });
-  return parts.length === 0 ? `Anyone who proves ${recipientId}` : `Whoever proves ${recipientId} and: ${parts.join(', ')}`;
+  return parts.length === 0
+    ? `Anyone who proves ${recipientId}`
+    : `Whoever proves ${recipientId} and: ${parts.join(', ')}`;
 }
 
 function selectedRecipient(): string | undefined {
@@ -141,11 +161,21 @@ function renderHiddenValues(): void {
     const label = attributeLabel(attribute.t);
     hiddenValues.append(
       h('label', { for: inputId }, `Your ${label.toLowerCase()}`),
-      h('input', { type: 'text', id: inputId, 'data-attribute': attribute.t, autocomplete: 'off', placeholder: hint, 'aria-describedby': noteId }),
-      h('p', { id: noteId, class: 'note' },
+      h('input', {
+        type: 'text',
+        id: inputId,
+        'data-attribute': attribute.t,
+        autocomplete: 'off',
+        placeholder: hint,
+        'aria-describedby': noteId,
+      }),
+      h(
+        'p',
+        { id: noteId, class: 'note' },
         hint === ''
           ? 'The file requires a specific value here. Type it, or leave it empty and let the Yivi app disclose yours.'
-          : `The file shows it partly: ${hint}. Type the full value, or leave it empty and let the Yivi app disclose yours.`),
+          : `The file shows it partly: ${hint}. Type the full value, or leave it empty and let the Yivi app disclose yours.`,
+      ),
     );
   }
 }
@@ -154,21 +184,42 @@ function showFile(o: Opened): void {
   const facts = byId('file-facts');
   const firstPolicy = o.recipients.values().next().value as Policy | undefined;
   facts.replaceChildren(
-    h('dt', {}, 'Name'), h('dd', {}, o.file.name),
-    h('dt', {}, 'Size'), h('dd', {}, formatBytes(o.file.size)),
-    h('dt', {}, 'Encrypted'), h('dd', {}, firstPolicy === undefined ? 'unknown' : new Date(firstPolicy.ts * 1000).toLocaleString()),
-    h('dt', {}, 'Recipients'), h('dd', {}, String(o.recipients.size)),
+    h('dt', {}, 'Name'),
+    h('dd', {}, o.file.name),
+    h('dt', {}, 'Size'),
+    h('dd', {}, formatBytes(o.file.size)),
+    h('dt', {}, 'Encrypted'),
+    h('dd', {}, firstPolicy === undefined ? 'unknown' : new Date(firstPolicy.ts * 1000).toLocaleString()),
+    h('dt', {}, 'Recipients'),
+    h('dd', {}, String(o.recipients.size)),
   );
   byId('sender').replaceChildren(
-    h('p', {}, h('span', { class: 'badge' }, 'Claimed sender'), ' The file says it was sent by (confirmed when it is decrypted):'),
+    h(
+      'p',
+      {},
+      h('span', { class: 'badge' }, 'Claimed sender'),
+      ' The file says it was sent by (confirmed when it is decrypted):',
+    ),
     identityList(o.sender),
-    h('p', { class: 'note' }, 'The sender may have signed with more attributes that only recipients see; they appear after decryption.'),
+    h(
+      'p',
+      { class: 'note' },
+      'The sender may have signed with more attributes that only recipients see; they appear after decryption.',
+    ),
   );
   const ids = [...o.recipients.keys()];
   choices.replaceChildren(
     ...ids.map((id, i) =>
-      h('label', {},
-        h('input', { type: 'radio', name: 'recipient', value: id, checked: i === 0 || undefined, onchange: renderHiddenValues }),
+      h(
+        'label',
+        {},
+        h('input', {
+          type: 'radio',
+          name: 'recipient',
+          value: id,
+          checked: i === 0 || undefined,
+          onchange: renderHiddenValues,
+        }),
         h('span', {}, h('strong', {}, id), h('small', {}, describeHidden(id, o.recipients.get(id)!))),
       ),
     ),
@@ -236,7 +287,11 @@ async function getKey(): Promise<void> {
     if (value !== '') values[type] = value;
   }
   const { config, pkg } = await services;
-  const panel = new SessionPanel('Prove who you are', `Scan this QR code with the Yivi app and disclose what the file asks of ${recipientId}.`, config.walletUrl);
+  const panel = new SessionPanel(
+    'Prove who you are',
+    `Scan this QR code with the Yivi app and disclose what the file asks of ${recipientId}.`,
+    config.walletUrl,
+  );
   byId('session-slot').replaceChildren(panel.el);
   sessionAbort?.abort();
   const abort = new AbortController();
@@ -284,8 +339,18 @@ function showVerified(verified: VerificationResult, what: string): void {
   append(verifiedRegion, [
     h('p', {}, h('strong', {}, what)),
     verified.bound || verified.private !== undefined
-      ? h('p', {}, h('span', { class: 'badge' }, 'Verified sender'), ' Every part of the file was signed and sealed by:')
-      : h('p', {}, h('span', { class: 'badge' }, 'Signed by'), ' An older PostGuard version sealed this file, so the sender below is signed but not sealed inside it:'),
+      ? h(
+          'p',
+          {},
+          h('span', { class: 'badge' }, 'Verified sender'),
+          ' Every part of the file was signed and sealed by:',
+        )
+      : h(
+          'p',
+          {},
+          h('span', { class: 'badge' }, 'Signed by'),
+          ' An older PostGuard version sealed this file, so the sender below is signed but not sealed inside it:',
+        ),
     identityList(verified.public),
     verified.private === undefined ? null : h('p', {}, 'Also proved by the sender, visible only to recipients:'),
     verified.private === undefined ? null : identityList(verified.private),
@@ -311,7 +376,12 @@ function failed(error: unknown, view: ProgressView | undefined, what: string): v
 }
 
 /** Decrypts without the service worker: in the crypto worker, into a Blob (memory-mode files, or no service worker). */
-async function decryptToBlob(o: Opened, k: Key, onBytes: (n: number) => void, contentType: string): Promise<[Blob, VerificationResult]> {
+async function decryptToBlob(
+  o: Opened,
+  k: Key,
+  onBytes: (n: number) => void,
+  contentType: string,
+): Promise<[Blob, VerificationResult]> {
   const { pg, pkg } = await services;
   if (o.mode === 'memory') {
     const [plain, verified] = await o.memory!.unseal(k.recipientId, k.usk);
@@ -375,7 +445,15 @@ async function download(): Promise<void> {
     let verified: VerificationResult;
     let method: string;
     if (o.mode === 'stream' && (await serviceWorker)) {
-      const prepared = await prepareDecryption(o, k, await pkg.verificationKey(), filename, contentType, view, 'attachment');
+      const prepared = await prepareDecryption(
+        o,
+        k,
+        await pkg.verificationKey(),
+        filename,
+        contentType,
+        view,
+        'attachment',
+      );
       triggerDownload(prepared.url, prepared.done);
       verified = await prepared.done;
       method = 'Decrypted as it streamed to disk; every segment was authenticated before it was written.';
@@ -414,7 +492,15 @@ async function preview(): Promise<void> {
     let blob: Blob;
     let verified: VerificationResult;
     if (o.mode === 'stream' && (await serviceWorker)) {
-      const prepared = await prepareDecryption(o, k, await pkg.verificationKey(), filename, contentType, view, 'inline');
+      const prepared = await prepareDecryption(
+        o,
+        k,
+        await pkg.verificationKey(),
+        filename,
+        contentType,
+        view,
+        'inline',
+      );
       const response = await fetch(prepared.url);
       try {
         if (!response.ok) await response.body?.cancel();
@@ -430,7 +516,9 @@ async function preview(): Promise<void> {
     }
     view.finish('Done');
     if (kind === 'text') {
-      previewArea.replaceChildren(h('pre', { tabindex: 0, 'aria-label': `Contents of ${filename}` }, await blob.text()));
+      previewArea.replaceChildren(
+        h('pre', { tabindex: 0, 'aria-label': `Contents of ${filename}` }, await blob.text()),
+      );
     } else {
       previewUrl = URL.createObjectURL(blob.type === '' ? new Blob([blob], { type: contentType }) : blob);
       previewArea.replaceChildren(

@@ -9,7 +9,11 @@ type Props = Record<string, string | number | boolean | undefined | null | ((eve
  * `h('button', {type: 'button', onclick: f}, 'Save')`. Attributes are set as attributes (so
  * `aria-*`, `for`, `data-*` work); `on…` functions become listeners; false/null/undefined are skipped.
  */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(props)) {
     if (value === undefined || value === null || value === false) continue;

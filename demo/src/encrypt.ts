@@ -37,22 +37,42 @@ class RecipientRow {
   constructor(private readonly onRemove: (row: RecipientRow) => void) {
     const emailId = uid('recipient-email');
     const problemId = uid('problem');
-    this.email = h('input', { type: 'email', id: emailId, autocomplete: 'off', required: true, 'aria-describedby': problemId });
+    this.email = h('input', {
+      type: 'email',
+      id: emailId,
+      autocomplete: 'off',
+      required: true,
+      'aria-describedby': problemId,
+    });
     this.emailProblem = h('p', { id: problemId, class: 'problem', hidden: true });
     this.extrasEl = h('div', { class: 'extras' });
     const selectId = uid('attribute-type');
-    const select = h('select', { id: selectId }, ...EXTRA_ATTRIBUTES.map((a) => h('option', { value: a.type }, a.label)));
+    const select = h(
+      'select',
+      { id: selectId },
+      ...EXTRA_ATTRIBUTES.map((a) => h('option', { value: a.type }, a.label)),
+    );
     this.emailLabel = h('label', { for: emailId }, 'Recipient e-mail address');
-    this.removeButton = h('button', { type: 'button', class: 'secondary', onclick: () => this.onRemove(this) }, 'Remove recipient');
+    this.removeButton = h(
+      'button',
+      { type: 'button', class: 'secondary', onclick: () => this.onRemove(this) },
+      'Remove recipient',
+    );
     this.el = h(
       'li',
       { class: 'recipient' },
       h('div', { class: 'recipient-head' }, h('div', {}, this.emailLabel, this.email), this.removeButton),
       this.emailProblem,
       this.extrasEl,
-      h('div', { class: 'row-tools' },
+      h(
+        'div',
+        { class: 'row-tools' },
         h('div', {}, h('label', { for: selectId }, 'Also require'), select),
-        h('button', { type: 'button', class: 'secondary', onclick: () => this.addExtra(select.value) }, 'Add attribute'),
+        h(
+          'button',
+          { type: 'button', class: 'secondary', onclick: () => this.addExtra(select.value) },
+          'Add attribute',
+        ),
       ),
     );
   }
@@ -79,15 +99,22 @@ class RecipientRow {
     });
     const problem = h('p', { id: problemId, class: 'problem', hidden: true });
     const entry = { type, input, problem, el: h('div', { class: 'extra-wrap' }) };
-    const remove = h('button', {
-      type: 'button',
-      class: 'secondary',
-      onclick: () => {
-        entry.el.remove();
-        this.extras.splice(this.extras.indexOf(entry), 1);
+    const remove = h(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary',
+        onclick: () => {
+          entry.el.remove();
+          this.extras.splice(this.extras.indexOf(entry), 1);
+        },
       },
-    }, `Remove ${kind.label.toLowerCase()}`);
-    entry.el.append(h('div', { class: 'extra' }, h('div', {}, h('label', { for: id }, kind.label), input), remove), problem);
+      `Remove ${kind.label.toLowerCase()}`,
+    );
+    entry.el.append(
+      h('div', { class: 'extra' }, h('div', {}, h('label', { for: id }, kind.label), input), remove),
+      problem,
+    );
     this.extras.push(entry);
     this.extrasEl.append(entry.el);
     input.focus();
@@ -98,7 +125,10 @@ class RecipientRow {
   }
 
   clearProblems(): void {
-    for (const [input, problem] of [[this.email, this.emailProblem] as const, ...this.extras.map((e) => [e.input, e.problem] as const)]) {
+    for (const [input, problem] of [
+      [this.email, this.emailProblem] as const,
+      ...this.extras.map((e) => [e.input, e.problem] as const),
+    ]) {
       input.removeAttribute('aria-invalid');
       problem.hidden = true;
       problem.textContent = '';
@@ -107,7 +137,8 @@ class RecipientRow {
 
   /** Marks a field; returns it so the first one can take focus. */
   markProblem(problem: FieldProblem): HTMLInputElement | undefined {
-    const target = problem.field === 'email' ? { input: this.email, problem: this.emailProblem } : this.extras[problem.field];
+    const target =
+      problem.field === 'email' ? { input: this.email, problem: this.emailProblem } : this.extras[problem.field];
     if (target === undefined) return undefined;
     target.input.setAttribute('aria-invalid', 'true');
     target.problem.textContent = problem.message;
@@ -144,30 +175,40 @@ const message = byId<HTMLTextAreaElement>('message');
 const filesInput = byId<HTMLInputElement>('files');
 const fileList = byId<HTMLUListElement>('file-list');
 const contentKind = (): 'text' | 'files' =>
-  (form.querySelector<HTMLInputElement>('input[name=content]:checked')?.value as 'text' | 'files' | undefined) ?? 'text';
+  (form.querySelector<HTMLInputElement>('input[name=content]:checked')?.value as 'text' | 'files' | undefined) ??
+  'text';
 function showContentInputs(): void {
   const kind = contentKind();
   byId('text-input').hidden = kind !== 'text';
   byId('files-input').hidden = kind !== 'files';
 }
-for (const radio of form.querySelectorAll<HTMLInputElement>('input[name=content]')) radio.addEventListener('change', showContentInputs);
+for (const radio of form.querySelectorAll<HTMLInputElement>('input[name=content]'))
+  radio.addEventListener('change', showContentInputs);
 filesInput.addEventListener('change', () => {
-  fileList.replaceChildren(...Array.from(filesInput.files ?? [], (f) => h('li', {}, `${f.name} (${formatBytes(f.size)})`)));
+  fileList.replaceChildren(
+    ...Array.from(filesInput.files ?? [], (f) => h('li', {}, `${f.name} (${formatBytes(f.size)})`)),
+  );
 });
 
 // The sender: Yivi or an API key.
 const signerKind = (): 'yivi' | 'apikey' =>
-  (form.querySelector<HTMLInputElement>('input[name=signer]:checked')?.value as 'yivi' | 'apikey' | undefined) ?? 'yivi';
+  (form.querySelector<HTMLInputElement>('input[name=signer]:checked')?.value as 'yivi' | 'apikey' | undefined) ??
+  'yivi';
 function showSignerInputs(): void {
   byId('yivi-signer').hidden = signerKind() !== 'yivi';
   byId('apikey-signer').hidden = signerKind() !== 'apikey';
 }
-for (const radio of form.querySelectorAll<HTMLInputElement>('input[name=signer]')) radio.addEventListener('change', showSignerInputs);
+for (const radio of form.querySelectorAll<HTMLInputElement>('input[name=signer]'))
+  radio.addEventListener('change', showSignerInputs);
 const senderEmail = byId<HTMLInputElement>('sender-email');
 const signMobile = byId<HTMLInputElement>('sign-mobile');
 const apiKey = byId<HTMLInputElement>('api-key');
 
-function fieldProblem(input: HTMLInputElement | HTMLTextAreaElement, problemId: string, text: string | undefined): boolean {
+function fieldProblem(
+  input: HTMLInputElement | HTMLTextAreaElement,
+  problemId: string,
+  text: string | undefined,
+): boolean {
   const problem = byId(problemId);
   if (text === undefined) {
     input.removeAttribute('aria-invalid');
@@ -210,8 +251,12 @@ async function signingKeys(panel: SessionPanel): Promise<SigningKeys> {
 }
 
 function describeSigner(keys: SigningKeys): string {
-  const visible = identityLines(keys.pubSignKey.policy).map((l) => `${l.label} ${l.value}`).join(', ');
-  const hidden = identityLines(keys.privSignKey?.policy).map((l) => `${l.label} ${l.value}`).join(', ');
+  const visible = identityLines(keys.pubSignKey.policy)
+    .map((l) => `${l.label} ${l.value}`)
+    .join(', ');
+  const hidden = identityLines(keys.privSignKey?.policy)
+    .map((l) => `${l.label} ${l.value}`)
+    .join(', ');
   return `Signing as ${visible || 'an organisation'}${hidden === '' ? '' : ` (recipients also see: ${hidden})`}.`;
 }
 
@@ -245,7 +290,10 @@ function plaintext(): Plaintext {
 /** Checks the form; marks what is wrong and focuses the first problem. */
 function validate(): boolean {
   const stamp = policyTimestamp();
-  const checked = encryptionPolicy(rows.map((r) => r.value()), stamp);
+  const checked = encryptionPolicy(
+    rows.map((r) => r.value()),
+    stamp,
+  );
   for (const row of rows) row.clearProblems();
   const focusable: Array<HTMLInputElement | HTMLTextAreaElement> = [];
   if (!checked.ok) {
@@ -254,18 +302,46 @@ function validate(): boolean {
       if (input) focusable.push(input);
     }
   }
-  if (fieldProblem(message, 'message-problem', contentKind() === 'text' && message.value === '' ? 'Type a message to encrypt.' : undefined)) {
+  if (
+    fieldProblem(
+      message,
+      'message-problem',
+      contentKind() === 'text' && message.value === '' ? 'Type a message to encrypt.' : undefined,
+    )
+  ) {
     focusable.push(message);
   }
-  if (fieldProblem(filesInput, 'files-problem', contentKind() === 'files' && (filesInput.files?.length ?? 0) === 0 ? 'Choose at least one file.' : undefined)) {
+  if (
+    fieldProblem(
+      filesInput,
+      'files-problem',
+      contentKind() === 'files' && (filesInput.files?.length ?? 0) === 0 ? 'Choose at least one file.' : undefined,
+    )
+  ) {
     focusable.push(filesInput);
   }
   const email = senderEmail.value.trim();
-  if (fieldProblem(senderEmail, 'sender-email-problem', signerKind() === 'yivi' && email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@.]+$/.test(email) ? `"${email}" is not an e-mail address.` : undefined)) {
+  if (
+    fieldProblem(
+      senderEmail,
+      'sender-email-problem',
+      signerKind() === 'yivi' && email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@.]+$/.test(email)
+        ? `"${email}" is not an e-mail address.`
+        : undefined,
+    )
+  ) {
     focusable.push(senderEmail);
   }
   const key = apiKey.value.trim();
-  if (fieldProblem(apiKey, 'api-key-problem', signerKind() === 'apikey' && !/^PG-[A-Za-z0-9_-]{8,}$/.test(key) ? 'An API key starts with PG- followed by letters, digits, - or _.' : undefined)) {
+  if (
+    fieldProblem(
+      apiKey,
+      'api-key-problem',
+      signerKind() === 'apikey' && !/^PG-[A-Za-z0-9_-]{8,}$/.test(key)
+        ? 'An API key starts with PG- followed by letters, digits, - or _.'
+        : undefined,
+    )
+  ) {
     focusable.push(apiKey);
   }
   focusable[0]?.focus();
@@ -279,7 +355,11 @@ async function encrypt(): Promise<void> {
   result.hidden = true;
   if (!validate()) return;
   const { config, pg, pkg } = await services;
-  const panel = new SessionPanel('Prove who you are', 'Scan this QR code with the Yivi app to sign the file with your identity.', config.walletUrl);
+  const panel = new SessionPanel(
+    'Prove who you are',
+    'Scan this QR code with the Yivi app to sign the file with your identity.',
+    config.walletUrl,
+  );
   byId('session-slot').replaceChildren(panel.el);
   progressSlot.replaceChildren();
   const button = byId<HTMLButtonElement>('encrypt-button');
@@ -292,7 +372,10 @@ async function encrypt(): Promise<void> {
     setStatus(signerStatus, describeSigner(keys));
     const mpk = await pkg.masterPublicKey();
     // The timestamp is taken now, after any Yivi wait, and never in the future for the PKG.
-    const checked = encryptionPolicy(rows.map((r) => r.value()), policyTimestamp());
+    const checked = encryptionPolicy(
+      rows.map((r) => r.value()),
+      policyTimestamp(),
+    );
     if (!checked.ok) throw new DemoError('INVALID_POLICY', checked.problems[0]!.message);
     const options: SealOptions = { policy: checked.policy, pubSignKey: keys.pubSignKey };
     if (keys.privSignKey) options.privSignKey = keys.privSignKey;
@@ -311,8 +394,20 @@ async function encrypt(): Promise<void> {
     const recipients = Object.keys(checked.policy);
     result.replaceChildren(
       h('p', {}, h('strong', {}, `Encrypted ${source.what} for ${recipients.join(', ')}.`)),
-      h('p', {}, `Your browser saved it as ${outName} (${formatBytes(bytes)}). Send that file to the recipients; they open it on the `, h('a', { href: './decrypt.html' }, 'Decrypt page'), '.'),
-      h('p', { class: 'note' }, target.method === 'service-worker' ? 'Streamed to disk as it was encrypted.' : 'Assembled in the browser, then saved (no service worker here).'),
+      h(
+        'p',
+        {},
+        `Your browser saved it as ${outName} (${formatBytes(bytes)}). Send that file to the recipients; they open it on the `,
+        h('a', { href: './decrypt.html' }, 'Decrypt page'),
+        '.',
+      ),
+      h(
+        'p',
+        { class: 'note' },
+        target.method === 'service-worker'
+          ? 'Streamed to disk as it was encrypted.'
+          : 'Assembled in the browser, then saved (no service worker here).',
+      ),
     );
     result.dataset['outcome'] = 'encrypted';
     result.hidden = false;

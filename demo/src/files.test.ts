@@ -14,9 +14,14 @@ describe('names', () => {
   });
 
   it('gives back the name a file was encrypted under', () => {
-    fc.assert(fc.property(fc.string({ minLength: 1 }).filter((s) => !/[/\\]/.test(s)), (name) => {
-      expect(decryptedName(encryptedName(name))).toBe(name);
-    }));
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1 }).filter((s) => !/[/\\]/.test(s)),
+        (name) => {
+          expect(decryptedName(encryptedName(name))).toBe(name);
+        },
+      ),
+    );
   });
 });
 

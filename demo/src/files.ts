@@ -14,7 +14,8 @@ export const encryptedName = (plainName: string): string => `${plainName}${ENC_S
 /** The plaintext's name from the ciphertext's: "report.pdf.enc" → "report.pdf". */
 export function decryptedName(encName: string): string {
   const base = encName.split(/[/\\]/).pop() ?? '';
-  if (base.toLowerCase().endsWith(ENC_SUFFIX) && base.length > ENC_SUFFIX.length) return base.slice(0, -ENC_SUFFIX.length);
+  if (base.toLowerCase().endsWith(ENC_SUFFIX) && base.length > ENC_SUFFIX.length)
+    return base.slice(0, -ENC_SUFFIX.length);
   return base === '' ? 'decrypted' : `${base}.decrypted`;
 }
 

@@ -14,29 +14,65 @@ export interface ErrorText {
 
 const TEXTS: Record<string, [string, string]> = {
   // The file (lib/errors.ts)
-  NOT_POSTGUARD: ['This is not a PostGuard file.', 'Pick the .enc file you received; other files cannot be decrypted here.'],
-  UNSUPPORTED_VERSION: ['This file was made by a newer PostGuard version.', 'Ask the sender to use a current PostGuard version, or update this app.'],
+  NOT_POSTGUARD: [
+    'This is not a PostGuard file.',
+    'Pick the .enc file you received; other files cannot be decrypted here.',
+  ],
+  UNSUPPORTED_VERSION: [
+    'This file was made by a newer PostGuard version.',
+    'Ask the sender to use a current PostGuard version, or update this app.',
+  ],
   HEADER_TOO_LARGE: ['This file is damaged: its header is impossibly large.', 'Ask the sender for the file again.'],
   MALFORMED: ['This file is damaged: its structure is broken.', 'Ask the sender for the file again.'],
-  TRUNCATED: ['This file is incomplete: it ends before the encrypted data does.', 'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the complete file.'],
-  BAD_SIGNATURE: ['The sender\'s signature does not verify.', 'The file was changed, or it was not signed by the key it claims. Do not trust it.'],
-  SENDER_MISMATCH: ['The sender named on this file is not the one who sealed it.', 'Someone signed the file\'s header again under another name. Do not trust it.'],
+  TRUNCATED: [
+    'This file is incomplete: it ends before the encrypted data does.',
+    'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the complete file.',
+  ],
+  BAD_SIGNATURE: [
+    "The sender's signature does not verify.",
+    'The file was changed, or it was not signed by the key it claims. Do not trust it.',
+  ],
+  SENDER_MISMATCH: [
+    'The sender named on this file is not the one who sealed it.',
+    "Someone signed the file's header again under another name. Do not trust it.",
+  ],
   UNKNOWN_RECIPIENT: ['This file was not encrypted for that recipient.', 'Pick one of the recipients the file lists.'],
-  WRONG_KEY: ['Your key does not open this file.', 'The identity you proved is not the one the file was encrypted for (check the e-mail address and any extra attributes), or the cached key belongs to someone else. Try again with a new scan.'],
-  TAMPERED: ['This file was changed after it was encrypted.', 'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the file again.'],
-  WRONG_MODE: ['This file uses a mode this page cannot stream.', 'Files sealed in memory open only up to the in-memory size limit.'],
-  INVALID_KEY: ['A key has the wrong format.', 'The PKG or the cache returned something that is not a key; forget cached keys and try again.'],
+  WRONG_KEY: [
+    'Your key does not open this file.',
+    'The identity you proved is not the one the file was encrypted for (check the e-mail address and any extra attributes), or the cached key belongs to someone else. Try again with a new scan.',
+  ],
+  TAMPERED: [
+    'This file was changed after it was encrypted.',
+    'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the file again.',
+  ],
+  WRONG_MODE: [
+    'This file uses a mode this page cannot stream.',
+    'Files sealed in memory open only up to the in-memory size limit.',
+  ],
+  INVALID_KEY: [
+    'A key has the wrong format.',
+    'The PKG or the cache returned something that is not a key; forget cached keys and try again.',
+  ],
   INVALID_POLICY: ['The recipients or attributes are not valid.', 'Check the e-mail addresses and attribute values.'],
   TOO_LARGE: ['The file is too large for this mode.', 'Encrypt it as a file instead of as text.'],
-  SOURCE_FAILED: ['The file could not be read.', 'It may have been moved or changed while it was being read. Pick it again.'],
-  SINK_FAILED: ['The output was interrupted.', 'The browser stopped writing the file (a full disk, or it refused the download).'],
+  SOURCE_FAILED: [
+    'The file could not be read.',
+    'It may have been moved or changed while it was being read. Pick it again.',
+  ],
+  SINK_FAILED: [
+    'The output was interrupted.',
+    'The browser stopped writing the file (a full disk, or it refused the download).',
+  ],
   CANCELLED: ['The download was cancelled.', 'Nothing was saved; press Download to start again.'],
   INVALID_INPUT: ['Something unexpected was given to the encryption library.', 'Reload the page and try again.'],
   INVALID_STATE: ['This action expired or was already used.', 'Start it again.'],
   // The PKG client (lib/pkg/errors.ts)
   PKG_UNAVAILABLE: ['The key server (PKG) cannot be reached.', 'Check your connection, or try again in a moment.'],
   RATE_LIMITED: ['The key server is asking us to slow down.', 'Wait a moment and try again.'],
-  UNAUTHORIZED: ['The key server refused the credential.', 'If you used an API key, check it (it starts with PG-) and that it has not expired.'],
+  UNAUTHORIZED: [
+    'The key server refused the credential.',
+    'If you used an API key, check it (it starts with PG-) and that it has not expired.',
+  ],
   PKG_REJECTED: ['The key server refused the request.', 'See the detail below.'],
   BAD_RESPONSE: ['The key server answered something unexpected.', 'It may be misconfigured; try again later.'],
   SESSION_CANCELLED: ['The Yivi session was cancelled.', 'Start again when you are ready to scan.'],
@@ -47,7 +83,10 @@ const TEXTS: Record<string, [string, string]> = {
   // The decrypting service worker (worker/sw-core.ts)
   UNKNOWN_DOWNLOAD: ['This download link expired or was already used.', 'Press the button again.'],
   // The demo itself
-  NO_SERVICE_WORKER: ['Streaming downloads are not available in this browser window.', 'Files are assembled in the browser instead; very large files may not fit.'],
+  NO_SERVICE_WORKER: [
+    'Streaming downloads are not available in this browser window.',
+    'Files are assembled in the browser instead; very large files may not fit.',
+  ],
   DOWNLOAD_FAILED: ['The download failed.', 'Try again.'],
 };
 

@@ -15,7 +15,13 @@ describe('encryptionPolicy', () => {
     expect(result).toEqual({
       ok: true,
       policy: {
-        'bob@example.com': { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'bob@example.com' }, { t: MOBILE, v: '+31612345678' }] },
+        'bob@example.com': {
+          ts: 1_700_000_000,
+          con: [
+            { t: EMAIL, v: 'bob@example.com' },
+            { t: MOBILE, v: '+31612345678' },
+          ],
+        },
         'carol@example.net': { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'carol@example.net' }] },
       },
     });
@@ -26,7 +32,13 @@ describe('encryptionPolicy', () => {
       [
         { email: '', extras: [] },
         { email: 'not an address', extras: [] },
-        { email: 'bob@example.com', extras: [{ type: MOBILE, value: ' ' }, { type: MOBILE, value: '+316' }] },
+        {
+          email: 'bob@example.com',
+          extras: [
+            { type: MOBILE, value: ' ' },
+            { type: MOBILE, value: '+316' },
+          ],
+        },
         { email: 'bob@example.com', extras: [] },
         { email: 'carol@example', extras: [] },
       ],
@@ -45,19 +57,42 @@ describe('encryptionPolicy', () => {
   });
 
   it('refuses an attribute required twice for one recipient', () => {
-    const result = encryptionPolicy([{ email: 'bob@example.com', extras: [{ type: MOBILE, value: '+31611111111' }, { type: MOBILE, value: '+31622222222' }] }], 1);
+    const result = encryptionPolicy(
+      [
+        {
+          email: 'bob@example.com',
+          extras: [
+            { type: MOBILE, value: '+31611111111' },
+            { type: MOBILE, value: '+31622222222' },
+          ],
+        },
+      ],
+      1,
+    );
     expect(result).toMatchObject({ ok: false, problems: [{ row: 0, field: 1 }] });
   });
 
   it('needs at least one recipient', () => {
-    expect(encryptionPolicy([], 1)).toMatchObject({ ok: false, problems: [{ message: 'Add at least one recipient.' }] });
+    expect(encryptionPolicy([], 1)).toMatchObject({
+      ok: false,
+      problems: [{ message: 'Add at least one recipient.' }],
+    });
   });
 
   it('gives one entry per distinct address, each bound to that address', () => {
-    const address = fc.tuple(fc.stringMatching(/^[a-z0-9._-]{1,12}$/), fc.stringMatching(/^[a-z0-9-]{1,10}$/), fc.constantFrom('com', 'org', 'nl')).map(([l, d, t]) => `${l}@${d}.${t}`);
+    const address = fc
+      .tuple(
+        fc.stringMatching(/^[a-z0-9._-]{1,12}$/),
+        fc.stringMatching(/^[a-z0-9-]{1,10}$/),
+        fc.constantFrom('com', 'org', 'nl'),
+      )
+      .map(([l, d, t]) => `${l}@${d}.${t}`);
     fc.assert(
       fc.property(fc.uniqueArray(address, { minLength: 1, maxLength: 6 }), fc.nat(), (emails, ts) => {
-        const result = encryptionPolicy(emails.map((email) => ({ email, extras: [] })), ts);
+        const result = encryptionPolicy(
+          emails.map((email) => ({ email, extras: [] })),
+          ts,
+        );
         expect(result.ok).toBe(true);
         if (!result.ok) return;
         expect(Object.keys(result.policy)).toEqual(emails);
@@ -75,8 +110,10 @@ describe('values and time', () => {
 
   it('rounds the policy timestamp down, never into the future', () => {
     expect(policyTimestamp(1_700_000_000_999)).toBe(1_700_000_000);
-    fc.assert(fc.property(fc.nat({ max: 2 ** 45 }), (ms) => {
-      expect(policyTimestamp(ms) * 1000).toBeLessThanOrEqual(ms);
-    }));
+    fc.assert(
+      fc.property(fc.nat({ max: 2 ** 45 }), (ms) => {
+        expect(policyTimestamp(ms) * 1000).toBeLessThanOrEqual(ms);
+      }),
+    );
   });
 });

@@ -33,11 +33,12 @@ export function normalizeValue(type: string, value: string): string {
 export function encryptionPolicy(rows: readonly RecipientInput[], ts: number, emailType = EMAIL): PolicyResult {
   const problems: FieldProblem[] = [];
   const policy: Record<string, Policy> = {};
-  if (rows.length === 0) return { ok: false, problems: [{ row: 0, field: 'email', message: 'Add at least one recipient.' }] };
+  if (rows.length === 0)
+    return { ok: false, problems: [{ row: 0, field: 'email', message: 'Add at least one recipient.' }] };
   rows.forEach((row, i) => {
     const email = row.email.trim();
     if (email === '') {
-      problems.push({ row: i, field: 'email', message: 'Enter the recipient\'s e-mail address.' });
+      problems.push({ row: i, field: 'email', message: "Enter the recipient's e-mail address." });
       return;
     }
     if (!EMAIL_SHAPE.test(email)) {
@@ -53,7 +54,8 @@ export function encryptionPolicy(rows: readonly RecipientInput[], ts: number, em
     row.extras.forEach((extra, j) => {
       const value = normalizeValue(extra.type, extra.value);
       if (value === '') problems.push({ row: i, field: j, message: 'Enter a value or remove this attribute.' });
-      else if (seen.has(extra.type)) problems.push({ row: i, field: j, message: 'This attribute is already required for this recipient.' });
+      else if (seen.has(extra.type))
+        problems.push({ row: i, field: j, message: 'This attribute is already required for this recipient.' });
       else {
         seen.add(extra.type);
         con.push({ t: extra.type, v: value });

@@ -14,7 +14,10 @@ export interface Services {
   serviceWorker: Promise<boolean>;
 }
 
-const FALLBACK: DemoRuntimeConfig = { pkgUrl: 'http://127.0.0.1:8080', walletUrl: 'http://127.0.0.1:8088/standin/wallet' };
+const FALLBACK: DemoRuntimeConfig = {
+  pkgUrl: 'http://127.0.0.1:8080',
+  walletUrl: 'http://127.0.0.1:8088/standin/wallet',
+};
 
 function isConfig(value: unknown): value is DemoRuntimeConfig {
   if (typeof value !== 'object' || value === null) return false;

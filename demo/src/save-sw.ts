@@ -39,7 +39,10 @@ function invalid(request: unknown): string | undefined {
   if (typeof request !== 'object' || request === null) return 'the request must be an object';
   const r = request as Partial<SaveRequest>;
   if (typeof r.filename !== 'string') return 'filename must be a string';
-  if (r.contentType !== undefined && (typeof r.contentType !== 'string' || !/^[\w.+-]+\/[\w.+-]+$/.test(r.contentType))) {
+  if (
+    r.contentType !== undefined &&
+    (typeof r.contentType !== 'string' || !/^[\w.+-]+\/[\w.+-]+$/.test(r.contentType))
+  ) {
     return 'contentType is not a media type';
   }
   const s = r.source;
@@ -77,17 +80,23 @@ export function installSaver(scope: ServiceWorkerGlobalScope): void {
       const entry = take(id);
       if (entry === undefined) return;
       post(entry.reply, { type: 'error', message: 'the download was not started in time' });
-      void sourceStream(entry.request).cancel('expired').catch(() => undefined);
+      void sourceStream(entry.request)
+        .cancel('expired')
+        .catch(() => undefined);
     }, FETCH_WITHIN_MS);
     waiting.set(id, { request, reply, timer });
-    const url = new URL(`${SAVE_PATH}${id}/${encodeURIComponent(safeFilename(request.filename))}`, scope.registration.scope).href;
+    const url = new URL(
+      `${SAVE_PATH}${id}/${encodeURIComponent(safeFilename(request.filename))}`,
+      scope.registration.scope,
+    ).href;
     post(reply, { type: 'registered', ok: true, id, url });
   });
 
   scope.addEventListener('fetch', (event: FetchEvent) => {
     const url = new URL(event.request.url);
     if (url.origin !== new URL(scope.registration.scope).origin || !url.pathname.startsWith(prefix)) return;
-    const entry = event.request.method === 'GET' ? take(url.pathname.slice(prefix.length).split('/')[0] ?? '') : undefined;
+    const entry =
+      event.request.method === 'GET' ? take(url.pathname.slice(prefix.length).split('/')[0] ?? '') : undefined;
     if (entry === undefined) {
       event.respondWith(new Response('no such download (unknown, already used, or expired)', { status: 404 }));
       return;
@@ -105,7 +114,8 @@ export function installSaver(scope: ServiceWorkerGlobalScope): void {
       .pipeTo(counter.writable)
       .then(
         () => post(entry.reply, { type: 'done', bytes }),
-        (error: unknown) => post(entry.reply, { type: 'error', message: error instanceof Error ? error.message : String(error) }),
+        (error: unknown) =>
+          post(entry.reply, { type: 'error', message: error instanceof Error ? error.message : String(error) }),
       );
     // Keep the worker alive until the whole body went out, not just the headers.
     event.waitUntil(piping);

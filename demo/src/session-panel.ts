@@ -30,7 +30,11 @@ export class SessionPanel {
 
   show(session: IdentitySession): void {
     this.unsubscribe?.();
-    const status = h('p', { class: 'session-status', role: 'status', 'aria-live': 'polite' }, STATUS_TEXT[session.status]);
+    const status = h(
+      'p',
+      { class: 'session-status', role: 'status', 'aria-live': 'polite' },
+      STATUS_TEXT[session.status],
+    );
     const qr = h('div', { class: 'qr', role: 'img', 'aria-label': 'QR code to scan with the Yivi app' });
     // qrSvg escapes what it embeds; the SVG holds only a path built from the QR modules.
     qr.innerHTML = qrSvg(session.qrText);
@@ -38,16 +42,27 @@ export class SessionPanel {
     this.el.replaceChildren(
       h('h2', { id: 'session-heading' }, this.heading),
       h('p', {}, this.explanation),
-      h('div', { class: 'session-body' },
+      h(
+        'div',
+        { class: 'session-body' },
         qr,
-        h('div', { class: 'session-links' },
-          h('p', {}, h('a', { href: session.sameDeviceLink, class: 'button-link' }, 'Open the Yivi app on this device')),
+        h(
+          'div',
+          { class: 'session-links' },
+          h(
+            'p',
+            {},
+            h('a', { href: session.sameDeviceLink, class: 'button-link' }, 'Open the Yivi app on this device'),
+          ),
           this.walletUrl === null
             ? null
-            : h('p', { class: 'wallet-hint' },
+            : h(
+                'p',
+                { class: 'wallet-hint' },
                 'No phone at hand? In this development setup the ',
                 h('a', { href: this.walletUrl, target: '_blank', rel: 'noopener' }, 'wallet simulator'),
-                ' plays the Yivi app: open it in another tab, press Disclose, then come back here.'),
+                ' plays the Yivi app: open it in another tab, press Disclose, then come back here.',
+              ),
           status,
           cancel,
         ),

@@ -27,7 +27,12 @@ let packs: Packed[];
 const servers: Server[] = [];
 
 const run = (command: string, args: string[], cwd: string): string =>
-  execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_update_notifier: 'false' } });
+  execFileSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+  });
 
 const tarball = (name: string) => packs.find((p) => p.name === name)!.tarball;
 
@@ -35,17 +40,27 @@ function newApp(name: string, dependencies: Record<string, string>, files: strin
   const dir = join(work, name);
   mkdirSync(dir, { recursive: true });
   for (const file of files) cpSync(join(APPS, file), join(dir, file.split('/').pop()!));
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `consumer-${name}`, private: true, type: 'module', dependencies }, null, 2));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `consumer-${name}`, private: true, type: 'module', dependencies }, null, 2),
+  );
   run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir);
   return dir;
 }
 
 const rootVersion = (name: string): string => {
-  const manifest = JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as {
+    version: string;
+  };
   return manifest.version;
 };
 
-const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.wasm': 'application/wasm' };
+const TYPES: Record<string, string> = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.wasm': 'application/wasm',
+};
 
 /** A static file server on loopback: what a user's host would be. */
 async function serveStatic(dir: string): Promise<string> {
@@ -101,9 +116,15 @@ async function exercise(page: Page, origin: string): Promise<void> {
   await expect(page.locator('body[data-ready="true"]')).toHaveCount(1);
   const k = keys();
   const text = 'hello from an installed postguard-ts';
-  const result = await page.evaluate(([k, text]) => (globalThis as unknown as { consumer: ConsumerApi }).consumer.roundTrip(k, text), [k, text] as const);
+  const result = await page.evaluate(
+    ([k, text]) => (globalThis as unknown as { consumer: ConsumerApi }).consumer.roundTrip(k, text),
+    [k, text] as const,
+  );
   expect(result).toEqual({ memory: text, stream: text, sender: 'alice@example.com' });
-  const download = await page.evaluate(([k, text]) => (globalThis as unknown as { consumer: ConsumerApi }).consumer.download(k, text), [k, text] as const);
+  const download = await page.evaluate(
+    ([k, text]) => (globalThis as unknown as { consumer: ConsumerApi }).consumer.download(k, text),
+    [k, text] as const,
+  );
   expect(download.body).toBe(text);
   expect(download.contentType).toMatch(/^text\/plain/);
 }
@@ -112,7 +133,10 @@ test.describe.configure({ mode: 'serial' });
 
 test.beforeAll(async () => {
   test.setTimeout(600_000);
-  if (process.env['CONSUMER_SKIP_BUILD'] !== '1' || !existsSync(join(ROOT, 'lib', 'dist', 'browser', 'postguard-sw.js'))) {
+  if (
+    process.env['CONSUMER_SKIP_BUILD'] !== '1' ||
+    !existsSync(join(ROOT, 'lib', 'dist', 'browser', 'postguard-sw.js'))
+  ) {
     run('npm', ['run', 'build'], ROOT);
   }
   work = mkdtempSync(join(tmpdir(), 'pg-consumers-'));
@@ -147,19 +171,35 @@ test('a Vite app: postguard() gives it the worker and the service worker; strict
   await exercise(page, await serveStatic(built));
 });
 
-test('the same Vite app on the dev server: the plugin serves the service worker, the worker is found', async ({ page }) => {
+test('the same Vite app on the dev server: the plugin serves the service worker, the worker is found', async ({
+  page,
+}) => {
   test.setTimeout(180_000);
   // Runs after the build test (serial mode), on the app that test installed.
   expect(viteApp, 'the Vite app was installed by the test before').toBeDefined();
   const port = await freePort();
-  const dev = spawn(process.execPath, [join(viteApp!, 'node_modules', 'vite', 'bin', 'vite.js'), '--host', '127.0.0.1', '--port', String(port), '--strictPort'], {
-    cwd: viteApp,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const dev = spawn(
+    process.execPath,
+    [
+      join(viteApp!, 'node_modules', 'vite', 'bin', 'vite.js'),
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--strictPort',
+    ],
+    {
+      cwd: viteApp,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   try {
     const origin = `http://127.0.0.1:${port}`;
     for (let i = 0; ; i++) {
-      const ok = await fetch(origin).then((r) => r.ok, () => false);
+      const ok = await fetch(origin).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       if (i > 120) throw new Error('the Vite dev server did not start');
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -180,11 +220,18 @@ test('an esbuild app: the ready-built crypto worker and service worker, copied',
   ]);
   const out = join(dir, 'public');
   mkdirSync(out);
-  run(join(dir, 'node_modules', '.bin', 'esbuild'), ['esbuild-main.ts', '--bundle', '--format=esm', `--outfile=${join(out, 'main.js')}`, '--log-level=error'], dir);
+  run(
+    join(dir, 'node_modules', '.bin', 'esbuild'),
+    ['esbuild-main.ts', '--bundle', '--format=esm', `--outfile=${join(out, 'main.js')}`, '--log-level=error'],
+    dir,
+  );
   const scripts = join(dir, 'node_modules', 'postguard-ts', 'dist', 'browser');
   cpSync(join(scripts, 'postguard-crypto-worker.js'), join(out, 'postguard-crypto-worker.js'));
   cpSync(join(scripts, 'postguard-sw.js'), join(out, 'postguard-sw.js'));
-  writeFileSync(join(out, 'index.html'), '<!doctype html><html><body><script type="module" src="/main.js"></script></body></html>');
+  writeFileSync(
+    join(out, 'index.html'),
+    '<!doctype html><html><body><script type="module" src="/main.js"></script></body></html>',
+  );
   const tree = installedTree(dir);
   for (const name of SERVER_ONLY) expect(tree.names).not.toContain(name);
   expect(tree.bins.filter((b) => b.startsWith('pg-'))).toEqual([]);
@@ -195,11 +242,20 @@ test('a Node app: the SDK and the library; pg-cli from any directory', async () 
   test.setTimeout(300_000);
   const dir = newApp(
     'node',
-    { '@postguard-ts/sdk': tarball('@postguard-ts/sdk'), '@postguard-ts/cli': tarball('@postguard-ts/cli'), 'postguard-ts': tarball('postguard-ts') },
+    {
+      '@postguard-ts/sdk': tarball('@postguard-ts/sdk'),
+      '@postguard-ts/cli': tarball('@postguard-ts/cli'),
+      'postguard-ts': tarball('postguard-ts'),
+    },
     ['node/sdk.mjs'],
   );
   const out = JSON.parse(run(process.execPath, ['sdk.mjs'], dir)) as Record<string, unknown>;
-  expect(out).toEqual({ plain: 'hi from node', sender: 'alice@example.com', sdk: true, version: packageJson('sdk')['version'] });
+  expect(out).toEqual({
+    plain: 'hi from node',
+    sender: 'alice@example.com',
+    sdk: true,
+    version: packageJson('sdk')['version'],
+  });
 
   const cli = join(dir, 'node_modules', '.bin', 'pg-cli');
   const elsewhere = mkdtempSync(join(tmpdir(), 'pg-cli-cwd-'));

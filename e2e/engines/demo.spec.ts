@@ -22,7 +22,8 @@ const EMAIL = 'pbdf.sidn-pbdf.email.email';
 
 /** Helpers the test calls in the page as window.dom.*: find controls the way a person names them. */
 function installDom(): void {
-  const visible = (el: Element | null): boolean => el !== null && el.getClientRects().length > 0 && !el.closest('[hidden]');
+  const visible = (el: Element | null): boolean =>
+    el !== null && el.getClientRects().length > 0 && !el.closest('[hidden]');
   const byLabel = (text: string): HTMLInputElement => {
     // A label's text is its name, or begins with it (some carry a note after it).
     for (const label of Array.from(document.querySelectorAll('label'))) {
@@ -34,7 +35,9 @@ function installDom(): void {
     throw new Error(`no control labelled "${text}"`);
   };
   const button = (name: string): HTMLButtonElement => {
-    const found = Array.from(document.querySelectorAll('button')).find((b) => (b.textContent ?? '').trim() === name && visible(b));
+    const found = Array.from(document.querySelectorAll('button')).find(
+      (b) => (b.textContent ?? '').trim() === name && visible(b),
+    );
     if (!found) throw new Error(`no visible button "${name}"`);
     return found;
   };
@@ -64,7 +67,9 @@ function installDom(): void {
     text: (selector: string) => (document.querySelector(selector) as HTMLElement | null)?.innerText ?? '',
     attr: (selector: string, name: string) => document.querySelector(selector)?.getAttribute(name) ?? null,
     sameDeviceLink: () =>
-      Array.from(document.querySelectorAll('a')).find((a) => a.textContent?.trim() === 'Open the Yivi app on this device' && visible(a))?.href,
+      Array.from(document.querySelectorAll('a')).find(
+        (a) => a.textContent?.trim() === 'Open the Yivi app on this device' && visible(a),
+      )?.href,
     /** What a person would notice first: content wider than the screen, controls without a label. */
     layoutProblems() {
       const overflow = document.documentElement.scrollWidth - window.innerWidth;
@@ -128,7 +133,12 @@ for (const viewport of [
   { name: 'desktop', width: 1280, height: 800 },
   { name: 'phone', width: 390, height: 844 },
 ] as const) {
-  test(`at ${viewport.name} width: a message encrypted for Bob, opened with a QR session, previewed and saved; a damaged file is refused`, async ({ tab, stack, browserOf, engine }) => {
+  test(`at ${viewport.name} width: a message encrypted for Bob, opened with a QR session, previewed and saved; a damaged file is refused`, async ({
+    tab,
+    stack,
+    browserOf,
+    engine,
+  }) => {
     await clearDownloads(browserOf.downloads);
     await tab.setViewport(viewport.width, viewport.height);
     // MiniBrowser's window cannot be narrower than its toolbar: WebKit's "phone" is 447 CSS px wide.
@@ -141,14 +151,17 @@ for (const viewport of [
     // Encrypt: form, Yivi for the sender, the .enc saved by the browser.
     await open(tab, stack, 'encrypt');
     await shot('encrypt-empty');
-    await tab.evaluate(([bob, alice, t]) => {
-      dom.fill('Recipient e-mail address', bob);
-      dom.check('A message');
-      dom.fill('Message', t);
-      dom.check('Prove with Yivi');
-      dom.fill('Your e-mail address', alice);
-      dom.check('Also sign with my mobile number', false);
-    }, [BOB, ALICE, text] as const);
+    await tab.evaluate(
+      ([bob, alice, t]) => {
+        dom.fill('Recipient e-mail address', bob);
+        dom.check('A message');
+        dom.fill('Message', t);
+        dom.check('Prove with Yivi');
+        dom.fill('Your e-mail address', alice);
+        dom.check('Also sign with my mobile number', false);
+      },
+      [BOB, ALICE, text] as const,
+    );
     await shot('encrypt-filled');
     await tab.evaluate(() => dom.click('Encrypt and download'));
     await until(() => tab.evaluate(() => dom.shown('.session .qr svg')), 'the QR code');
@@ -157,16 +170,22 @@ for (const viewport of [
     await settled(tab, '#result');
     expect(await tab.evaluate(() => dom.text('#result'))).toContain('Encrypted');
     const encName = 'message.txt.enc';
-    await until(async () => {
-      const now = await settledDownloads(browserOf.downloads, 500);
-      return (now[encName] ?? 0) > 0;
-    }, `${encName} on disk`, 60_000);
+    await until(
+      async () => {
+        const now = await settledDownloads(browserOf.downloads, 500);
+        return (now[encName] ?? 0) > 0;
+      },
+      `${encName} on disk`,
+      60_000,
+    );
     const sealed = await readFile(join(browserOf.downloads, encName));
 
     // Decrypt: pick the file, prove to be Bob, preview, save.
     await open(tab, stack, 'decrypt');
     await shot('decrypt-empty');
-    await tab.evaluate(([b64]) => dom.setFile('#enc-file', 'message.txt.enc', b64), [sealed.toString('base64')] as const);
+    await tab.evaluate(([b64]) => dom.setFile('#enc-file', 'message.txt.enc', b64), [
+      sealed.toString('base64'),
+    ] as const);
     await until(() => tab.evaluate(() => dom.shown('#file-info')), 'the file header');
     expect(await tab.evaluate(() => dom.text('#sender'))).toContain(`E-mail address: ${ALICE}`);
     await shot('decrypt-file');
@@ -182,14 +201,20 @@ for (const viewport of [
     expect(await tab.evaluate(() => dom.text('#verified'))).toContain(`E-mail address: ${ALICE}`);
     await shot('decrypt-preview');
     await tab.evaluate(() => dom.click('Download'));
-    await until(async () => (await listDownloads(browserOf.downloads))['message.txt'] === Buffer.byteLength(text), 'message.txt on disk', 60_000);
+    await until(
+      async () => (await listDownloads(browserOf.downloads))['message.txt'] === Buffer.byteLength(text),
+      'message.txt on disk',
+      60_000,
+    );
     expect(await readFile(join(browserOf.downloads, 'message.txt'), 'utf8')).toBe(text);
 
     // A file changed in its second segment: refused before any byte, nothing saved, the page says why.
     const damaged = await sealInNode(stack, [BOB], ALICE, randomBytes(600_000));
     damaged[layout(damaged).framing + layout(damaged).segment + 10]! ^= 1;
     const listing = await listDownloads(browserOf.downloads);
-    await tab.evaluate(([b64]) => dom.setFile('#enc-file', 'report.pdf.enc', b64), [Buffer.from(damaged).toString('base64')] as const);
+    await tab.evaluate(([b64]) => dom.setFile('#enc-file', 'report.pdf.enc', b64), [
+      Buffer.from(damaged).toString('base64'),
+    ] as const);
     await until(() => tab.evaluate(() => dom.shown('#file-info')), 'the damaged file header');
     await tab.evaluate(() => dom.click('Get my key with Yivi'));
     await scan(tab, { [EMAIL]: BOB });

@@ -52,7 +52,9 @@ async function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -75,7 +77,11 @@ async function launchChromium(downloads: string): Promise<EngineBrowser> {
     if (!behaviourSet) {
       const { targetInfos } = await browserCdp.send('Target.getTargets');
       const contextId = targetInfos.find((t) => t.type === 'page')?.browserContextId;
-      await browserCdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads, ...(contextId ? { browserContextId: contextId } : {}) });
+      await browserCdp.send('Browser.setDownloadBehavior', {
+        behavior: 'allow',
+        downloadPath: downloads,
+        ...(contextId ? { browserContextId: contextId } : {}),
+      });
       behaviourSet = true;
     }
     const p: EnginePage = {
@@ -148,11 +154,15 @@ async function launchWebKit(downloads: string): Promise<EngineBrowser> {
   await writeFile(join(home, '.config', 'user-dirs.dirs'), `XDG_DOWNLOAD_DIR="${downloads}"\n`);
   const port = await freePort();
   // MiniBrowser has no working headless mode: a virtual display for it.
-  const driverProcess: ChildProcess = spawn('xvfb-run', ['-a', process.env.WEBKIT_DRIVER ?? '/usr/bin/WebKitWebDriver', `--port=${port}`], {
-    env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config') },
-    stdio: 'ignore',
-    detached: true,
-  });
+  const driverProcess: ChildProcess = spawn(
+    'xvfb-run',
+    ['-a', process.env.WEBKIT_DRIVER ?? '/usr/bin/WebKitWebDriver', `--port=${port}`],
+    {
+      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config') },
+      stdio: 'ignore',
+      detached: true,
+    },
+  );
   const stopDriver = () => {
     try {
       if (driverProcess.pid !== undefined) process.kill(-driverProcess.pid, 'SIGTERM');
@@ -277,7 +287,10 @@ export async function listDownloads(dir: string): Promise<Record<string, number>
   const out: Record<string, number> = {};
   for (const name of await readdir(dir)) {
     // A browser may rename or remove a file between the listing and its stat (a .crdownload).
-    const size = await stat(join(dir, name)).then((s) => s.size, () => undefined);
+    const size = await stat(join(dir, name)).then(
+      (s) => s.size,
+      () => undefined,
+    );
     if (size !== undefined) out[name] = size;
   }
   return out;
@@ -287,7 +300,11 @@ export async function listDownloads(dir: string): Promise<Record<string, number>
  * Waits until a download folder stops changing (the same names and sizes twice, `quietMs` apart):
  * a failed download may leave an in-progress name (.part) for good. Resolves with the listing.
  */
-export async function settledDownloads(dir: string, quietMs = 1500, timeoutMs = 60_000): Promise<Record<string, number>> {
+export async function settledDownloads(
+  dir: string,
+  quietMs = 1500,
+  timeoutMs = 60_000,
+): Promise<Record<string, number>> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {

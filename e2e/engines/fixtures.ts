@@ -19,7 +19,10 @@ export interface EngineOptions {
 const scratch = (what: string, engine: Engine, index: number) =>
   fileURLToPath(new URL(`../../tmp/engines/${what}-${engine}-${index}/`, import.meta.url));
 
-export const test = base.extend<object, EngineOptions & { browserOf: EngineBrowser; tab: EnginePage; runtimeApp: string; stack: Stack }>({
+export const test = base.extend<
+  object,
+  EngineOptions & { browserOf: EngineBrowser; tab: EnginePage; runtimeApp: string; stack: Stack }
+>({
   engine: ['chromium', { option: true, scope: 'worker' }],
   browserOf: [
     async ({ engine }, use) => {
@@ -59,7 +62,11 @@ export const test = base.extend<object, EngineOptions & { browserOf: EngineBrows
 });
 
 /** Polls `probe` until it returns something other than undefined/false, or fails after `timeoutMs`. */
-export async function until<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+export async function until<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -70,7 +77,8 @@ export async function until<T>(probe: () => Promise<T | undefined | false>, what
       // A navigation in between: try again.
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -43,21 +43,37 @@ async function openApp(tab: EnginePage, url: string, serviceWorker = true): Prom
   if (serviceWorker) expect(await tab.evaluate(() => pgt.registerServiceWorker())).toBe(true);
 }
 
-test('the crypto worker: seal and unseal in memory and as relayed streams; errors keep their codes', async ({ tab, runtimeApp }) => {
+test('the crypto worker: seal and unseal in memory and as relayed streams; errors keep their codes', async ({
+  tab,
+  runtimeApp,
+}) => {
   await openApp(tab, runtimeApp, false);
-  const memory = await tab.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [keys, 1_000_000] as const);
+  const memory = await tab.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [
+    keys,
+    1_000_000,
+  ] as const);
   expect(memory).toMatchObject({ equal: true, sender: { public: keys.sender } });
   const size = 8 * 1024 * 1024 + 12_345;
-  const streamed = await tab.evaluate(([k, n]) => pgt.streamRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
+  const streamed = await tab.evaluate(([k, n]) => pgt.streamRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, n), [
+    keys,
+    size,
+  ] as const);
   expect(streamed).toMatchObject({ equal: true, bytes: size, state: 'closed', sender: { public: keys.sender } });
   const errors = await tab.evaluate((k) => pgt.errors(k.mpk, k.options, k.vk, k.id, k.usk), keys);
   expect(errors.garbage).toMatchObject({ code: 'NOT_POSTGUARD', className: 'FormatError', postguard: true });
   expect(errors.unknownRecipient).toMatchObject({ code: 'UNKNOWN_RECIPIENT', className: 'InputError' });
   expect(errors.sourceFailed).toMatchObject({ code: 'SOURCE_FAILED', postguard: true });
-  expect(errors.sourceFailedSink).toMatchObject({ state: 'aborted', reason: { code: 'SOURCE_FAILED', postguard: true } });
+  expect(errors.sourceFailedSink).toMatchObject({
+    state: 'aborted',
+    reason: { code: 'SOURCE_FAILED', postguard: true },
+  });
 });
 
-test('a file through the service worker: fetched with its Content-Length, and saved by the browser under its name with the same bytes', async ({ tab, runtimeApp, browserOf }) => {
+test('a file through the service worker: fetched with its Content-Length, and saved by the browser under its name with the same bytes', async ({
+  tab,
+  runtimeApp,
+  browserOf,
+}) => {
   await openApp(tab, runtimeApp);
   // Past the 16 MiB hold limit: verified in a first pass over the Blob, then sent in a second.
   for (const size of [2 * 1024 * 1024 + 333, 20 * 1024 * 1024 + 5]) {
@@ -66,25 +82,47 @@ test('a file through the service worker: fetched with its Content-Length, and sa
     const fetched = await tab.evaluate((url) => pgt.swFetch(url), probe.url);
     expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
     expect(fetched.headers).toMatchObject({ 'content-length': String(size), 'x-postguard-verified': 'complete' });
-    expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({ sender: { public: keys.sender, bound: true } });
+    expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({
+      sender: { public: keys.sender, bound: true },
+    });
 
     const name = `report-${size}.pdf`;
-    const prepared = await tab.evaluate(([k, f]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, f), [keys, name] as const);
+    const prepared = await tab.evaluate(([k, f]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, f), [
+      keys,
+      name,
+    ] as const);
     await tab.evaluate((url) => pgt.trigger(url), prepared.url);
-    expect(await tab.evaluate((id) => pgt.swOutcome(id), prepared.id)).toEqual({ sender: { public: keys.sender, bound: true } });
+    expect(await tab.evaluate((id) => pgt.swOutcome(id), prepared.id)).toEqual({
+      sender: { public: keys.sender, bound: true },
+    });
     await until(async () => (await listDownloads(browserOf.downloads))[name] === size, `${name} on disk`, 60_000);
     expect(sha(await readFile(join(browserOf.downloads, name)))).toBe(made.sha);
   }
 });
 
 for (const [name, code, edit] of [
-  ['a flipped bit in a middle segment', 'TAMPERED', (ct: Uint8Array) => ((ct[framingOf(ct) + WIRE_SEGMENT + 1000]! ^= 1), ct)],
+  [
+    'a flipped bit in a middle segment',
+    'TAMPERED',
+    (ct: Uint8Array) => ((ct[framingOf(ct) + WIRE_SEGMENT + 1000]! ^= 1), ct),
+  ],
   ['a flipped bit in the final segment', 'TAMPERED', (ct: Uint8Array) => ((ct[ct.length - 20]! ^= 1), ct)],
-  ['the final segment cut off at a segment boundary', 'TRUNCATED', (ct: Uint8Array) => ct.slice(0, framingOf(ct) + 3 * WIRE_SEGMENT)],
+  [
+    'the final segment cut off at a segment boundary',
+    'TRUNCATED',
+    (ct: Uint8Array) => ct.slice(0, framingOf(ct) + 3 * WIRE_SEGMENT),
+  ],
 ] as const) {
-  test(`${name}: ${code} before any byte; nothing on disk, a good file of that name untouched`, async ({ tab, runtimeApp, browserOf }) => {
+  test(`${name}: ${code} before any byte; nothing on disk, a good file of that name untouched`, async ({
+    tab,
+    runtimeApp,
+    browserOf,
+  }) => {
     await openApp(tab, runtimeApp);
-    const sealed = await tab.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, 3 * DEFAULT_SEGMENT_SIZE + 5000] as const);
+    const sealed = await tab.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [
+      keys,
+      3 * DEFAULT_SEGMENT_SIZE + 5000,
+    ] as const);
     const ct = edit(unb64(sealed.ct));
     await tab.evaluate(([n, c]) => pgt.storeBlob(n, c), ['bad', b64(ct)] as const);
 
@@ -105,37 +143,68 @@ for (const [name, code, edit] of [
     // For the record (worker/README.md): what this engine keeps when a streamed body fails.
     const streamedName = `streamed-${file}`;
     await writeFile(join(browserOf.downloads, streamedName), 'an earlier, good file');
-    const streamed = await tab.evaluate(([k, f]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, f, { verifyFirst: false }), [keys, streamedName] as const);
+    const streamed = await tab.evaluate(
+      ([k, f]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, f, { verifyFirst: false }),
+      [keys, streamedName] as const,
+    );
     await tab.evaluate((url) => pgt.trigger(url), streamed.url);
     expect((await tab.evaluate((id) => pgt.swOutcome(id), streamed.id))?.error).toMatchObject({ code });
-    const left = Object.fromEntries(Object.entries(await settledDownloads(browserOf.downloads)).filter(([n]) => !(n in after) && n !== streamedName));
+    const left = Object.fromEntries(
+      Object.entries(await settledDownloads(browserOf.downloads)).filter(([n]) => !(n in after) && n !== streamedName),
+    );
     const original = (await listDownloads(browserOf.downloads))[streamedName];
-    console.log(`${browserOf.engine}: streamed ${code} download left ${JSON.stringify(left)}; the earlier ${streamedName} is now ${original} bytes`);
-    test.info().annotations.push({ type: 'streamed failure leaves', description: `${JSON.stringify(left)}; earlier file ${original} bytes` });
+    console.log(
+      `${browserOf.engine}: streamed ${code} download left ${JSON.stringify(left)}; the earlier ${streamedName} is now ${original} bytes`,
+    );
+    test.info().annotations.push({
+      type: 'streamed failure leaves',
+      description: `${JSON.stringify(left)}; earlier file ${original} bytes`,
+    });
   });
 }
 
-test('a relayed stream cut short of its announced size is TRUNCATED wherever it is cut, never TAMPERED', async ({ tab, runtimeApp }) => {
+test('a relayed stream cut short of its announced size is TRUNCATED wherever it is cut, never TAMPERED', async ({
+  tab,
+  runtimeApp,
+}) => {
   await openApp(tab, runtimeApp);
-  const sealed = await tab.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, 3 * DEFAULT_SEGMENT_SIZE + 5000] as const);
+  const sealed = await tab.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [
+    keys,
+    3 * DEFAULT_SEGMENT_SIZE + 5000,
+  ] as const);
   const length = unb64(sealed.ct).length;
   for (const cutAt of [length - 1, length - 5000, framingOf(unb64(sealed.ct)) + WIRE_SEGMENT + 7]) {
-    const r = await tab.evaluate(([c, at, n, k]) => pgt.swRelay(c, at, n, k.id, k.usk, k.vk), [sealed.ct, cutAt, length, keys] as const);
+    const r = await tab.evaluate(([c, at, n, k]) => pgt.swRelay(c, at, n, k.id, k.usk, k.vk), [
+      sealed.ct,
+      cutAt,
+      length,
+      keys,
+    ] as const);
     expect([r.status, r.headers['x-postguard-error']], `cut at ${cutAt}`).toEqual([422, 'TRUNCATED']);
     const { error } = r.outcome as { error?: { code?: string; message: string } };
     expect(error).toMatchObject({ code: 'TRUNCATED', postguard: true });
     expect(error?.message).toContain(`of its ${length} bytes`);
   }
-  const whole = await tab.evaluate(([c, n, k]) => pgt.swRelay(c, n, n, k.id, k.usk, k.vk), [sealed.ct, length, keys] as const);
+  const whole = await tab.evaluate(([c, n, k]) => pgt.swRelay(c, n, n, k.id, k.usk, k.vk), [
+    sealed.ct,
+    length,
+    keys,
+  ] as const);
   expect(whole).toMatchObject({ status: 200, sha: sealed.sha, outcome: { sender: { public: keys.sender } } });
 });
 
-test('a slow reader of a paced download: the worker stays within its window of what the page read', async ({ tab, runtimeApp }) => {
+test('a slow reader of a paced download: the worker stays within its window of what the page read', async ({
+  tab,
+  runtimeApp,
+}) => {
   await openApp(tab, runtimeApp);
   const size = 24 * 1024 * 1024;
   // Read at 30 MB/s, slower than any engine decrypts here. (Unpaced, Firefox and WebKit buffer the
   // difference: e2e/engines/slow-reader.ts measures it.)
-  const r = await tab.evaluate(([k, n]) => pgt.swSlowRead(k.mpk, k.options, k.id, k.usk, k.vk, n, 30e6, true), [keys, size] as const);
+  const r = await tab.evaluate(([k, n]) => pgt.swSlowRead(k.mpk, k.options, k.id, k.usk, k.vk, n, 30e6, true), [
+    keys,
+    size,
+  ] as const);
   expect(r).toMatchObject({ ok: true, bytes: size });
   // The 4 MiB window, the segment in hand and the acknowledgement interval.
   expect(r.maxAhead).toBeLessThan(5 * 1024 * 1024);
@@ -148,22 +217,35 @@ test('a preview through the service worker: an image decodes in an <img>', async
   expect(r).toMatchObject({ width: 123, height: 45, sender: { public: keys.sender } });
 });
 
-test('a seekable download in a <video>: it loads, seeks to 7 s and shows a frame; a Range fetch gets the exact 206', async ({ tab, runtimeApp, engine }) => {
+test('a seekable download in a <video>: it loads, seeks to 7 s and shows a frame; a Range fetch gets the exact 206', async ({
+  tab,
+  runtimeApp,
+  engine,
+}) => {
   const video = await makeVideo();
   test.skip(video === undefined, 'ffmpeg is not installed (apt-get install -y ffmpeg; .ci/run installs it)');
   const clip = video!;
   await openApp(tab, runtimeApp);
-  await tab.evaluate(([n, c]) => pgt.storeBlob(n, c), ['clip', b64(await sealForStream(keys.mpk, keys.options, clip))] as const);
+  await tab.evaluate(([n, c]) => pgt.storeBlob(n, c), [
+    'clip',
+    b64(await sealForStream(keys.mpk, keys.options, clip)),
+  ] as const);
   const probeAt = Math.floor(clip.length * 0.6);
-  const r = await tab.evaluate(([k, at]) => pgt.swVideoSeek('clip', k.id, k.usk, k.vk, 7, at), [keys, probeAt] as const);
-  console.log(`${engine}: video of ${clip.length} bytes, ranges served: ${r.ranges.map((x) => `${x.start}-${x.end}`).join(', ')}`);
+  const r = await tab.evaluate(([k, at]) => pgt.swVideoSeek('clip', k.id, k.usk, k.vk, 7, at), [
+    keys,
+    probeAt,
+  ] as const);
+  console.log(
+    `${engine}: video of ${clip.length} bytes, ranges served: ${r.ranges.map((x) => `${x.start}-${x.end}`).join(', ')}`,
+  );
   expect(r.duration).toBeCloseTo(10, 0);
   expect(r.seekableEnd).toBeCloseTo(r.duration, 0);
   expect(r.currentTime).toBeCloseTo(7, 0);
   expect(r.readyState).toBeGreaterThanOrEqual(2);
   // The element's own requests were ranges, at least one past the start (the cues at the end, the seek).
   expect(r.ranges.some((x) => x.start > 0 && x.start !== probeAt)).toBe(true);
-  for (const x of r.ranges) expect(x).toMatchObject({ total: clip.length, verified: 'segments', claimedSender: keys.sender, bound: true });
+  for (const x of r.ranges)
+    expect(x).toMatchObject({ total: clip.length, verified: 'segments', claimedSender: keys.sender, bound: true });
   expect(r.probe).toMatchObject({
     status: 206,
     contentRange: `bytes ${probeAt}-${clip.length - 1}/${clip.length}`,
@@ -190,19 +272,29 @@ test.describe('with the PKG and the stand-in wallet', () => {
     const sender = { ts, con: [{ t: EMAIL, v: 'bob@example.org' }] };
     const ct = await seal(
       pkg.keys.mpk,
-      { policy: { [ALICE]: { ts, con: [{ t: EMAIL, v: ALICE }] } }, pubSignKey: { key: extractSigningKey(pkg.keys.sk, sender), policy: sender } },
+      {
+        policy: { [ALICE]: { ts, con: [{ t: EMAIL, v: ALICE }] } },
+        pubSignKey: { key: extractSigningKey(pkg.keys.sk, sender), policy: sender },
+      },
       new TextEncoder().encode(text),
     );
     return b64(ct);
   }
 
-  test('the recipient flow: QR shown, the wallet discloses, the file opens; the key cache spares a scan; forget drops it', async ({ tab, runtimeApp }) => {
+  test('the recipient flow: QR shown, the wallet discloses, the file opens; the key cache spares a scan; forget drops it', async ({
+    tab,
+    runtimeApp,
+  }) => {
     await openApp(tab, runtimeApp, false);
     await tab.evaluate((url) => pgt.makePkgClient(url, true), pkg.url);
     await tab.evaluate(() => pgt.forgetKeys());
     expect(await tab.evaluate(() => pgt.publicKeys())).toEqual({ mpk: pkg.keys.mpk, vk: pkg.keys.vk });
 
-    await tab.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [await sealForAlice('first file'), ALICE, pkg.keys.vk] as const);
+    await tab.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [
+      await sealForAlice('first file'),
+      ALICE,
+      pkg.keys.vk,
+    ] as const);
     const qrText = await until(() => tab.evaluate(() => pgt.qrText()), 'the QR code');
     expect(qrText).toMatch(/^https:\/\/open\.yivi\.app\/-\/session#/);
     expect(await tab.evaluate(() => pgt.canvasSize())).toBeGreaterThan(100);
@@ -210,7 +302,11 @@ test.describe('with the PKG and the stand-in wallet', () => {
     // The test plays the phone: the stand-in wallet reads the QR text and discloses.
     await disclose(qrText, { [EMAIL]: ALICE });
     const first = await tab.evaluate(() => pgt.finishOpen());
-    expect(first).toMatchObject({ text: 'first file', source: 'session', sender: { public: { con: [{ t: EMAIL, v: 'bob@example.org' }] } } });
+    expect(first).toMatchObject({
+      text: 'first file',
+      source: 'session',
+      sender: { public: { con: [{ t: EMAIL, v: 'bob@example.org' }] } },
+    });
     expect(await tab.evaluate(() => pgt.statuses)).toContain('DONE');
     const stored = await tab.evaluate(() => pgt.storedKeys());
     expect(stored.filter((k) => k.includes('|jwt|'))).toHaveLength(1);
@@ -218,7 +314,11 @@ test.describe('with the PKG and the stand-in wallet', () => {
 
     // A second file: no scan while the session's JWT lasts; after a reload, the same key from IndexedDB.
     pkg.clock.advance(5);
-    await tab.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [await sealForAlice('second file'), ALICE, pkg.keys.vk] as const);
+    await tab.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [
+      await sealForAlice('second file'),
+      ALICE,
+      pkg.keys.vk,
+    ] as const);
     expect(await tab.evaluate(() => pgt.finishOpen())).toMatchObject({ text: 'second file', source: 'cached-jwt' });
     await openApp(tab, runtimeApp, false);
     await tab.evaluate((url) => pgt.makePkgClient(url, true, true), pkg.url);

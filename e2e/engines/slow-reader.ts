@@ -62,11 +62,15 @@ try {
     try {
       const tab = await browser.newPage();
       await tab.goto(app.url);
-      for (let i = 0; i < 100 && !(await tab.evaluate(() => 'pgt' in window)); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 100 && !(await tab.evaluate(() => 'pgt' in window)); i++)
+        await new Promise((r) => setTimeout(r, 100));
       await tab.evaluate(() => pgt.init());
       await tab.evaluate(() => pgt.registerServiceWorker());
       // Warm up the service worker and the crypto worker, then take the baseline.
-      await tab.evaluate(([k, n]) => pgt.swSlowRead(k.mpk, k.options, k.id, k.usk, k.vk, n, 1e9), [keys, 4 * MiB] as const);
+      await tab.evaluate(([k, n]) => pgt.swSlowRead(k.mpk, k.options, k.id, k.usk, k.vk, n, 1e9), [
+        keys,
+        4 * MiB,
+      ] as const);
       await new Promise((r) => setTimeout(r, 1000));
       for (const paced of [false, true]) {
         await new Promise((r) => setTimeout(r, 1000));
@@ -82,7 +86,10 @@ try {
             await new Promise((r) => setTimeout(r, 250));
           }
         })();
-        const r = await tab.evaluate(([k, n, bps, p]) => pgt.swSlowRead(k.mpk, k.options, k.id, k.usk, k.vk, n, bps, p), [keys, size, rate, paced] as const);
+        const r = await tab.evaluate(
+          ([k, n, bps, p]) => pgt.swSlowRead(k.mpk, k.options, k.id, k.usk, k.vk, n, bps, p),
+          [keys, size, rate, paced] as const,
+        );
         sampling = false;
         await sampler;
         console.log(

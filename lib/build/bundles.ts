@@ -23,7 +23,11 @@ export const browserAlias = { '#shake': here('../crypto/shake-portable.ts') };
 /** The scripts carry the WebAssembly bytes, not the emitters (lib/crypto/wasm-bytes.ts). */
 const embeddedWasm = (): Plugin => {
   const source = here('../crypto/wasm-bytes.ts');
-  return { name: 'postguard-embedded-wasm', enforce: 'pre', load: (id) => (id === source ? embeddedWasmBytesModule() : undefined) };
+  return {
+    name: 'postguard-embedded-wasm',
+    enforce: 'pre',
+    load: (id) => (id === source ? embeddedWasmBytesModule() : undefined),
+  };
 };
 
 export const SERVICE_WORKER_FILE = 'postguard-sw.js';

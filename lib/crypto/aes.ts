@@ -30,11 +30,7 @@ export async function aesGcmSeal(key: CryptoKey, iv: Uint8Array, plaintext: Uint
 }
 
 /** The plaintext, or `undefined` when the tag does not authenticate the input. */
-export async function aesGcmOpen(
-  key: CryptoKey,
-  iv: Uint8Array,
-  sealed: Uint8Array,
-): Promise<Uint8Array | undefined> {
+export async function aesGcmOpen(key: CryptoKey, iv: Uint8Array, sealed: Uint8Array): Promise<Uint8Array | undefined> {
   if (sealed.length < GCM_TAG_BYTES) return undefined;
   try {
     const out = await subtle().decrypt(

@@ -146,9 +146,12 @@ describe('point encoding', () => {
   });
 
   it('re-encodes every point of the regression MPK, USK and ciphertext byte for byte', () => {
-    for (let o = 0; o < 384; o += 48) expect(hex(encodeG1(G1.fromBytes(rustMpk.subarray(o, o + 48))))).toBe(hex(rustMpk.subarray(o, o + 48)));
-    for (let o = 0; o < 576; o += 96) expect(hex(encodeG2(G2.fromBytes(rustUsk.subarray(o, o + 96))))).toBe(hex(rustUsk.subarray(o, o + 96)));
-    for (let o = 0; o < 192; o += 48) expect(hex(encodeG1(G1.fromBytes(rustCt.subarray(o, o + 48))))).toBe(hex(rustCt.subarray(o, o + 48)));
+    for (let o = 0; o < 384; o += 48)
+      expect(hex(encodeG1(G1.fromBytes(rustMpk.subarray(o, o + 48))))).toBe(hex(rustMpk.subarray(o, o + 48)));
+    for (let o = 0; o < 576; o += 96)
+      expect(hex(encodeG2(G2.fromBytes(rustUsk.subarray(o, o + 96))))).toBe(hex(rustUsk.subarray(o, o + 96)));
+    for (let o = 0; o < 192; o += 48)
+      expect(hex(encodeG1(G1.fromBytes(rustCt.subarray(o, o + 48))))).toBe(hex(rustCt.subarray(o, o + 48)));
   });
 });
 
@@ -262,19 +265,23 @@ describe('round trips with fresh keys', () => {
 
   it('multiEncaps to 1..10 identities; each USK opens its own capsule, not the others', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 10 }), fc.array(arbId, { minLength: 10, maxLength: 10 }), async (n, ids) => {
-        const { ss, cts } = await multiEncaps(mpk, ids.slice(0, n));
-        expect(ss).toHaveLength(32);
-        expect(cts).toHaveLength(n);
-        for (const [i, ct] of cts.entries()) {
-          expect(ct).toHaveLength(MKEM_CT_BYTES);
-          const usk = parseUserSecretKey(extractUsk(keys.msk, ids[i]!));
-          expect(await multiDecaps(usk, parseMkemCiphertext(ct))).toEqual(ss);
-          // The USK of another identity (ids[n] was not a recipient).
-          const other = parseUserSecretKey(extractUsk(keys.msk, ids[(i + 1) % 10]!));
-          await expectWrongKey(multiDecaps(other, parseMkemCiphertext(ct)));
-        }
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 10 }),
+        fc.array(arbId, { minLength: 10, maxLength: 10 }),
+        async (n, ids) => {
+          const { ss, cts } = await multiEncaps(mpk, ids.slice(0, n));
+          expect(ss).toHaveLength(32);
+          expect(cts).toHaveLength(n);
+          for (const [i, ct] of cts.entries()) {
+            expect(ct).toHaveLength(MKEM_CT_BYTES);
+            const usk = parseUserSecretKey(extractUsk(keys.msk, ids[i]!));
+            expect(await multiDecaps(usk, parseMkemCiphertext(ct))).toEqual(ss);
+            // The USK of another identity (ids[n] was not a recipient).
+            const other = parseUserSecretKey(extractUsk(keys.msk, ids[(i + 1) % 10]!));
+            await expectWrongKey(multiDecaps(other, parseMkemCiphertext(ct)));
+          }
+        },
+      ),
       { numRuns: 3, examples: [[1, Array.from({ length: 10 }, (_, i) => sha3_512(new Uint8Array([i])))]] },
     );
   });
@@ -331,7 +338,8 @@ describe('rejecting bad input', () => {
   const outside = g1OutsideSubgroup();
 
   it('MPK: wrong length, bad points, identity points, bad or trivial KT → INVALID_KEY', () => {
-    const bad = (b: Uint8Array, m?: RegExp) => expectCode(() => parseMasterPublicKey(b), ErrorCode.INVALID_KEY, InputError, m);
+    const bad = (b: Uint8Array, m?: RegExp) =>
+      expectCode(() => parseMasterPublicKey(b), ErrorCode.INVALID_KEY, InputError, m);
     bad(rustMpk.subarray(1), /672 bytes/);
     bad(new Uint8Array(MPK_BYTES + 1), /672 bytes/);
     bad(with_(rustMpk, 0, offCurve), /offset 0 is invalid/);
@@ -349,7 +357,8 @@ describe('rejecting bad input', () => {
   });
 
   it('USK: wrong length, bad, foreign-subgroup or identity G2 points → INVALID_KEY', () => {
-    const bad = (b: Uint8Array, m?: RegExp) => expectCode(() => parseUserSecretKey(b), ErrorCode.INVALID_KEY, InputError, m);
+    const bad = (b: Uint8Array, m?: RegExp) =>
+      expectCode(() => parseUserSecretKey(b), ErrorCode.INVALID_KEY, InputError, m);
     bad(rustUsk.subarray(0, USK_BYTES - 1), /576 bytes/);
     bad(with_(rustUsk, 480, G2_IDENTITY), /offset 480 is the identity/);
     const flipped = rustUsk.slice();
@@ -373,7 +382,8 @@ describe('rejecting bad input', () => {
   });
 
   it('MSK: wrong length or a scalar not below r → INVALID_KEY', () => {
-    const bad = (b: Uint8Array, m?: RegExp) => expectCode(() => extractUsk(b, test1), ErrorCode.INVALID_KEY, InputError, m);
+    const bad = (b: Uint8Array, m?: RegExp) =>
+      expectCode(() => extractUsk(b, test1), ErrorCode.INVALID_KEY, InputError, m);
     bad(rustMsk.subarray(1), /512 bytes/);
     bad(with_(rustMsk, 0, scalarToBytes(R)), /scalar 0/);
     bad(with_(rustMsk, 15 * 32, new Uint8Array(32).fill(0xff)), /scalar 15/);
@@ -383,7 +393,9 @@ describe('rejecting bad input', () => {
     const mpk = parseMasterPublicKey(rustMpk);
     expectCode(() => extractUsk(rustMsk, test1.subarray(1)), ErrorCode.INVALID_POLICY, InputError);
     expectCode(() => encaps(mpk, new Uint8Array(65)), ErrorCode.INVALID_POLICY, InputError);
-    await expect(multiEncaps(mpk, [test1, new Uint8Array(32)])).rejects.toMatchObject({ code: ErrorCode.INVALID_POLICY });
+    await expect(multiEncaps(mpk, [test1, new Uint8Array(32)])).rejects.toMatchObject({
+      code: ErrorCode.INVALID_POLICY,
+    });
   });
 
   it('keys and capsules must come from the parsers', async () => {
@@ -399,12 +411,7 @@ describe('decapsulation algebra', () => {
     const usk = [0, 1, 2, 3, 4, 5].map((i) => G2.fromBytes(rustUsk.subarray(i * 96, i * 96 + 96)));
     const c = [0, 1, 2, 3].map((i) => G1.fromBytes(rustCt.subarray(i * 48, i * 48 + 48)));
     const y = wideScalar(
-      sha3_512
-        .create()
-        .update(rustCt.subarray(192))
-        .update(c[0]!.toBytes(false))
-        .update(c[1]!.toBytes(false))
-        .digest(),
+      sha3_512.create().update(rustCt.subarray(192)).update(c[0]!.toBytes(false)).update(c[1]!.toBytes(false)).digest(),
     );
     const m = bls12_381.pairingBatch([
       { g1: c[0]!, g2: usk[2]!.add(usk[4]!.multiply(y)) },

@@ -74,9 +74,7 @@ const mod = (k: bigint): bigint => ((k % R) + R) % R;
 // into two halves below 2^128 (k = k0 + k1·λ), so a sum of n scalar multiples is one chain of
 // 128 doublings over a joint table of 2^(2n) sums of the points and their images.
 
-const BETA = BigInt(
-  '0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe',
-);
+const BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
 /** λ = x², so that φ(P) = λ·P on G1. */
 export const GLV_LAMBDA = 0xd201000000010000n ** 2n;
 const HALF_BITS = 128;
@@ -182,8 +180,7 @@ function rpc(kk: Uint8Array, c0: readonly [G1, G1]): bigint {
 }
 
 /** The 32-byte KEM secret: SHAKE256 of the compressed pairing value. */
-const sharedSecret = (gt: ReturnType<typeof decompressGt>): Uint8Array =>
-  shake256(compressGt(gt), { dkLen: SS_BYTES });
+const sharedSecret = (gt: ReturnType<typeof decompressGt>): Uint8Array => shake256(compressGt(gt), { dkLen: SS_BYTES });
 
 function kemScalar(kemId: Uint8Array): bigint {
   if (!(kemId instanceof Uint8Array) || kemId.length !== KEM_ID_BYTES) {
@@ -490,7 +487,10 @@ export function encaps(mpk: MasterPublicKey, kemId: Uint8Array): { ct: Uint8Arra
   const xPrime = rpc(kk, c0);
   const sx = mod(s * x);
   const sxPrime = mod(s * xPrime);
-  const c1 = normalizeZ(G1Point, key.bTables.map((t) => g1MulSum(t, [s, sx, sxPrime])));
+  const c1 = normalizeZ(
+    G1Point,
+    key.bTables.map((t) => g1MulSum(t, [s, sx, sxPrime])),
+  );
   const ct = new Uint8Array(CGWKV_CT_BYTES);
   [...c0, ...c1].forEach((p, i) => ct.set(encodeG1(p), i * G1_BYTES));
   ct.set(kk, 4 * G1_BYTES);
@@ -506,13 +506,21 @@ export function encaps(mpk: MasterPublicKey, kemId: Uint8Array): { ct: Uint8Arra
  */
 export function decaps(usk: UserSecretKey, ct: CgwkvCiphertext | Uint8Array): Uint8Array {
   const key = unwrap(usk, Usk, 'UserSecretKey');
-  const c = ct instanceof Uint8Array ? unwrap(parseCgwkvCiphertext(ct), CgwkvCt, '') : unwrap(ct, CgwkvCt, 'CgwkvCiphertext');
+  const c =
+    ct instanceof Uint8Array ? unwrap(parseCgwkvCiphertext(ct), CgwkvCt, '') : unwrap(ct, CgwkvCt, 'CgwkvCiphertext');
   return decapsParsed(key, c);
 }
 
 function decapsParsed(key: Usk, c: CgwkvCt): Uint8Array {
   const yPrime = rpc(c.kk, c.c0);
-  const [d00, d01, d10, d11, d20, d21] = key.lines as [LinePrecompute, LinePrecompute, LinePrecompute, LinePrecompute, LinePrecompute, LinePrecompute];
+  const [d00, d01, d10, d11, d20, d21] = key.lines as [
+    LinePrecompute,
+    LinePrecompute,
+    LinePrecompute,
+    LinePrecompute,
+    LinePrecompute,
+    LinePrecompute,
+  ];
   const terms: Array<[LinePrecompute, G1]> = [
     [d10, c.c0[0]],
     [d11, c.c0[1]],
@@ -590,4 +598,3 @@ export function kemKeysMatch(mpk: MasterPublicKey, msk: Uint8Array): boolean {
   const kt = ka.is0() ? GT_ONE : bls12_381.pairing(ka, G2Point.BASE);
   return gtEquals(kt, key.kt.base);
 }
-

@@ -60,7 +60,13 @@ describe('known answers: pg-wasm 0.5.10 header signatures', () => {
           bad[i] = (bad[i]! + delta) & 255;
           expect(ggVerify(vk, id, sig, transcriptOf(bad))).toBe(false);
         }),
-        { numRuns: 10, examples: [[0, 1], [header.length - 1, 1]] },
+        {
+          numRuns: 10,
+          examples: [
+            [0, 1],
+            [header.length - 1, 1],
+          ],
+        },
       );
     });
 
@@ -70,7 +76,10 @@ describe('known answers: pg-wasm 0.5.10 header signatures', () => {
         bad[i]! ^= 0x04;
         expect(ggVerify(vk, id, bad, transcriptOf(header))).toBe(false);
       }
-      const other = signingIdentity({ ts: 1700000000, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: 'mallory@example.com' }] });
+      const other = signingIdentity({
+        ts: 1700000000,
+        con: [{ t: 'pbdf.sidn-pbdf.email.email', v: 'mallory@example.com' }],
+      });
       expect(ggVerify(vk, other, sig, transcriptOf(header))).toBe(false);
       expect(ggVerify(vk, id, sig, transcriptOf(header).update(new Uint8Array([0])))).toBe(false);
       expect(ggVerify(parseVerifyingKey(ggSetup().pk), id, sig, transcriptOf(header))).toBe(false);

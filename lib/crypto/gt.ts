@@ -37,9 +37,7 @@ export const lexFp2 = (x: Fp2): boolean => lexFp(x.c1) || (x.c1 === 0n && lexFp(
 
 /** Decided by c2; by c1 when c2 = 0; by c0 when both are 0. */
 export const lexFp6 = (x: Fp6): boolean =>
-  lexFp2(x.c2) ||
-  (F2.is0(x.c2) && lexFp2(x.c1)) ||
-  (F2.is0(x.c2) && F2.is0(x.c1) && lexFp2(x.c0));
+  lexFp2(x.c2) || (F2.is0(x.c2) && lexFp2(x.c1)) || (F2.is0(x.c2) && F2.is0(x.c1) && lexFp2(x.c0));
 
 // ---------------------------------------------------------------------------------------------
 // Square roots in Fp6. p^6 = 9 (mod 16), so we use the Atkin-style method for that case: with

@@ -190,12 +190,19 @@ function spongeFunction(rateLanes: number, options: GeneratorOptions): FunctionB
       f.set(C[x]!);
     }
     for (let x = 0; x < 5; x++) {
-      f.get(C[(x + 4) % 5]!).get(C[(x + 1) % 5]!).i64Const(1n).op(Op.i64Rotl).op(Op.i64Xor).set(D[x]!);
+      f.get(C[(x + 4) % 5]!)
+        .get(C[(x + 1) % 5]!)
+        .i64Const(1n)
+        .op(Op.i64Rotl)
+        .op(Op.i64Xor)
+        .set(D[x]!);
     }
     // ρ and π: B[y, 2x + 3y] = rot(A[x, y] ^ D[x], r[x, y])
     for (let y = 0; y < 5; y++) {
       for (let x = 0; x < 5; x++) {
-        f.get(at(lane(x, y))).get(D[x]!).op(Op.i64Xor);
+        f.get(at(lane(x, y)))
+          .get(D[x]!)
+          .op(Op.i64Xor);
         const r = rho[lane(x, y)]!;
         if (r !== 0) f.i64Const(BigInt(r)).op(Op.i64Rotl);
         f.set(bt(lane(y, 2 * x + 3 * y)));
@@ -234,17 +241,31 @@ function spongeFunction(rateLanes: number, options: GeneratorOptions): FunctionB
   }
 
   f.loop();
-  for (let i = 0; i < rateLanes; i++) f.get(at(i)).get(input).load64(8 * i).op(Op.i64Xor).set(at(i));
+  for (let i = 0; i < rateLanes; i++)
+    f.get(at(i))
+      .get(input)
+      .load64(8 * i)
+      .op(Op.i64Xor)
+      .set(at(i));
   if (unroll === ROUNDS) {
     for (let r = 0; r < ROUNDS; r++) emitRound(() => f.i64Const(rc[r]!));
   } else {
     f.i32Const(0).set(round);
     f.loop();
     for (let u = 0; u < unroll; u++) emitRound(() => f.get(round).load64(RC_OFFSET + 8 * u));
-    f.get(round).i32Const(8 * unroll).op(Op.i32Add).tee(round).i32Const(8 * ROUNDS).op(Op.i32Ne).brIf(0);
+    f.get(round)
+      .i32Const(8 * unroll)
+      .op(Op.i32Add)
+      .tee(round)
+      .i32Const(8 * ROUNDS)
+      .op(Op.i32Ne)
+      .brIf(0);
     f.op(Op.end);
   }
-  f.get(input).i32Const(8 * rateLanes).op(Op.i32Add).set(input);
+  f.get(input)
+    .i32Const(8 * rateLanes)
+    .op(Op.i32Add)
+    .set(input);
   f.get(blocks).i32Const(1).op(Op.i32Sub).tee(blocks).brIf(0);
   f.op(Op.end);
 

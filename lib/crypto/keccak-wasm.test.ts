@@ -244,7 +244,7 @@ describe('clone', () => {
     const msg = pattern(40_000, 7);
     const running = keccak.createShake128();
     const forks: { at: number; xof: Xof }[] = [];
-    for (let at = 0; at < msg.length; ) {
+    for (let at = 0; at < msg.length;) {
       const step = 1 + ((at * 7919) % 503);
       running.update(msg.subarray(at, at + step));
       at = Math.min(at + step, msg.length);

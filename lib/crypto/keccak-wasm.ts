@@ -125,7 +125,7 @@ class KeccakSponge implements Xof {
     mem[WINDOW_OFFSET + have] = this.suffix;
     mem[WINDOW_OFFSET + rate - 1]! |= 0x80;
     wasm.absorb[this.lanes](WINDOW_OFFSET, 1);
-    for (let off = 0; ; ) {
+    for (let off = 0; ;) {
       const take = Math.min(rate, length - off);
       out.set(mem.subarray(STATE_OFFSET, STATE_OFFSET + take), off);
       off += take;

@@ -141,9 +141,18 @@ function carryChain(f: FunctionBody, h: readonly number[]): void {
   const c = f.local(I64);
   for (const i of CARRY_ORDER) {
     const b = bits(i);
-    f.get(h[i]!).i64Const(1n << BigInt(b - 1)).op(Op.i64Add).i64Const(BigInt(b)).op(Op.i64ShrS).set(c);
+    f.get(h[i]!)
+      .i64Const(1n << BigInt(b - 1))
+      .op(Op.i64Add)
+      .i64Const(BigInt(b))
+      .op(Op.i64ShrS)
+      .set(c);
     if (i === 9) f.get(h[0]!).get(c).i64Const(19n).op(Op.i64Mul).op(Op.i64Add).set(h[0]!);
-    else f.get(h[i + 1]!).get(c).op(Op.i64Add).set(h[i + 1]!);
+    else
+      f.get(h[i + 1]!)
+        .get(c)
+        .op(Op.i64Add)
+        .set(h[i + 1]!);
     f.get(h[i]!).get(c).i64Const(BigInt(b)).op(Op.i64Shl).op(Op.i64Sub).set(h[i]!);
   }
 }
@@ -161,7 +170,9 @@ function emitMul(f: FunctionBody, F: readonly number[], G: readonly number[]): n
     for (let i = 0; i < LIMBS; i++) {
       const j = (k - i + LIMBS) % LIMBS;
       // Two odd limbs sit half a bit apart from their product's limb; wrapping past 2^255 is ×19.
-      f.get(i % 2 === 1 && j % 2 === 1 ? F2[i]! : F[i]!).get(i + j >= LIMBS ? G19[j]! : G[j]!).op(Op.i64Mul);
+      f.get(i % 2 === 1 && j % 2 === 1 ? F2[i]! : F[i]!)
+        .get(i + j >= LIMBS ? G19[j]! : G[j]!)
+        .op(Op.i64Mul);
       if (i > 0) f.op(Op.i64Add);
     }
     const h = f.local(I64);
@@ -207,9 +218,21 @@ function emitSquare(f: FunctionBody, F: readonly number[], double: boolean, H: r
 /** The canonical value (0 ≤ x < p) of carried limbs as four little-endian 64-bit words. */
 function emitCanonicalWords(f: FunctionBody, h: readonly number[]): number[] {
   const q = f.local(I64);
-  f.get(h[9]!).i64Const(19n).op(Op.i64Mul).i64Const(1n << 24n).op(Op.i64Add).i64Const(25n).op(Op.i64ShrS).set(q);
+  f.get(h[9]!)
+    .i64Const(19n)
+    .op(Op.i64Mul)
+    .i64Const(1n << 24n)
+    .op(Op.i64Add)
+    .i64Const(25n)
+    .op(Op.i64ShrS)
+    .set(q);
   for (let i = 0; i < LIMBS; i++) {
-    f.get(h[i]!).get(q).op(Op.i64Add).i64Const(BigInt(bits(i))).op(Op.i64ShrS).set(q);
+    f.get(h[i]!)
+      .get(q)
+      .op(Op.i64Add)
+      .i64Const(BigInt(bits(i)))
+      .op(Op.i64ShrS)
+      .set(q);
   }
   // q is now ⌊x / p⌋ ∈ {0, 1}; subtract q·p as + 19q and dropping bit 255.
   f.get(h[0]!).get(q).i64Const(19n).op(Op.i64Mul).op(Op.i64Add).set(h[0]!);
@@ -218,9 +241,15 @@ function emitCanonicalWords(f: FunctionBody, h: readonly number[]): number[] {
     const b = BigInt(bits(i));
     if (i < 9) {
       f.get(h[i]!).i64Const(b).op(Op.i64ShrS).set(c);
-      f.get(h[i + 1]!).get(c).op(Op.i64Add).set(h[i + 1]!);
+      f.get(h[i + 1]!)
+        .get(c)
+        .op(Op.i64Add)
+        .set(h[i + 1]!);
     }
-    f.get(h[i]!).i64Const((1n << b) - 1n).op(Op.i64And).set(h[i]!);
+    f.get(h[i]!)
+      .i64Const((1n << b) - 1n)
+      .op(Op.i64And)
+      .set(h[i]!);
   }
   return [0, 1, 2, 3].map((k) => {
     const w = f.local(I64);
@@ -377,10 +406,21 @@ export function buildField(m: ModuleBuilder): FieldFunctions {
     }
     return f;
   };
-  const both = (f: FunctionBody, i: number) => f.get(1).mem(Op.i32Load, 2, 4 * i).get(2).mem(Op.i32Load, 2, 4 * i);
+  const both = (f: FunctionBody, i: number) =>
+    f
+      .get(1)
+      .mem(Op.i32Load, 2, 4 * i)
+      .get(2)
+      .mem(Op.i32Load, 2, 4 * i);
   const add = limbwise('fe_add', 2, (f, i) => both(f, i).op(Op.i32Add));
   const sub = limbwise('fe_sub', 2, (f, i) => both(f, i).op(Op.i32Sub));
-  const neg = limbwise('fe_neg', 1, (f, i) => f.i32Const(0).get(1).mem(Op.i32Load, 2, 4 * i).op(Op.i32Sub));
+  const neg = limbwise('fe_neg', 1, (f, i) =>
+    f
+      .i32Const(0)
+      .get(1)
+      .mem(Op.i32Load, 2, 4 * i)
+      .op(Op.i32Sub),
+  );
   const copy = limbwise('fe_copy', 1, (f, i) => f.get(1).mem(Op.i32Load, 2, 4 * i));
 
   const carry = m.fn('fe_carry', [I32, I32]);
@@ -410,14 +450,21 @@ export function buildField(m: ModuleBuilder): FieldFunctions {
   };
 
   const tobytes = m.fn('fe_tobytes', [I32, I32]);
-  canonical(tobytes, A1).forEach((w, k) => tobytes.get(0).get(w).mem(Op.i64Store, 0, 8 * k));
+  canonical(tobytes, A1).forEach((w, k) =>
+    tobytes
+      .get(0)
+      .get(w)
+      .mem(Op.i64Store, 0, 8 * k),
+  );
 
   const frombytes = m.fn('fe_frombytes', [I32, I32]);
   {
     const f = frombytes;
     const W = [0, 1, 2, 3].map((k) => {
       const w = f.local(I64);
-      f.get(1).mem(Op.i64Load, 0, 8 * k).set(w);
+      f.get(1)
+        .mem(Op.i64Load, 0, 8 * k)
+        .set(w);
       return w;
     });
     const H = Array.from({ length: LIMBS }, (_, i) => {
@@ -425,9 +472,15 @@ export function buildField(m: ModuleBuilder): FieldFunctions {
       const k = s >> 6;
       const sh = s & 63;
       f.get(W[k]!).i64Const(BigInt(sh)).op(Op.i64ShrU);
-      if (sh + bits(i) > 64) f.get(W[k + 1]!).i64Const(BigInt(64 - sh)).op(Op.i64Shl).op(Op.i64Or);
+      if (sh + bits(i) > 64)
+        f.get(W[k + 1]!)
+          .i64Const(BigInt(64 - sh))
+          .op(Op.i64Shl)
+          .op(Op.i64Or);
       const h = f.local(I64);
-      f.i64Const((1n << BigInt(bits(i))) - 1n).op(Op.i64And).set(h);
+      f.i64Const((1n << BigInt(bits(i))) - 1n)
+        .op(Op.i64And)
+        .set(h);
       return h;
     });
     carryChain(f, H);

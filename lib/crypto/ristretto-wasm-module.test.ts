@@ -49,8 +49,7 @@ const canonical = (at: number) => {
 const BITS = [26, 25, 26, 25, 26, 25, 26, 25, 26, 25];
 /** |even| ≤ 2^25, |odd| ≤ 2^24: what the carry chain leaves. */
 const REDUCED = BITS.map((b) => 2 ** (b - 1));
-const limbsArb = (scale: number) =>
-  fc.tuple(...REDUCED.map((r) => fc.integer({ min: -scale * r, max: scale * r })));
+const limbsArb = (scale: number) => fc.tuple(...REDUCED.map((r) => fc.integer({ min: -scale * r, max: scale * r })));
 /** The extremes of a sum of three reduced elements, the widest input `mul` is specified for. */
 const extremes = [1, -1].flatMap((s) => [
   REDUCED.map((r) => s * 3 * r),
@@ -134,7 +133,10 @@ describe('field arithmetic mod 2^255 − 19', () => {
         wasm.fe_add!(slot(2), slot(0), slot(1));
         wasm.fe_sub!(slot(2), slot(2), slot(1));
         expect(wasm.fe_eq!(slot(0), slot(2))).toBe(1);
-        writeLimbs(slot(3), readLimbs(slot(0)).map((l, i) => (i === 0 ? l + 1 : l)));
+        writeLimbs(
+          slot(3),
+          readLimbs(slot(0)).map((l, i) => (i === 0 ? l + 1 : l)),
+        );
         expect(wasm.fe_eq!(slot(0), slot(3))).toBe(0);
       }),
       { numRuns: 100 },
@@ -180,14 +182,18 @@ describe('field arithmetic mod 2^255 − 19', () => {
       return { ok, r: canonical(slot(2)) };
     };
     fc.assert(
-      fc.property(fieldArb, fieldArb.filter((v) => v !== 0n), (u, v) => {
-        const { ok, r } = run(u, v);
-        expect(r & 1n).toBe(0n);
-        const ratio = mod(u * pow(v, P - 2n));
-        const isSquare = ratio === 0n || pow(ratio, (P - 1n) / 2n) === 1n;
-        expect(ok).toBe(isSquare ? 1 : 0);
-        expect(mod(r * r)).toBe(isSquare ? ratio : mod(SQRT_M1 * ratio));
-      }),
+      fc.property(
+        fieldArb,
+        fieldArb.filter((v) => v !== 0n),
+        (u, v) => {
+          const { ok, r } = run(u, v);
+          expect(r & 1n).toBe(0n);
+          const ratio = mod(u * pow(v, P - 2n));
+          const isSquare = ratio === 0n || pow(ratio, (P - 1n) / 2n) === 1n;
+          expect(ok).toBe(isSquare ? 1 : 0);
+          expect(mod(r * r)).toBe(isSquare ? ratio : mod(SQRT_M1 * ratio));
+        },
+      ),
       { numRuns: 60 },
     );
     expect(run(0n, 5n)).toEqual({ ok: 1, r: 0n });

@@ -364,7 +364,10 @@ function buildPoints(m: ModuleBuilder, F: FieldFunctions): PointFunctions {
 
   // (p: p3): the neutral element (0, 1, 1, 0)
   const identity = m.fn('ge_identity', [I32]);
-  identity.get(0).i32Const(P3_BYTES / 8).call(zeroWords);
+  identity
+    .get(0)
+    .i32Const(P3_BYTES / 8)
+    .call(zeroWords);
   for (const o of [Y, Z]) identity.get(0).i32Const(1).mem(Op.i32Store, 2, o);
 
   // (p: p3, n): p = 2^n·p; n = 0 leaves p alone
@@ -472,14 +475,31 @@ function buildRistretto(m: ModuleBuilder, F: FieldFunctions): RistrettoFunctions
     const f = decode;
     const fe = fe0(f);
     const { s, bytes, ss, u1, u2, u2sq, v, t, invsq, denx, deny, x, y, xy } = m.scratchFe(
-      's', 'bytes', 'ss', 'u1', 'u2', 'u2sq', 'v', 't', 'invsq', 'denx', 'deny', 'x', 'y', 'xy',
+      's',
+      'bytes',
+      'ss',
+      'u1',
+      'u2',
+      'u2sq',
+      'v',
+      't',
+      'invsq',
+      'denx',
+      'deny',
+      'x',
+      'y',
+      'xy',
     );
     const ok = f.local(I32);
     fe.frombytes(s, param(1));
     fe.tobytes(bytes, s);
     // Canonical: re-encoding gives the same 32 bytes (so s < p and bit 255 clear).
     for (let k = 0; k < 4; k++) {
-      f.i32Const(bytes).load64(8 * k).get(1).mem(Op.i64Load, 0, 8 * k).op(Op.i64Xor);
+      f.i32Const(bytes)
+        .load64(8 * k)
+        .get(1)
+        .mem(Op.i64Load, 0, 8 * k)
+        .op(Op.i64Xor);
       if (k > 0) f.op(Op.i64Or);
     }
     f.op(Op.i64Eqz);
@@ -525,7 +545,21 @@ function buildRistretto(m: ModuleBuilder, F: FieldFunctions): RistrettoFunctions
     const f = encode;
     const fe = fe0(f);
     const { t1, t2, u1, u2, invsq, den1, den2, zinv, ix, iy, ench, x, y, den, s } = m.scratchFe(
-      't1', 't2', 'u1', 'u2', 'invsq', 'den1', 'den2', 'zinv', 'ix', 'iy', 'ench', 'x', 'y', 'den', 's',
+      't1',
+      't2',
+      'u1',
+      'u2',
+      'invsq',
+      'den1',
+      'den2',
+      'zinv',
+      'ix',
+      'iy',
+      'ench',
+      'x',
+      'y',
+      'den',
+      's',
     );
     const pt = (o: number) => param(1, o);
     const rotate = f.local(I32);
@@ -632,7 +666,13 @@ export function ristrettoModule(options: RistrettoOptions = DEFAULT_RISTRETTO_OP
       f.i64Const(0n).get(magnitude).i32Const(j).op(Op.i32Xor).i32Const(1).op(Op.i32Sub).i32Const(31);
       f.op(Op.i32ShrU).op(Op.i64ExtendI32U).op(Op.i64Sub).set(mask);
       words.forEach((w, k) => {
-        f.get(w).get(mask).get(w).get(row).load64((j - 1) * PRECOMP_BYTES + 8 * k).op(Op.i64Xor).op(Op.i64And);
+        f.get(w)
+          .get(mask)
+          .get(w)
+          .get(row)
+          .load64((j - 1) * PRECOMP_BYTES + 8 * k)
+          .op(Op.i64Xor)
+          .op(Op.i64And);
         f.op(Op.i64Xor).set(w);
       });
     }
@@ -640,11 +680,24 @@ export function ristrettoModule(options: RistrettoOptions = DEFAULT_RISTRETTO_OP
     const swap = f.local(I64);
     f.i64Const(0n).get(negative).op(Op.i64ExtendI32U).op(Op.i64Sub).set(mask);
     for (let k = 0; k < 5; k++) {
-      f.get(mask).get(words[k]!).get(words[k + 5]!).op(Op.i64Xor).op(Op.i64And).set(swap);
+      f.get(mask)
+        .get(words[k]!)
+        .get(words[k + 5]!)
+        .op(Op.i64Xor)
+        .op(Op.i64And)
+        .set(swap);
       f.get(words[k]!).get(swap).op(Op.i64Xor).set(words[k]!);
-      f.get(words[k + 5]!).get(swap).op(Op.i64Xor).set(words[k + 5]!);
+      f.get(words[k + 5]!)
+        .get(swap)
+        .op(Op.i64Xor)
+        .set(words[k + 5]!);
     }
-    words.forEach((w, k) => f.get(t).get(w).store64(8 * k));
+    words.forEach((w, k) =>
+      f
+        .get(t)
+        .get(w)
+        .store64(8 * k),
+    );
     const mask32 = f.local(I32);
     const limb = f.local(I32);
     f.i32Const(0).get(negative).op(Op.i32Sub).set(mask32);
@@ -839,9 +892,7 @@ export function ristrettoModule(options: RistrettoOptions = DEFAULT_RISTRETTO_OP
             prefixAt(c, -1);
             fe.mul(zinv, acc, [c, 0]);
             fe.mul(acc, acc, [a, Z]);
-            assign(f, b, () =>
-              f.get(table).get(j).i32Const(PRECOMP_BYTES).op(Op.i32Mul).op(Op.i32Add),
-            );
+            assign(f, b, () => f.get(table).get(j).i32Const(PRECOMP_BYTES).op(Op.i32Mul).op(Op.i32Add));
             f.get(b).get(a);
             pushAddr(f, zinv);
             f.call(toPrecomp);
@@ -871,7 +922,9 @@ export function ristrettoModule(options: RistrettoOptions = DEFAULT_RISTRETTO_OP
   const runComb = (f: FunctionBody, h: number, digits: number, c: Comb, table: Addr, negate: boolean) => {
     f.i32Const(h).i32Const(digits).i32Const(c.digits).i32Const(c.teeth).i32Const(c.window);
     pushAddr(f, table);
-    f.i32Const(c.rowBytes).i32Const(negate ? 1 : 0).call(combVt);
+    f.i32Const(c.rowBytes)
+      .i32Const(negate ? 1 : 0)
+      .call(combVt);
   };
   /** h1 += b·B, then enc(h1) to out. */
   const finishCheck = (f: FunctionBody, out: Addr, b: Addr) => {
@@ -894,8 +947,12 @@ export function ristrettoModule(options: RistrettoOptions = DEFAULT_RISTRETTO_OP
     recodeInto(f, digitsA, param(1), comb(4, 1, 'sign'));
     f.i32Const(h1).i32Const(digitsA).i32Const(layout.baseTable).i32Const(base.rowBytes).call(baseMul);
     f.get(0).i32Const(h1).call(R.encode);
-    f.i32Const(digitsA).i32Const(DIGITS_BYTES / 8).call(G.zeroWords);
-    f.get(1).i32Const(SCALAR_BUFFER / 8).call(G.zeroWords);
+    f.i32Const(digitsA)
+      .i32Const(DIGITS_BYTES / 8)
+      .call(G.zeroWords);
+    f.get(1)
+      .i32Const(SCALAR_BUFFER / 8)
+      .call(G.zeroWords);
   }
 
   // (table, q) → 1 if q decodes (and the table of Q is built), else 0
@@ -924,10 +981,15 @@ export function ristrettoModule(options: RistrettoOptions = DEFAULT_RISTRETTO_OP
     f.i32Const(qPoint).get(1).call(R.decode).op(Op.i32Eqz).if().i32Const(0).op(Op.return).op(Op.end);
     // BUILD_POINTS[j − 1] = j·Q in cached form, j = 1..2^(w−1)
     f.i32Const(BUILD_POINTS).i32Const(qPoint).call(G.toCached);
-    f.i32Const(walker).i32Const(qPoint).i32Const(P3_BYTES / 8).call(G.copyWords);
+    f.i32Const(walker)
+      .i32Const(qPoint)
+      .i32Const(P3_BYTES / 8)
+      .call(G.copyWords);
     for (let k = 1; k < once.entries; k++) {
       f.i32Const(walker).i32Const(BUILD_POINTS).i32Const(0).call(G.addCached);
-      f.i32Const(BUILD_POINTS + k * CACHED_BYTES).i32Const(walker).call(G.toCached);
+      f.i32Const(BUILD_POINTS + k * CACHED_BYTES)
+        .i32Const(walker)
+        .call(G.toCached);
     }
     recodeInto(f, digitsA, param(3), once);
     f.i32Const(h1).call(G.identity);

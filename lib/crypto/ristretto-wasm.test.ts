@@ -204,7 +204,10 @@ function suite(name: string, load: () => Promise<RistrettoWasm>) {
       });
 
       it('agrees with noble on random (b, d, Q, ga), true and false', () => {
-        const gaArb = fc.oneof(scalarArb.map((g) => mulBase(g).toBytes()), fc.constant(null));
+        const gaArb = fc.oneof(
+          scalarArb.map((g) => mulBase(g).toBytes()),
+          fc.constant(null),
+        );
         const caseArb = fc.tuple(scalarArb, scalarArb, scalarArb, gaArb);
         fc.assert(
           fc.property(caseArb, ([b, d, y, maybeGa]) => {
@@ -228,7 +231,9 @@ function suite(name: string, load: () => Promise<RistrettoWasm>) {
             expect(v.check(scalar(b), scalar(d), ga)).toBe(true);
           }
         }
-        const top = mulBase(L - 1n).subtract(q.multiplyUnsafe(L - 1n)).toBytes();
+        const top = mulBase(L - 1n)
+          .subtract(q.multiplyUnsafe(L - 1n))
+          .toBytes();
         expect(rw.checkOnce(q.toBytes(), scalar(L - 1n), scalar(L - 1n), top)).toBe(true);
       });
 
@@ -363,5 +368,7 @@ describe('generator options', () => {
 
 suite('default options', async () => (await loadRistrettoWasm())!);
 suite('base table of radix 16, verifier w = 6 in two teeth, one slot', () =>
-  instantiateRistrettoWasm(ristrettoModule({ baseWindow: 4, verifierWindow: 6, verifierTeeth: 2, onceWindow: 4, verifierSlots: 1 })),
+  instantiateRistrettoWasm(
+    ristrettoModule({ baseWindow: 4, verifierWindow: 6, verifierTeeth: 2, onceWindow: 4, verifierSlots: 1 }),
+  ),
 );

@@ -222,9 +222,10 @@ function bind(engine: Engine): RistrettoWasm {
  * browsers refuse synchronous compilation of large modules on the main thread. Rejects where
  * WebAssembly is unavailable.
  */
-export async function instantiateRistrettoWasm(
-  module?: { bytes: Uint8Array; layout: RistrettoLayout },
-): Promise<RistrettoWasm> {
+export async function instantiateRistrettoWasm(module?: {
+  bytes: Uint8Array;
+  layout: RistrettoLayout;
+}): Promise<RistrettoWasm> {
   if (typeof WebAssembly !== 'object' || typeof WebAssembly.instantiate !== 'function') {
     throw new Error('WebAssembly is not available in this environment');
   }

@@ -21,7 +21,9 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 
 describe('the WebAssembly modules', () => {
   it('are the pinned bytes', () => {
-    expect({ keccak: sha256(emitted.keccakWasmBytes()), ristretto: sha256(emitted.ristrettoWasmBytes()) }).toEqual(PINNED);
+    expect({ keccak: sha256(emitted.keccakWasmBytes()), ristretto: sha256(emitted.ristrettoWasmBytes()) }).toEqual(
+      PINNED,
+    );
     expect(emitted.wasmBytesOrigin).toBe('emitted');
   });
 

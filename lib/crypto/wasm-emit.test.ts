@@ -82,7 +82,11 @@ describe('calls between functions', () => {
       data: [],
     });
     const mod = await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
-    expect(WebAssembly.Module.exports(mod).map((e) => e.name).sort()).toEqual(['fourth', 'memory', 'sumOfSquares']);
+    expect(
+      WebAssembly.Module.exports(mod)
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['fourth', 'memory', 'sumOfSquares']);
     const { exports } = await WebAssembly.instantiate(mod);
     expect((exports.sumOfSquares as (a: bigint, b: bigint) => bigint)(3n, 4n)).toBe(25n);
     expect((exports.fourth as (a: bigint) => bigint)(3n)).toBe(81n);

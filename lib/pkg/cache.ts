@@ -81,7 +81,12 @@ export class PkgCache {
   async secret(kind: SecretKind, id: string): Promise<string | undefined> {
     const key = this.key(kind, id);
     const entry = await this.read<CachedSecret>(key);
-    if (typeof entry !== 'object' || entry === null || typeof entry.value !== 'string' || typeof entry.expiresAt !== 'number') {
+    if (
+      typeof entry !== 'object' ||
+      entry === null ||
+      typeof entry.value !== 'string' ||
+      typeof entry.expiresAt !== 'number'
+    ) {
       return undefined;
     }
     if (entry.expiresAt <= this.now()) {
@@ -126,7 +131,11 @@ export class PkgCache {
     const now = this.now();
     for (const key of await this.secretKeys()) {
       const entry = await this.read<CachedSecret>(key);
-      if (typeof entry !== 'object' || entry === null || !(typeof entry.expiresAt === 'number' && entry.expiresAt > now)) {
+      if (
+        typeof entry !== 'object' ||
+        entry === null ||
+        !(typeof entry.expiresAt === 'number' && entry.expiresAt > now)
+      ) {
         await this.remove(key);
       }
     }

@@ -85,11 +85,14 @@ describe('public keys', () => {
     const rotated = await startPkg({ keys: generatePkgKeys(), yivi: pkg.yivi });
     try {
       // Same storage namespace (the PKG URL), new keys behind it.
-      const via = (input: RequestInfo | URL, init?: RequestInit) => fetch(String(input).replace(pkg.url, rotated.url), init);
+      const via = (input: RequestInfo | URL, init?: RequestInit) =>
+        fetch(String(input).replace(pkg.url, rotated.url), init);
       const { client, exchanges } = recorded({ store, parametersMaxAgeMs: 0, fetch: via });
       expect(await client.masterPublicKey()).toBe(rotated.keys.mpk);
       expect(exchanges[0]!.status).toBe(200);
-      expect(await recorded({ store, parametersMaxAgeMs: 0, fetch: via }).client.masterPublicKey()).toBe(rotated.keys.mpk);
+      expect(await recorded({ store, parametersMaxAgeMs: 0, fetch: via }).client.masterPublicKey()).toBe(
+        rotated.keys.mpk,
+      );
     } finally {
       await rotated.close();
     }
@@ -107,7 +110,9 @@ describe('public keys', () => {
     const store = memoryStore();
     await recorded({ store }).client.masterPublicKey();
     const picky = async (input: RequestInfo | URL, init?: RequestInit) =>
-      new Headers(init?.headers).has('if-none-match') ? Promise.reject(new TypeError('preflight refused')) : fetch(input, init);
+      new Headers(init?.headers).has('if-none-match')
+        ? Promise.reject(new TypeError('preflight refused'))
+        : fetch(input, init);
     const { client, exchanges } = recorded({ store, parametersMaxAgeMs: 0, fetch: picky });
     expect(await client.masterPublicKey()).toBe(pkg.keys.mpk);
     expect(exchanges.map((e) => e.status)).toEqual([200]);
@@ -276,8 +281,14 @@ describe('the opt-in key cache', () => {
     pkg.clock.advance(5);
     const second = await sealForAlice(client, 'y');
     const unsealer = await Unsealer.new(second, pkg.keys.vk);
-    const down = recorded({ store, cacheKeys: true, fetch: async () => Promise.reject(new TypeError('offline')) }).client;
-    await expect(down.decryptionKey({ recipientId: ALICE, policy: unsealer.inspect_header().get(ALICE)! })).rejects.toMatchObject({
+    const down = recorded({
+      store,
+      cacheKeys: true,
+      fetch: async () => Promise.reject(new TypeError('offline')),
+    }).client;
+    await expect(
+      down.decryptionKey({ recipientId: ALICE, policy: unsealer.inspect_header().get(ALICE)! }),
+    ).rejects.toMatchObject({
       code: 'PKG_UNAVAILABLE',
     });
     expect((await store.keys()).filter((k) => k.includes('|jwt|'))).toHaveLength(1);

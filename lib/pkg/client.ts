@@ -3,7 +3,14 @@ import { PkgCache, type CachedParameters, type ParameterKind } from './cache.js'
 import { PkgClientError, PkgClientErrorCode, aborted, badResponse, invalidArgument, throwIfAborted } from './errors.js';
 import { expectOk, readJson, withDeadline, type HttpContext } from './http.js';
 import { readSessionClaims } from './jwt.js';
-import { keyRequestCon, keyTimestamp, validityUntil4am, MAX_VALIDITY, type ConItem, type KeyRequestOptions } from './keyrequest.js';
+import {
+  keyRequestCon,
+  keyTimestamp,
+  validityUntil4am,
+  MAX_VALIDITY,
+  type ConItem,
+  type KeyRequestOptions,
+} from './keyrequest.js';
 import { isSessionPointer } from './links.js';
 import { IdentitySession, type EventSourceConstructor, type SessionOptions } from './session.js';
 import { defaultStore, type KeyValueStore } from './store.js';
@@ -173,7 +180,10 @@ function checkStartRequest(request: StartRequest): void {
 }
 
 /** Hands a new session to the caller's UI; if that throws, the session is cancelled rather than left running. */
-async function showSession(session: IdentitySession, onSession: ((session: IdentitySession) => void) | undefined): Promise<void> {
+async function showSession(
+  session: IdentitySession,
+  onSession: ((session: IdentitySession) => void) | undefined,
+): Promise<void> {
   try {
     onSession?.(session);
   } catch (error) {
@@ -205,7 +215,8 @@ export class PkgClient {
     } catch {
       throw invalidArgument(`not a URL: ${options.url}`);
     }
-    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw invalidArgument('the PKG url must be http(s)');
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+      throw invalidArgument('the PKG url must be http(s)');
     this.url = options.url.replace(/\/+$/, '');
     const f = options.fetch ?? globalThis.fetch;
     this.http = {
@@ -239,7 +250,8 @@ export class PkgClient {
 
   private publicKey(kind: ParameterKind, signal: AbortSignal | undefined): Promise<string> {
     const known = this.parameters[kind];
-    if (known !== undefined && this.now() - known.checkedAt < this.parametersMaxAgeMs) return Promise.resolve(known.publicKey);
+    if (known !== undefined && this.now() - known.checkedAt < this.parametersMaxAgeMs)
+      return Promise.resolve(known.publicKey);
     // One request per key at a time; a caller's abort leaves it running for the others.
     const pending = (this.revalidating[kind] ??= this.revalidate(kind).finally(() => {
       delete this.revalidating[kind];
@@ -279,9 +291,18 @@ export class PkgClient {
       entry = { ...cached, checkedAt: this.now() };
     } else {
       const { body } = response;
-      const { publicKey, formatVersion } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-      if (!isBase64Of(publicKey, kind === 'mpk' ? MPK_CHARS : VK_CHARS) || (formatVersion !== undefined && formatVersion !== 0)) {
-        throw badResponse(url, `the PKG's ${kind === 'mpk' ? 'master public key' : 'verification key'} is not in the expected format`);
+      const { publicKey, formatVersion } = (typeof body === 'object' && body !== null ? body : {}) as Record<
+        string,
+        unknown
+      >;
+      if (
+        !isBase64Of(publicKey, kind === 'mpk' ? MPK_CHARS : VK_CHARS) ||
+        (formatVersion !== undefined && formatVersion !== 0)
+      ) {
+        throw badResponse(
+          url,
+          `the PKG's ${kind === 'mpk' ? 'master public key' : 'verification key'} is not in the expected format`,
+        );
       }
       entry = { publicKey, checkedAt: this.now() };
       // Cross-origin, ETag and Last-Modified are only readable if the PKG exposes them; without
@@ -317,7 +338,9 @@ export class PkgClient {
     checkStartRequest(request);
     throwIfAborted(options.signal);
     const url = `${this.base}/start`;
-    const body = JSON.stringify(request.validity === undefined ? { con: request.con } : { con: request.con, validity: request.validity });
+    const body = JSON.stringify(
+      request.validity === undefined ? { con: request.con } : { con: request.con, validity: request.validity },
+    );
     const answer = await withDeadline(this.http, url, options.signal, async (signal) => {
       const response = await this.http.fetch(url, {
         method: 'POST',
@@ -327,7 +350,10 @@ export class PkgClient {
       });
       return readJson(await expectOk(response, url), url);
     });
-    const { sessionPtr, token } = (typeof answer === 'object' && answer !== null ? answer : {}) as Record<string, unknown>;
+    const { sessionPtr, token } = (typeof answer === 'object' && answer !== null ? answer : {}) as Record<
+      string,
+      unknown
+    >;
     if (!isSessionPointer(sessionPtr) || typeof token !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(token)) {
       throw badResponse(url, 'the session package lacks a valid sessionPtr or token');
     }
@@ -338,7 +364,8 @@ export class PkgClient {
         EventSource:
           this.sessionDefaults.EventSource === null
             ? null
-            : (this.sessionDefaults.EventSource ?? (globalThis as { EventSource?: EventSourceConstructor }).EventSource),
+            : (this.sessionDefaults.EventSource ??
+              (globalThis as { EventSource?: EventSourceConstructor }).EventSource),
         pollIntervalMs: this.sessionDefaults.pollIntervalMs ?? 1000,
         eventsConnectTimeoutMs: this.sessionDefaults.eventsConnectTimeoutMs ?? 3000,
         maxPollFailures: this.sessionDefaults.maxPollFailures ?? 5,
@@ -352,7 +379,8 @@ export class PkgClient {
   /** GET key/{ts}: the user secret key for what the session JWT proved, at the policy's timestamp. */
   async userSecretKey(jwt: string, timestamp: number, options: { signal?: AbortSignal } = {}): Promise<string> {
     if (typeof jwt !== 'string' || jwt.length === 0) throw invalidArgument('a session JWT is needed');
-    if (!Number.isSafeInteger(timestamp) || timestamp < 0) throw invalidArgument('the timestamp must be a non-negative integer');
+    if (!Number.isSafeInteger(timestamp) || timestamp < 0)
+      throw invalidArgument('the timestamp must be a non-negative integer');
     const url = `${this.base}/key/${timestamp}`;
     const body = await withDeadline(this.http, url, options.signal, async (signal) => {
       const response = await this.http.fetch(url, {
@@ -361,7 +389,10 @@ export class PkgClient {
       });
       return readJson(await expectOk(response, url), url);
     });
-    const { status, proofStatus, key } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    const { status, proofStatus, key } = (typeof body === 'object' && body !== null ? body : {}) as Record<
+      string,
+      unknown
+    >;
     if (status !== 'DONE' || proofStatus !== 'VALID') {
       throw new PkgClientError(
         PkgClientErrorCode.NOT_VALID,
@@ -380,11 +411,14 @@ export class PkgClient {
     options: { signal?: AbortSignal } = {},
   ): Promise<SigningKeys> {
     const bearer = 'jwt' in credential ? credential.jwt : credential.apiKey;
-    if (typeof bearer !== 'string' || bearer.length === 0 || /[\r\n]/.test(bearer)) throw invalidArgument('a JWT or API key is needed');
+    if (typeof bearer !== 'string' || bearer.length === 0 || /[\r\n]/.test(bearer))
+      throw invalidArgument('a JWT or API key is needed');
     if (!Array.isArray(request?.pubSignId)) throw invalidArgument('pubSignId must be an array of {t}');
     const url = `${this.base}/sign/key`;
     const payload = JSON.stringify(
-      request.privSignId === undefined ? { pubSignId: request.pubSignId } : { pubSignId: request.pubSignId, privSignId: request.privSignId },
+      request.privSignId === undefined
+        ? { pubSignId: request.pubSignId }
+        : { pubSignId: request.pubSignId, privSignId: request.privSignId },
     );
     const body = await withDeadline(this.http, url, options.signal, async (signal) => {
       const response = await this.http.fetch(url, {
@@ -400,7 +434,9 @@ export class PkgClient {
       });
       return readJson(await expectOk(response, url), url);
     });
-    const { status, proofStatus, pubSignKey, privSignKey } = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    const { status, proofStatus, pubSignKey, privSignKey } = (
+      typeof body === 'object' && body !== null ? body : {}
+    ) as Record<string, unknown>;
     if (status !== 'DONE' || proofStatus !== 'VALID') {
       throw new PkgClientError(
         PkgClientErrorCode.NOT_VALID,
@@ -410,7 +446,8 @@ export class PkgClient {
     }
     const issued = (value: unknown): IssuedSigningKey => {
       const { key, policy } = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
-      if (!isBase64Of(key, SIGNING_KEY_CHARS) || !isPolicy(policy)) throw badResponse(url, 'a signing key is not in the expected format');
+      if (!isBase64Of(key, SIGNING_KEY_CHARS) || !isPolicy(policy))
+        throw badResponse(url, 'a signing key is not in the expected format');
       return { key, policy: cleanPolicy(policy) };
     };
     const keys: SigningKeys = { pubSignKey: issued(pubSignKey) };
@@ -444,7 +481,12 @@ export class PkgClient {
         } catch (error) {
           // Aborts and an unreachable PKG are not the JWT's fault; anything else means it is no
           // good for this key (expired, refused, ts after its exp): forget it and scan again.
-          if (error instanceof PkgClientError && (error.code === PkgClientErrorCode.ABORTED || error.code === PkgClientErrorCode.PKG_UNAVAILABLE || error.code === PkgClientErrorCode.RATE_LIMITED)) {
+          if (
+            error instanceof PkgClientError &&
+            (error.code === PkgClientErrorCode.ABORTED ||
+              error.code === PkgClientErrorCode.PKG_UNAVAILABLE ||
+              error.code === PkgClientErrorCode.RATE_LIMITED)
+          ) {
             throw error;
           }
           await this.cache.forgetSecret('jwt', jwtId);
@@ -452,7 +494,10 @@ export class PkgClient {
       }
     }
 
-    const session = await this.startSession({ con, validity: options.validity ?? validityUntil4am(new Date(this.now())) }, { signal });
+    const session = await this.startSession(
+      { con, validity: options.validity ?? validityUntil4am(new Date(this.now())) },
+      { signal },
+    );
     await showSession(session, options.onSession);
     const jwt = await session.result();
     const usk = await this.userSecretKey(jwt, ts, { signal });
@@ -466,11 +511,15 @@ export class PkgClient {
 
   /** The sender's flow: disclose `con` in a session, then get signing keys for the disclosed types. */
   async signingKeysWithSession(options: SigningSessionOptions): Promise<SigningKeys> {
-    const request: StartRequest = options.validity === undefined ? { con: options.con } : { con: options.con, validity: options.validity };
+    const request: StartRequest =
+      options.validity === undefined ? { con: options.con } : { con: options.con, validity: options.validity };
     const session = await this.startSession(request, { signal: options.signal });
     await showSession(session, options.onSession);
     const jwt = await session.result();
-    const ids: SigningIdentityRequest = options.privSignId === undefined ? { pubSignId: options.pubSignId } : { pubSignId: options.pubSignId, privSignId: options.privSignId };
+    const ids: SigningIdentityRequest =
+      options.privSignId === undefined
+        ? { pubSignId: options.pubSignId }
+        : { pubSignId: options.pubSignId, privSignId: options.privSignId };
     return this.signingKeys({ jwt }, ids, { signal: options.signal });
   }
 

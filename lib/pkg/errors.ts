@@ -68,7 +68,11 @@ export const aborted = (reason?: unknown): PkgClientError =>
   new PkgClientError(PkgClientErrorCode.ABORTED, 'the operation was aborted', { cause: reason });
 
 export const badResponse = (url: string, message: string, status?: number): PkgClientError =>
-  new PkgClientError(PkgClientErrorCode.BAD_RESPONSE, `${message} (${url})`, status === undefined ? { url } : { url, status });
+  new PkgClientError(
+    PkgClientErrorCode.BAD_RESPONSE,
+    `${message} (${url})`,
+    status === undefined ? { url } : { url, status },
+  );
 
 export const invalidArgument = (message: string): PkgClientError =>
   new PkgClientError(PkgClientErrorCode.INVALID_ARGUMENT, message);

@@ -48,10 +48,16 @@ export async function withDeadline<T>(
   } catch (cause) {
     if (signal?.aborted) throw aborted(signal.reason);
     if (controller.signal.aborted && controller.signal.reason === TIMED_OUT) {
-      throw new PkgClientError(PkgClientErrorCode.PKG_UNAVAILABLE, `no answer within ${ctx.timeoutMs} ms (${url})`, { url, cause });
+      throw new PkgClientError(PkgClientErrorCode.PKG_UNAVAILABLE, `no answer within ${ctx.timeoutMs} ms (${url})`, {
+        url,
+        cause,
+      });
     }
     if (cause instanceof PkgClientError) throw cause;
-    throw new PkgClientError(PkgClientErrorCode.PKG_UNAVAILABLE, `the PKG could not be reached (${url})`, { url, cause });
+    throw new PkgClientError(PkgClientErrorCode.PKG_UNAVAILABLE, `the PKG could not be reached (${url})`, {
+      url,
+      cause,
+    });
   } finally {
     clearTimeout(timer);
     unlink();

@@ -29,7 +29,9 @@ describe('keyRequestCon', () => {
   });
 
   it('never puts a hidden or hinted value into the request; caller values win', () => {
-    const con = keyRequestCon('alice@example.org', hidden, { values: { [MOBILE]: '0612345678', [EMAIL]: 'other@example.org' } });
+    const con = keyRequestCon('alice@example.org', hidden, {
+      values: { [MOBILE]: '0612345678', [EMAIL]: 'other@example.org' },
+    });
     expect(con.find((a) => a.t === MOBILE)).toEqual({ t: MOBILE, v: '0612345678' });
     expect(con.find((a) => a.t === EMAIL)).toEqual({ t: EMAIL, v: 'other@example.org' });
     for (const a of keyRequestCon('alice@example.org', hidden)) if (a.v !== undefined) expect(a.v).not.toMatch(/\*|^$/);
@@ -41,7 +43,9 @@ describe('keyRequestCon', () => {
 
   it('refuses malformed input', () => {
     expect(() => keyRequestCon('a', { ts: 1 } as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    expect(() => keyRequestCon('a', { ts: 1, con: [{ t: '' }] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => keyRequestCon('a', { ts: 1, con: [{ t: '' }] })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
     expect(() => keyTimestamp({ ts: -1, con: [] })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(keyTimestamp(hidden)).toBe(sealed.ts);
   });
@@ -61,12 +65,24 @@ describe('readSessionClaims', () => {
     `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.sig`;
 
   it('reads status, proofStatus and exp without verifying', () => {
-    expect(readSessionClaims(jwt({ status: 'DONE', proofStatus: 'VALID', exp: 5, extra: 'ü' }))).toEqual({ status: 'DONE', proofStatus: 'VALID', exp: 5 });
+    expect(readSessionClaims(jwt({ status: 'DONE', proofStatus: 'VALID', exp: 5, extra: 'ü' }))).toEqual({
+      status: 'DONE',
+      proofStatus: 'VALID',
+      exp: 5,
+    });
     expect(readSessionClaims(jwt({ status: 'INITIALIZED' }))).toEqual({ status: 'INITIALIZED' });
   });
 
   it('gives undefined for anything that is not such a JWT', () => {
-    for (const bad of ['', 'a.b', 'a.b.c.d', 'x.!!!.y', jwt({ status: 'WHATEVER' }), jwt(['DONE']), `x.${Buffer.from('not json').toString('base64url')}.y`]) {
+    for (const bad of [
+      '',
+      'a.b',
+      'a.b.c.d',
+      'x.!!!.y',
+      jwt({ status: 'WHATEVER' }),
+      jwt(['DONE']),
+      `x.${Buffer.from('not json').toString('base64url')}.y`,
+    ]) {
       expect(readSessionClaims(bad)).toBeUndefined();
     }
     expect(readSessionClaims(jwt({ status: 'DONE', exp: 1.5 }))).toEqual({ status: 'DONE' });

@@ -20,8 +20,14 @@ export interface DisclosureAttribute {
 /** A disjunction given in full: one of these conjunctions. */
 export type ConItem = DisclosureAttribute | DisclosureAttribute[][];
 
-export const EMAIL_TYPES: ReadonlySet<string> = new Set(['pbdf.sidn-pbdf.email.email', 'irma-demo.sidn-pbdf.email.email']);
-export const DOMAIN_TYPES: ReadonlySet<string> = new Set(['pbdf.sidn-pbdf.email.domain', 'irma-demo.sidn-pbdf.email.domain']);
+export const EMAIL_TYPES: ReadonlySet<string> = new Set([
+  'pbdf.sidn-pbdf.email.email',
+  'irma-demo.sidn-pbdf.email.email',
+]);
+export const DOMAIN_TYPES: ReadonlySet<string> = new Set([
+  'pbdf.sidn-pbdf.email.domain',
+  'irma-demo.sidn-pbdf.email.domain',
+]);
 
 export interface KeyRequestOptions {
   /** Values the client knows, by attribute type; they win over the e-mail rules. */
@@ -33,7 +39,11 @@ export interface KeyRequestOptions {
 const byCodeUnits = (a: DisclosureAttribute, b: DisclosureAttribute): number => (a.t < b.t ? -1 : a.t > b.t ? 1 : 0);
 
 /** The `con` of the key request for `recipientId`, sorted by type so equal requests compare equal. */
-export function keyRequestCon(recipientId: string, hidden: Policy, options: KeyRequestOptions = {}): DisclosureAttribute[] {
+export function keyRequestCon(
+  recipientId: string,
+  hidden: Policy,
+  options: KeyRequestOptions = {},
+): DisclosureAttribute[] {
   if (typeof recipientId !== 'string') throw invalidArgument('recipientId must be a string');
   if (typeof hidden !== 'object' || hidden === null || !Array.isArray(hidden.con)) {
     throw invalidArgument('policy must be the {ts, con} the header shows for this recipient');

@@ -23,7 +23,9 @@ describe('session links', () => {
     expect(fragmentJson(qrLink(pointer))).toEqual({ ...pointer, continueOnSecondDevice: true });
     expect(fragmentJson(universalLink(pointer))).toEqual(pointer);
     const intent = androidIntentLink(pointer, 1234);
-    expect(intent).toMatch(/^intent:\/\/qr\/json\/%7B.*%7D#Intent;package=org\.irmacard\.cardemu;scheme=irma;l\.timestamp=1234;end$/);
+    expect(intent).toMatch(
+      /^intent:\/\/qr\/json\/%7B.*%7D#Intent;package=org\.irmacard\.cardemu;scheme=irma;l\.timestamp=1234;end$/,
+    );
   });
 
   it('every form reads back to the pointer in the simulated wallet (as in the Yivi app)', () => {
@@ -51,10 +53,19 @@ describe('session links', () => {
 
   it('refuses what is not a pointer', () => {
     expect(isSessionPointer(pointer)).toBe(true);
-    for (const bad of [null, {}, { u: 'javascript:alert(1)', irmaqr: 'disclosing' }, { u: 'not a url', irmaqr: 'disclosing' }, { u: pointer.u }, { u: pointer.u, irmaqr: 'x y' }]) {
+    for (const bad of [
+      null,
+      {},
+      { u: 'javascript:alert(1)', irmaqr: 'disclosing' },
+      { u: 'not a url', irmaqr: 'disclosing' },
+      { u: pointer.u },
+      { u: pointer.u, irmaqr: 'x y' },
+    ]) {
       expect(isSessionPointer(bad)).toBe(false);
     }
-    expect(() => qrLink({ u: 'ftp://x', irmaqr: 'disclosing' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => qrLink({ u: 'ftp://x', irmaqr: 'disclosing' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
   });
 });
 
@@ -72,7 +83,9 @@ function svgMatrix(svg: string, margin: number): boolean[][] {
 describe('QR rendering', () => {
   const text = qrLink(pointer);
   const reference = QRCode.create(text, { errorCorrectionLevel: 'M' }).modules;
-  const expected = Array.from({ length: reference.size }, (_, r) => Array.from({ length: reference.size }, (_, c) => reference.get(r, c) === 1));
+  const expected = Array.from({ length: reference.size }, (_, r) =>
+    Array.from({ length: reference.size }, (_, c) => reference.get(r, c) === 1),
+  );
 
   it('the SVG holds exactly the modules qrcode computed, inside the quiet zone', () => {
     expect(svgMatrix(qrSvg(text), 4)).toEqual(expected);
@@ -88,7 +101,10 @@ describe('QR rendering', () => {
 
   it('draws the same modules on a canvas, scaled', () => {
     const fills: Array<[string, number, number, number, number]> = [];
-    const ctx = { fillStyle: '', fillRect: (x: number, y: number, w: number, h: number) => fills.push([String(ctx.fillStyle), x, y, w, h]) };
+    const ctx = {
+      fillStyle: '',
+      fillRect: (x: number, y: number, w: number, h: number) => fills.push([String(ctx.fillStyle), x, y, w, h]),
+    };
     const canvas = { width: 0, height: 0, getContext: () => ctx };
     drawQr(canvas, text, { scale: 3, margin: 2 });
     expect(canvas.width).toBe((reference.size + 4) * 3);
@@ -103,6 +119,8 @@ describe('QR rendering', () => {
   it('refuses bad input with a code', () => {
     expect(() => qrSvg('')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => qrSvg(text, { margin: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    expect(() => drawQr({ width: 0, height: 0, getContext: () => null }, text)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => drawQr({ width: 0, height: 0, getContext: () => null }, text)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
   });
 });

@@ -84,7 +84,8 @@ export function drawQr(canvas: CanvasLike, text: string, options: QrOptions & { 
   const matrix = qrMatrix(text, options);
   const margin = checkedMargin(options.margin);
   const scale = options.scale ?? 4;
-  if (!Number.isInteger(scale) || scale < 1 || scale > 64) throw invalidArgument('QR scale must be an integer from 1 to 64');
+  if (!Number.isInteger(scale) || scale < 1 || scale > 64)
+    throw invalidArgument('QR scale must be an integer from 1 to 64');
   const side = (matrix.size + 2 * margin) * scale;
   canvas.width = side;
   canvas.height = side;

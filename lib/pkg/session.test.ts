@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
-import { cancel as walletCancel, chooseDisclosure, connect, disclose, fromQr, sendDisclosure, status as walletStatus } from '../../server/standin/wallet.js';
+import {
+  cancel as walletCancel,
+  chooseDisclosure,
+  connect,
+  disclose,
+  fromQr,
+  sendDisclosure,
+  status as walletStatus,
+} from '../../server/standin/wallet.js';
 import { PkgClient, type PkgClientOptions } from './client.js';
 import { readSessionClaims, type SessionStatus } from './jwt.js';
 import type { IdentitySession } from './session.js';
@@ -111,7 +119,9 @@ describe('session endings', () => {
   it('an already aborted signal stops startSession before anything is sent', async () => {
     let calls = 0;
     const pg = client(pkg, { fetch: (...args) => (calls++, fetch(...args)) });
-    await expect(pg.startSession({ con: [{ t: EMAIL }] }, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'ABORTED' });
+    await expect(pg.startSession({ con: [{ t: EMAIL }] }, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      code: 'ABORTED',
+    });
     expect(calls).toBe(0);
   });
 
@@ -137,21 +147,30 @@ describe('session endings', () => {
 
   it('a request the identity server cannot satisfy fails at start with the PKG error', async () => {
     // An empty conjunction list makes no disclosure request at all: the PKG refuses the body.
-    await expect(client(pkg).startSession({ con: [[]] as never })).rejects.toMatchObject({ code: 'PKG_REJECTED', status: 400 });
+    await expect(client(pkg).startSession({ con: [[]] as never })).rejects.toMatchObject({
+      code: 'PKG_REJECTED',
+      status: 400,
+    });
   });
 
   it('refuses bad requests before sending anything', async () => {
     let calls = 0;
     const pg = client(pkg, { fetch: (...args) => (calls++, fetch(...args)) });
     await expect(pg.startSession({ con: [] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(pg.startSession({ con: [{ t: EMAIL }], validity: 86_401 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(pg.startSession({ con: [{ t: EMAIL }], validity: 1.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(pg.startSession({ con: [{ t: EMAIL }], validity: 86_401 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(pg.startSession({ con: [{ t: EMAIL }], validity: 1.5 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
     expect(calls).toBe(0);
   });
 
   it('gives up with PKG_UNAVAILABLE when the PKG disappears while polling', async () => {
     const target = await startPkg();
-    const session = await client(target, { EventSource: null, maxPollFailures: 2, timeoutMs: 500 }).startSession({ con: [{ t: EMAIL }] });
+    const session = await client(target, { EventSource: null, maxPollFailures: 2, timeoutMs: 500 }).startSession({
+      con: [{ t: EMAIL }],
+    });
     await target.close();
     await expect(session.result()).rejects.toMatchObject({ code: 'PKG_UNAVAILABLE' });
   });

@@ -70,7 +70,14 @@ export function statusFromEventData(data: string): SessionStatus | undefined {
 
 type Ending = { status: SessionStatus; jwt?: string };
 
-const STATUS_RANK: Record<SessionStatus, number> = { INITIALIZED: 0, PAIRING: 1, CONNECTED: 2, DONE: 3, CANCELLED: 3, TIMEOUT: 3 };
+const STATUS_RANK: Record<SessionStatus, number> = {
+  INITIALIZED: 0,
+  PAIRING: 1,
+  CONNECTED: 2,
+  DONE: 3,
+  CANCELLED: 3,
+  TIMEOUT: 3,
+};
 
 export class IdentitySession {
   private current: SessionStatus = 'INITIALIZED';
@@ -151,7 +158,8 @@ export class IdentitySession {
 
   private setStatus(status: SessionStatus): void {
     // Statuses only move forward; a poll answered late must not undo a newer event.
-    if (status === this.current || isFinalStatus(this.current) || STATUS_RANK[status] < STATUS_RANK[this.current]) return;
+    if (status === this.current || isFinalStatus(this.current) || STATUS_RANK[status] < STATUS_RANK[this.current])
+      return;
     this.current = status;
     for (const listener of [...this.listeners]) {
       try {
@@ -196,16 +204,23 @@ export class IdentitySession {
   private async finish(ending: Ending, stop: AbortSignal): Promise<string> {
     this.setStatus(ending.status);
     if (ending.status === 'CANCELLED') {
-      throw new PkgClientError(PkgClientErrorCode.SESSION_CANCELLED, 'the session was cancelled at the identity server or in the Yivi app');
+      throw new PkgClientError(
+        PkgClientErrorCode.SESSION_CANCELLED,
+        'the session was cancelled at the identity server or in the Yivi app',
+      );
     }
-    if (ending.status === 'TIMEOUT') throw new PkgClientError(PkgClientErrorCode.SESSION_TIMEOUT, 'the session timed out');
+    if (ending.status === 'TIMEOUT')
+      throw new PkgClientError(PkgClientErrorCode.SESSION_TIMEOUT, 'the session timed out');
     const jwt = ending.jwt ?? (await this.fetchJwt(stop));
     const claims = readSessionClaims(jwt);
     const url = `${this.transport.base}/jwt/[token]`;
     if (claims === undefined) throw badResponse(url, 'the session result is not a JWT with a session status');
     if (claims.status !== 'DONE') throw badResponse(url, `the session ended but its result says ${claims.status}`);
     if (claims.proofStatus !== 'VALID') {
-      throw new PkgClientError(PkgClientErrorCode.NOT_VALID, `the disclosure was not valid (${claims.proofStatus ?? 'no proof status'})`);
+      throw new PkgClientError(
+        PkgClientErrorCode.NOT_VALID,
+        `the disclosure was not valid (${claims.proofStatus ?? 'no proof status'})`,
+      );
     }
     return jwt;
   }
@@ -216,7 +231,10 @@ export class IdentitySession {
     // The token is in the path: errors name the route, not the URL.
     const shown = `${this.transport.base}/jwt/[token]`;
     return withDeadline(this.transport.http, shown, signal, async (s) => {
-      const response = await expectOk(await this.transport.http.fetch(url, { headers: this.transport.http.headers, signal: s }), shown);
+      const response = await expectOk(
+        await this.transport.http.fetch(url, { headers: this.transport.http.headers, signal: s }),
+        shown,
+      );
       return (await readText(response, shown)).trim();
     });
   }
@@ -229,7 +247,11 @@ export class IdentitySession {
     return ES === undefined ? this.watchWithFetch(url, stop) : this.watchWithEventSource(ES, url, stop);
   }
 
-  private watchWithEventSource(ES: EventSourceConstructor, url: string, stop: AbortSignal): Promise<Ending | undefined> {
+  private watchWithEventSource(
+    ES: EventSourceConstructor,
+    url: string,
+    stop: AbortSignal,
+  ): Promise<Ending | undefined> {
     return new Promise((resolve) => {
       if (stop.aborted) return resolve(undefined);
       const source = new ES(url);
@@ -283,15 +305,19 @@ export class IdentitySession {
           controller.abort();
         }
       });
-      await readEventStream(response.body, ({ event, data }) => {
-        if (ending !== undefined) return true;
-        if (event !== 'message') return false;
-        const status = statusFromEventData(data);
-        if (status === undefined) return false;
-        this.setStatus(status);
-        if (isFinalStatus(status)) ending = { status };
-        return ending !== undefined;
-      }, controller.signal);
+      await readEventStream(
+        response.body,
+        ({ event, data }) => {
+          if (ending !== undefined) return true;
+          if (event !== 'message') return false;
+          const status = statusFromEventData(data);
+          if (status === undefined) return false;
+          this.setStatus(status);
+          if (isFinalStatus(status)) ending = { status };
+          return ending !== undefined;
+        },
+        controller.signal,
+      );
       return ending;
     } catch {
       return ending;
@@ -326,13 +352,20 @@ export class IdentitySession {
       try {
         const jwt = await this.fetchJwt(stop);
         const claims = readSessionClaims(jwt);
-        if (claims === undefined) throw badResponse(`${this.transport.base}/jwt/[token]`, 'the session result is not a JWT with a session status');
+        if (claims === undefined)
+          throw badResponse(
+            `${this.transport.base}/jwt/[token]`,
+            'the session result is not a JWT with a session status',
+          );
         failures = 0;
         this.setStatus(claims.status);
         if (isFinalStatus(claims.status)) return { status: claims.status, jwt };
       } catch (error) {
         if (!(error instanceof PkgClientError) || error.code === PkgClientErrorCode.ABORTED) throw error;
-        if (error.code === PkgClientErrorCode.PKG_REJECTED && (error.status === 404 || error.serverCode === 'SESSION_UNKNOWN')) {
+        if (
+          error.code === PkgClientErrorCode.PKG_REJECTED &&
+          (error.status === 404 || error.serverCode === 'SESSION_UNKNOWN')
+        ) {
           // The identity server forgot the session: it ended long ago.
           return { status: 'TIMEOUT' };
         }

@@ -45,7 +45,8 @@ export class EventStreamParser {
       start = i + 1;
     }
     this.buffer += input.slice(start);
-    if (this.buffer.length > MAX_LINE_CHARS) throw new Error(`event-stream line longer than ${MAX_LINE_CHARS} characters`);
+    if (this.buffer.length > MAX_LINE_CHARS)
+      throw new Error(`event-stream line longer than ${MAX_LINE_CHARS} characters`);
   }
 
   private line(line: string): void {

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { apiKeyHash, createApiKey, createApiKeyStore, DatabaseUnavailableError, listApiKeys, revokeApiKey } from '../db.js';
+import {
+  apiKeyHash,
+  createApiKey,
+  createApiKeyStore,
+  DatabaseUnavailableError,
+  listApiKeys,
+  revokeApiKey,
+} from '../db.js';
 import {
   loadMigrations,
   migrate,
@@ -43,7 +50,10 @@ async function query<R extends pg.QueryResultRow>(url: string, text: string, val
 }
 
 const recorded = (url: string) =>
-  query<{ version: number; name: string; applied_at: Date }>(url, `SELECT version, name, applied_at FROM ${MIGRATIONS_TABLE} ORDER BY version`);
+  query<{ version: number; name: string; applied_at: Date }>(
+    url,
+    `SELECT version, name, applied_at FROM ${MIGRATIONS_TABLE} ORDER BY version`,
+  );
 
 afterAll(async () => {
   await Promise.all(schemas.map((s) => s.drop()));
@@ -77,7 +87,9 @@ describe('migrate', () => {
   it('takes a fresh database to the current version; then API keys can be created, listed and revoked', async () => {
     const { url } = await emptySchema();
     expect(await schemaState(url)).toMatchObject({ kind: 'missing' });
-    await expect(requireCurrentSchema(url)).rejects.toThrow(new SchemaError('database schema missing: run `pg-pkg migrate`'));
+    await expect(requireCurrentSchema(url)).rejects.toThrow(
+      new SchemaError('database schema missing: run `pg-pkg migrate`'),
+    );
 
     const latest = (await loadMigrations()).length;
     const run = await migrate(url);
@@ -89,7 +101,12 @@ describe('migrate', () => {
 
     const key = await createApiKey(url, { email: 'sender@example.org', org: 'Example BV' });
     const [listed] = await listApiKeys(url);
-    expect(listed).toMatchObject({ organisation: 'Example BV', signingEmail: 'sender@example.org', status: 'active', revokedAt: null });
+    expect(listed).toMatchObject({
+      organisation: 'Example BV',
+      signingEmail: 'sender@example.org',
+      status: 'active',
+      revokedAt: null,
+    });
     const store = createApiKeyStore(url, { emailAttribute: EMAIL });
     try {
       expect(await store.lookup(key)).toBeDefined();
@@ -149,10 +166,15 @@ describe('migrate', () => {
     const { url } = await emptySchema();
     const shipped = await loadMigrations();
     await migrate(url, shipped);
-    const newer = [...shipped, { version: shipped.length + 1, name: 'add_note', sql: 'ALTER TABLE organizations ADD COLUMN note text;' }];
+    const newer = [
+      ...shipped,
+      { version: shipped.length + 1, name: 'add_note', sql: 'ALTER TABLE organizations ADD COLUMN note text;' },
+    ];
     const state = await schemaState(url, newer);
     expect(state).toMatchObject({ kind: 'behind', version: shipped.length, latest: newer.length });
-    expect(schemaProblem(state)).toBe(`database schema is at version ${shipped.length}, this pg-pkg needs ${newer.length}: run \`pg-pkg migrate\``);
+    expect(schemaProblem(state)).toBe(
+      `database schema is at version ${shipped.length}, this pg-pkg needs ${newer.length}: run \`pg-pkg migrate\``,
+    );
     expect((await migrate(url, newer)).applied.map((m) => m.name)).toEqual(['add_note']);
     await requireCurrentSchema(url, newer);
   });
@@ -160,10 +182,15 @@ describe('migrate', () => {
   it('a migration that fails is rolled back whole, named in the error, and leaves the lock free', async () => {
     const { url } = await emptySchema();
     const shipped = await loadMigrations();
-    const broken = [...shipped, { version: shipped.length + 1, name: 'broken', sql: 'CREATE TABLE half (id int); SELECT no_such_function();' }];
+    const broken = [
+      ...shipped,
+      { version: shipped.length + 1, name: 'broken', sql: 'CREATE TABLE half (id int); SELECT no_such_function();' },
+    ];
     const failure = migrate(url, broken);
     await expect(failure).rejects.toBeInstanceOf(SchemaError);
-    await expect(failure).rejects.toThrow(/^migration 000\d_broken failed: function no_such_function\(\) does not exist$/);
+    await expect(failure).rejects.toThrow(
+      /^migration 000\d_broken failed: function no_such_function\(\) does not exist$/,
+    );
     expect(await query(url, "SELECT to_regclass('half') AS t")).toEqual([{ t: null }]);
     expect((await recorded(url)).map((r) => r.version)).toEqual(shipped.map((m) => m.version));
     expect((await migrate(url)).applied).toEqual([]);
@@ -182,7 +209,9 @@ describe('revokeApiKey', () => {
     const { url } = await emptySchema();
     await migrate(url);
     const key = await createApiKey(url, { email: 'a@example.org', org: 'Org A' });
-    const [row] = await query<{ id: string }>(url, 'SELECT id::text FROM business_api_keys WHERE key_hash = $1', [apiKeyHash(key)]);
+    const [row] = await query<{ id: string }>(url, 'SELECT id::text FROM business_api_keys WHERE key_hash = $1', [
+      apiKeyHash(key),
+    ]);
     const id = row!.id;
     expect(await revokeApiKey(url, { key })).toEqual({ outcome: 'revoked', id });
     const [first] = await query<{ revoked_at: Date }>(url, 'SELECT revoked_at FROM business_api_keys');

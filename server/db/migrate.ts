@@ -37,13 +37,15 @@ export async function loadMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
     const match = FILE_NAME.exec(file);
     if (match === null) throw new Error(`migration file ${file} is not named NNNN_name.sql`);
     const version = Number(match[1]);
-    if (version !== migrations.length + 1) throw new Error(`migration ${file} is out of sequence (expected version ${migrations.length + 1})`);
+    if (version !== migrations.length + 1)
+      throw new Error(`migration ${file} is out of sequence (expected version ${migrations.length + 1})`);
     migrations.push({ version, name: match[2]!, sql: await readFile(new URL(file, dir), 'utf8') });
   }
   return migrations;
 }
 
-export const migrationLabel = (m: Pick<Migration, 'version' | 'name'>): string => `${String(m.version).padStart(4, '0')}_${m.name}`;
+export const migrationLabel = (m: Pick<Migration, 'version' | 'name'>): string =>
+  `${String(m.version).padStart(4, '0')}_${m.name}`;
 
 export type SchemaState =
   | { kind: 'missing'; latest: number }
@@ -52,7 +54,9 @@ export type SchemaState =
   | { kind: 'ahead'; version: number; latest: number };
 
 async function appliedVersions(client: pg.ClientBase): Promise<number[] | undefined> {
-  const table = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [MIGRATIONS_TABLE]);
+  const table = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [
+    MIGRATIONS_TABLE,
+  ]);
   if (table.rows[0]?.present !== true) return undefined;
   const rows = await client.query<{ version: number }>(`SELECT version FROM ${MIGRATIONS_TABLE} ORDER BY version`);
   return rows.rows.map((r) => r.version);
@@ -140,7 +144,10 @@ async function apply(client: pg.ClientBase, migration: Migration): Promise<void>
   await client.query('BEGIN');
   try {
     await client.query(migration.sql);
-    await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+    await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name) VALUES ($1, $2)`, [
+      migration.version,
+      migration.name,
+    ]);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -23,7 +23,10 @@ export interface TestSchema {
  * Creates a uniquely named schema, so concurrent runs never collide, migrated by `pg-pkg migrate`'s
  * code (the business tables and the migrations table); `{ migrated: false }` leaves it empty.
  */
-export async function createTestSchema(baseUrl = TEST_DATABASE_URL, options: { migrated?: boolean } = {}): Promise<TestSchema> {
+export async function createTestSchema(
+  baseUrl = TEST_DATABASE_URL,
+  options: { migrated?: boolean } = {},
+): Promise<TestSchema> {
   const schema = `pgpkg_test_${randomBytes(6).toString('hex')}`;
   const admin = async (sql: string) => {
     const client = new pg.Client({ connectionString: baseUrl });

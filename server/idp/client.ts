@@ -43,7 +43,8 @@ const SESSION_TYPES: ReadonlySet<string> = new Set(['disclosing', 'signing', 'is
 /** Reads at most `limit` bytes of a body; more is a protocol violation. */
 async function readLimited(response: Response, limit: number, what: string): Promise<string> {
   const text = await readLimitedText(response, limit);
-  if (text === undefined) throw new PkgError('IDP_ERROR', undefined, { cause: new Error(`${what} exceeds ${limit} bytes`) });
+  if (text === undefined)
+    throw new PkgError('IDP_ERROR', undefined, { cause: new Error(`${what} exceeds ${limit} bytes`) });
   return text;
 }
 
@@ -62,7 +63,8 @@ async function upstreamFailure(response: Response, call: string): Promise<PkgErr
   const cause = new Error(`${call}: identity server answered ${response.status}${type ? ` ${type}` : ''}`);
   if (type === 'SESSION_UNKNOWN') return new PkgError('SESSION_UNKNOWN', undefined, { cause });
   // irmago's requestor statusevents route answers an unknown (or forgotten) session with 501 UNSUPPORTED.
-  if (type === 'UNSUPPORTED' && call === STATUS_EVENTS_CALL) return new PkgError('SESSION_UNKNOWN', undefined, { cause });
+  if (type === 'UNSUPPORTED' && call === STATUS_EVENTS_CALL)
+    return new PkgError('SESSION_UNKNOWN', undefined, { cause });
   if (type === 'SSE_DISABLED') {
     return new PkgError('IDP_ERROR', 'the identity server does not serve status events', { cause });
   }
@@ -145,7 +147,8 @@ export class IdentityServerClient {
       const response = await this.call(`/session/${token}/result-jwt`, { method: 'GET' }, signal);
       if (!response.ok) throw await upstreamFailure(response, 'GET result-jwt');
       const jwt = await readLimited(response, MAX_JWT_BYTES, 'result JWT');
-      if (!JWS_COMPACT.test(jwt)) throw new PkgError('IDP_ERROR', undefined, { cause: new Error('result is not a JWS') });
+      if (!JWS_COMPACT.test(jwt))
+        throw new PkgError('IDP_ERROR', undefined, { cause: new Error('result is not a JWS') });
       return jwt;
     });
   }

@@ -27,13 +27,25 @@ function claims(now: number, extra: Record<string, unknown> = {}): Record<string
     status: 'DONE',
     type: 'disclosing',
     proofStatus: 'VALID',
-    disclosed: [[{ rawvalue: 'a@example.org', value: { '': 'a@example.org', en: 'a@example.org', nl: 'a@example.org' }, id: EMAIL, status: 'PRESENT', issuancetime: 0 }]],
+    disclosed: [
+      [
+        {
+          rawvalue: 'a@example.org',
+          value: { '': 'a@example.org', en: 'a@example.org', nl: 'a@example.org' },
+          id: EMAIL,
+          status: 'PRESENT',
+          issuancetime: 0,
+        },
+      ],
+    ],
     ...extra,
   };
 }
 
 const sign = (payload: Record<string, unknown>, key: KeyObject = keyA.privateKey) =>
-  new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'RS256', typ: 'JWT' }).sign(key);
+  new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
+    .sign(key);
 
 /** A key source that counts its calls and can be switched or broken. */
 function keySource(initial: string) {
@@ -120,7 +132,9 @@ describe('ResultJwtVerifier key handling', () => {
 
   it('refuses a key that is not RSA of at least 2048 bits', async () => {
     const clock = manualClock();
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .publicKey.export({ type: 'spki', format: 'pem' })
+      .toString();
     for (const pem of [ec, rsa(1024).pem, 'not a key']) {
       const verifier = new ResultJwtVerifier({ fetchPublicKey: async () => pem, clock });
       expect(await code(verifier.verify(await sign(claims(clock.now()))))).toBe('IDP_UNAVAILABLE');
@@ -155,17 +169,34 @@ describe('ResultJwtVerifier key handling', () => {
 
 describe('provenAttributes', () => {
   const base = claims(1000) as unknown as ResultClaims;
-  const attr = (id: string, status: string, rawvalue: string | null) => ({ id, status, rawvalue, value: null, issuancetime: 0 });
+  const attr = (id: string, status: string, rawvalue: string | null) => ({
+    id,
+    status,
+    rawvalue,
+    value: null,
+    issuancetime: 0,
+  });
 
   it('keeps PRESENT attributes of a VALID disclosure, drops EXTRA and NULL', () => {
-    const disclosed = [[attr(EMAIL, 'PRESENT', 'a@x')], [], [attr('a.b.c.d', 'NULL', null)], [attr('e.f.g.h', 'EXTRA', 'x')]];
+    const disclosed = [
+      [attr(EMAIL, 'PRESENT', 'a@x')],
+      [],
+      [attr('a.b.c.d', 'NULL', null)],
+      [attr('e.f.g.h', 'EXTRA', 'x')],
+    ];
     expect(provenAttributes({ ...base, disclosed })).toEqual([{ t: EMAIL, v: 'a@x' }]);
     expect(provenAttributes({ ...base, disclosed: undefined })).toEqual([]);
   });
 
   it('proves nothing unless DONE, VALID and disclosing, and then does not look at disclosed', () => {
     const junk = [null, 'x'];
-    expect(provenAttributes({ ...base, proofStatus: 'MISSING_ATTRIBUTES', disclosed: [[attr(EMAIL, 'PRESENT', 'a')], null] })).toBeUndefined();
+    expect(
+      provenAttributes({
+        ...base,
+        proofStatus: 'MISSING_ATTRIBUTES',
+        disclosed: [[attr(EMAIL, 'PRESENT', 'a')], null],
+      }),
+    ).toBeUndefined();
     expect(provenAttributes({ ...base, proofStatus: 'INVALID', disclosed: junk })).toBeUndefined();
     expect(provenAttributes({ ...base, status: 'CONNECTED', disclosed: junk })).toBeUndefined();
     expect(provenAttributes({ ...base, type: 'signing', disclosed: junk })).toBeUndefined();

@@ -199,7 +199,9 @@ export class ResultJwtVerifier {
   private currentKey(): Promise<KeyObject> {
     if (this.key !== undefined) return Promise.resolve(this.key.value);
     if (this.failedAt !== undefined && this.options.clock.now() - this.failedAt < this.backoff) {
-      return Promise.reject(new PkgError('IDP_UNAVAILABLE', undefined, { cause: new Error('key fetch failed recently') }));
+      return Promise.reject(
+        new PkgError('IDP_UNAVAILABLE', undefined, { cause: new Error('key fetch failed recently') }),
+      );
     }
     return this.fetchKey();
   }
@@ -235,7 +237,8 @@ export class ResultJwtVerifier {
     try {
       payload = (await compactVerify(jwt, key, { algorithms: ['RS256'] })).payload;
     } catch (e) {
-      if (!(e instanceof joseErrors.JWSSignatureVerificationFailed)) throw invalid(`JWS rejected: ${(e as Error).message}`);
+      if (!(e instanceof joseErrors.JWSSignatureVerificationFailed))
+        throw invalid(`JWS rejected: ${(e as Error).message}`);
       const fresh = await this.refreshedKey(key);
       if (fresh === undefined) throw invalid('signature does not verify');
       try {
@@ -251,7 +254,8 @@ export class ResultJwtVerifier {
     const latest = now + (this.options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS);
     if (claims.iat > latest) throw invalid('iat lies in the future');
     if (claims.nbf !== undefined && claims.nbf > latest) throw invalid('not valid yet (nbf)');
-    if (this.options.issuer !== undefined && claims.iss !== this.options.issuer) throw invalid('iss is not the configured issuer');
+    if (this.options.issuer !== undefined && claims.iss !== this.options.issuer)
+      throw invalid('iss is not the configured issuer');
     return { claims, attributes: provenAttributes(claims) };
   }
 }

@@ -38,7 +38,15 @@ describe('PostGuard start shape {con, validity?}', () => {
   });
 
   it('an optional attribute gets the empty alternative last (newest pg-pkg), not first', () => {
-    expect(disclose({ con: [{ t: EMAIL, v: 'a@x' }, { t: SURNAME, optional: true }, { t: MOBILE, optional: false }] })).toEqual([
+    expect(
+      disclose({
+        con: [
+          { t: EMAIL, v: 'a@x' },
+          { t: SURNAME, optional: true },
+          { t: MOBILE, optional: false },
+        ],
+      }),
+    ).toEqual([
       [[{ type: EMAIL, value: 'a@x', notNull: true }]],
       [[{ type: SURNAME, notNull: true }], []],
       [[{ type: MOBILE, notNull: true }]],
@@ -46,10 +54,15 @@ describe('PostGuard start shape {con, validity?}', () => {
   });
 
   it('a condiscon item passes through, its optional flags ignored and empty alternatives kept in place', () => {
-    expect(disclose({ con: [[[{ t: EMAIL, v: 'a@x', optional: true }], [{ t: DOMAIN, v: 'x' }, { t: MOBILE }], []]] })).toEqual([
+    expect(
+      disclose({ con: [[[{ t: EMAIL, v: 'a@x', optional: true }], [{ t: DOMAIN, v: 'x' }, { t: MOBILE }], []]] }),
+    ).toEqual([
       [
         [{ type: EMAIL, value: 'a@x', notNull: true }],
-        [{ type: DOMAIN, value: 'x', notNull: true }, { type: MOBILE, notNull: true }],
+        [
+          { type: DOMAIN, value: 'x', notNull: true },
+          { type: MOBILE, notNull: true },
+        ],
         [],
       ],
     ]);
@@ -61,7 +74,9 @@ describe('PostGuard start shape {con, validity?}', () => {
     expect(codeOf(() => disclosureRequest({ con: [[[]]] }))).toBe('EMPTY_IDENTITY');
     expect(codeOf(() => disclosureRequest({ con: [[[], []]] }))).toBe('EMPTY_IDENTITY');
     expect(codeOf(() => disclosureRequest({ attr: { a: { t: 1, con: [] } } }))).toBe('EMPTY_IDENTITY');
-    expect(codeOf(() => disclosureRequest({ attr: { a: { t: 1, con: [{ t: EMAIL }] }, b: { t: 1, con: [] } } }))).toBe('EMPTY_IDENTITY');
+    expect(codeOf(() => disclosureRequest({ attr: { a: { t: 1, con: [{ t: EMAIL }] }, b: { t: 1, con: [] } } }))).toBe(
+      'EMPTY_IDENTITY',
+    );
   });
 });
 
@@ -75,7 +90,14 @@ describe('spec start shape {attr: {recipient: {t, con}}}', () => {
     expect(
       disclose({
         attr: {
-          'a@x': { t: 1, con: [{ t: EMAIL, v: 'a@x' }, { t: SURNAME, v: 'A' }, { t: DOMAIN, v: 'x' }] },
+          'a@x': {
+            t: 1,
+            con: [
+              { t: EMAIL, v: 'a@x' },
+              { t: SURNAME, v: 'A' },
+              { t: DOMAIN, v: 'x' },
+            ],
+          },
           'b@y': { t: 2, con: [{ t: EMAIL, v: 'b@y' }] },
         },
       }),
@@ -93,7 +115,9 @@ describe('spec start shape {attr: {recipient: {t, con}}}', () => {
 
   it('exactly one of con and attr', () => {
     expect(codeOf(() => disclosureRequest({}))).toBe('BAD_REQUEST');
-    expect(codeOf(() => disclosureRequest({ con: [{ t: EMAIL }], attr: { a: { t: 1, con: [{ t: EMAIL }] } } }))).toBe('BAD_REQUEST');
+    expect(codeOf(() => disclosureRequest({ con: [{ t: EMAIL }], attr: { a: { t: 1, con: [{ t: EMAIL }] } } }))).toBe(
+      'BAD_REQUEST',
+    );
   });
 });
 
@@ -103,35 +127,44 @@ describe('properties', () => {
 
   it('every attribute asked for appears once, with its value exactly when non-empty, and notNull', () => {
     fc.assert(
-      fc.property(fc.array(fc.record({ t: type, v: value, optional: fc.boolean() }), { minLength: 1, maxLength: 8 }), (con) => {
-        const out = disclose({ con });
-        expect(out).toHaveLength(con.length);
-        out.forEach((discon, i) => {
-          const a = con[i]!;
-          expect(discon).toHaveLength(a.optional ? 2 : 1);
-          if (a.optional) expect(discon[1]).toEqual([]);
-          const request = discon[0]![0]!;
-          expect(request.type).toBe(a.t);
-          expect(request.notNull).toBe(true);
-          expect(request.value).toBe(a.v === undefined || a.v === '' ? undefined : a.v);
-        });
-      }),
+      fc.property(
+        fc.array(fc.record({ t: type, v: value, optional: fc.boolean() }), { minLength: 1, maxLength: 8 }),
+        (con) => {
+          const out = disclose({ con });
+          expect(out).toHaveLength(con.length);
+          out.forEach((discon, i) => {
+            const a = con[i]!;
+            expect(discon).toHaveLength(a.optional ? 2 : 1);
+            if (a.optional) expect(discon[1]).toEqual([]);
+            const request = discon[0]![0]!;
+            expect(request.type).toBe(a.t);
+            expect(request.notNull).toBe(true);
+            expect(request.value).toBe(a.v === undefined || a.v === '' ? undefined : a.v);
+          });
+        },
+      ),
     );
   });
 
   it('grouping keeps every attribute of a recipient and puts those of one credential side by side', () => {
     fc.assert(
-      fc.property(fc.array(fc.array(fc.record({ t: type, v: value }), { minLength: 1, maxLength: 6 }), { minLength: 2, maxLength: 4 }), (cons) => {
-        const attr = Object.fromEntries(cons.map((con, i) => [`r${i}`, { t: i, con }]));
-        const [discon] = disclose({ attr });
-        expect(discon).toHaveLength(cons.length);
-        discon!.forEach((alternative, i) => {
-          expect(alternative.map((a) => a.type).sort()).toEqual(cons[i]!.map((a) => a.t).sort());
-          const credentials = alternative.map((a) => a.type.split('.').slice(0, 3).join('.'));
-          const runs = credentials.filter((c, j) => j === 0 || c !== credentials[j - 1]);
-          expect(new Set(runs).size).toBe(runs.length);
-        });
-      }),
+      fc.property(
+        fc.array(fc.array(fc.record({ t: type, v: value }), { minLength: 1, maxLength: 6 }), {
+          minLength: 2,
+          maxLength: 4,
+        }),
+        (cons) => {
+          const attr = Object.fromEntries(cons.map((con, i) => [`r${i}`, { t: i, con }]));
+          const [discon] = disclose({ attr });
+          expect(discon).toHaveLength(cons.length);
+          discon!.forEach((alternative, i) => {
+            expect(alternative.map((a) => a.type).sort()).toEqual(cons[i]!.map((a) => a.t).sort());
+            const credentials = alternative.map((a) => a.type.split('.').slice(0, 3).join('.'));
+            const runs = credentials.filter((c, j) => j === 0 || c !== credentials[j - 1]);
+            expect(new Set(runs).size).toBe(runs.length);
+          });
+        },
+      ),
     );
   });
 });

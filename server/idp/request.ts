@@ -96,7 +96,9 @@ export const startBodySchema = {
 
 function attributeRequest(a: { t: string; v?: string | null }): AttributeRequest {
   // An empty value means "any value", as in pg-pkg.
-  return a.v === undefined || a.v === null || a.v === '' ? { type: a.t, notNull: true } : { type: a.t, value: a.v, notNull: true };
+  return a.v === undefined || a.v === null || a.v === ''
+    ? { type: a.t, notNull: true }
+    : { type: a.t, value: a.v, notNull: true };
 }
 
 function fromConItem(item: ConItem): Disjunction {

@@ -144,10 +144,18 @@ describe('StatusStreams', () => {
   it('caps per client and in all; 429 TOO_MANY_STREAMS carries its Retry-After', async () => {
     const upstream = fakeUpstream();
     const streams = new StatusStreams((t, s) => upstream.open(t, s), { perClient: 2, total: 3, retryAfterSeconds: 7 });
-    const opened = [streams.subscribe(TOKEN, 'a', new AbortController().signal), streams.subscribe(TOKEN, 'a', new AbortController().signal)];
-    await expect(streams.subscribe(TOKEN, 'a', new AbortController().signal)).rejects.toMatchObject({ code: 'TOO_MANY_STREAMS', retryAfterSeconds: 7 });
+    const opened = [
+      streams.subscribe(TOKEN, 'a', new AbortController().signal),
+      streams.subscribe(TOKEN, 'a', new AbortController().signal),
+    ];
+    await expect(streams.subscribe(TOKEN, 'a', new AbortController().signal)).rejects.toMatchObject({
+      code: 'TOO_MANY_STREAMS',
+      retryAfterSeconds: 7,
+    });
     opened.push(streams.subscribe(TOKEN, 'b', new AbortController().signal));
-    await expect(streams.subscribe(TOKEN, 'c', new AbortController().signal)).rejects.toMatchObject({ code: 'TOO_MANY_STREAMS' });
+    await expect(streams.subscribe(TOKEN, 'c', new AbortController().signal)).rejects.toMatchObject({
+      code: 'TOO_MANY_STREAMS',
+    });
     await tick();
     upstream.answer();
     await Promise.all(opened);

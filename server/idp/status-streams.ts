@@ -44,7 +44,8 @@ export type OpenUpstream = (token: string, signal: AbortSignal) => Promise<Reada
 const MAX_PENDING_EVENT_BYTES = 64 * 1024;
 /** A listener that reads nothing while this much is queued for it is dropped. */
 const MAX_QUEUED_BYTES = 256 * 1024;
-const FINAL_STATUS = /^data: ?(?:"(?:DONE|CANCELLED|TIMEOUT)"|\{.*"status"\s*:\s*"(?:DONE|CANCELLED|TIMEOUT)".*\})\s*$/m;
+const FINAL_STATUS =
+  /^data: ?(?:"(?:DONE|CANCELLED|TIMEOUT)"|\{.*"status"\s*:\s*"(?:DONE|CANCELLED|TIMEOUT)".*\})\s*$/m;
 const EVENT_END = /\r?\n\r?\n/g;
 
 interface Upstream {
@@ -133,7 +134,8 @@ export class StatusStreams {
       if (gone.aborted) throw new PkgError('REQUEST_TIMEOUT', 'the client left', { cause: e });
       throw e;
     }
-    if (listener.destroyed) throw new PkgError('SESSION_UNKNOWN', undefined, { cause: new Error('stream ended before it began') });
+    if (listener.destroyed)
+      throw new PkgError('SESSION_UNKNOWN', undefined, { cause: new Error('stream ended before it began') });
     return listener;
   }
 

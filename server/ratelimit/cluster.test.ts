@@ -85,8 +85,14 @@ describe('clusterBucketStore (worker side)', () => {
     const pending = store.take('a', 'general', 1, 1);
     let settled = false;
     void pending.then(() => (settled = true));
-    for (const noise of [null, 'x', { id: 1 }, { protocol: 'other', id: 1, allowed: false, retryAfterSeconds: 1 },
-      { protocol: PROTOCOL, id: 1, allowed: 'no', retryAfterSeconds: 1 }, { protocol: PROTOCOL, id: 99, ...REFUSED }]) {
+    for (const noise of [
+      null,
+      'x',
+      { id: 1 },
+      { protocol: 'other', id: 1, allowed: false, retryAfterSeconds: 1 },
+      { protocol: PROTOCOL, id: 1, allowed: 'no', retryAfterSeconds: 1 },
+      { protocol: PROTOCOL, id: 99, ...REFUSED },
+    ]) {
       deliver(noise);
     }
     await sleep(10);
@@ -157,7 +163,10 @@ describe('installClusterBucketServer (primary side)', () => {
 
   it('answers every well-formed take from the one store, to the worker that asked', async () => {
     const cluster = new EventEmitter();
-    installClusterBucketServer(cluster as unknown as Cluster, memoryBucketStore(() => 0));
+    installClusterBucketServer(
+      cluster as unknown as Cluster,
+      memoryBucketStore(() => 0),
+    );
     const one = fakeWorker();
     const two = fakeWorker();
     const ask = (w: Worker, id: number) =>

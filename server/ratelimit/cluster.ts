@@ -126,7 +126,8 @@ export function clusterBucketStore(options: ClusterBucketStoreOptions = {}): Buc
       const cached = refusedUntil.get(cacheKey);
       if (cached !== undefined) {
         const left = cached.until - performance.now();
-        if (left > 0) return Promise.resolve({ ...cached.result, retryAfterSeconds: Math.max(1, Math.ceil(left / 1000)) });
+        if (left > 0)
+          return Promise.resolve({ ...cached.result, retryAfterSeconds: Math.max(1, Math.ceil(left / 1000)) });
         refusedUntil.delete(cacheKey);
       }
       if (!channel.connected) {

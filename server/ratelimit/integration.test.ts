@@ -95,7 +95,9 @@ describe('two tiers per client', () => {
       const key = await fetch(`${pkg.url}/v2/request/key/1`, { headers: from('198.51.100.7') });
       expect(key.status).toBe(429);
       // jwt/{token} and parameters are general-tier only.
-      expect((await fetch(`${pkg.url}/v2/irma/jwt/${'A'.repeat(20)}`, { headers: from('198.51.100.7') })).status).toBe(404);
+      expect((await fetch(`${pkg.url}/v2/irma/jwt/${'A'.repeat(20)}`, { headers: from('198.51.100.7') })).status).toBe(
+        404,
+      );
       expect((await fetch(`${pkg.url}/v2/parameters`, { headers: from('198.51.100.7') })).status).toBe(200);
     });
   });
@@ -157,7 +159,8 @@ describe('which client a request counts against', () => {
       expect(await statuses(12, behindProxies)).toEqual(repeat(200, 12));
       // One client that prepends spoofed entries is still one client.
       let j = 0;
-      const spoofing = () => fetch(`${pkg.url}/v2/parameters`, { headers: from(`198.51.100.${j++}, 203.0.113.200, 10.1.2.3`) });
+      const spoofing = () =>
+        fetch(`${pkg.url}/v2/parameters`, { headers: from(`198.51.100.${j++}, 203.0.113.200, 10.1.2.3`) });
       expect(await statuses(9, spoofing)).toEqual([...repeat(200, 8), 429]);
     });
     await withPkg({ ...proxies, trustedProxies: ['10.0.0.0/8'] }, async (pkg) => {
@@ -189,7 +192,9 @@ describe('when Redis fails', () => {
 
   it('open (default): answers from local buckets, limits still hold, and /metrics counts it', async () => {
     const metrics = createMetrics({ processMetrics: false });
-    const store = redisBucketStore(`redis://127.0.0.1:${await closedPort()}`, { onUnavailable: (a) => metrics.countRedisUnavailable(a) });
+    const store = redisBucketStore(`redis://127.0.0.1:${await closedPort()}`, {
+      onUnavailable: (a) => metrics.countRedisUnavailable(a),
+    });
     const pkg = await startPkg({ yivi, rateLimit: { settings, store }, metrics });
     try {
       expect(await statuses(5, () => get(pkg, '192.0.2.90'))).toEqual([...repeat(200, 4), 429]);
@@ -212,9 +217,15 @@ describe('when Redis fails', () => {
       const refused = await get(pkg, '192.0.2.91');
       expect(refused.status).toBe(503);
       expect(refused.headers.get('retry-after')).toBe('1');
-      expect(await refused.json()).toEqual({ error: true, code: 'RATE_LIMITER_UNAVAILABLE', message: 'rate limiter unavailable' });
+      expect(await refused.json()).toEqual({
+        error: true,
+        code: 'RATE_LIMITER_UNAVAILABLE',
+        message: 'rate limiter unavailable',
+      });
       expect((await fetch(`${pkg.url}/health`)).status).toBe(200);
-      expect(await (await fetch(`${pkg.url}/metrics`)).text()).toContain('postguard_ratelimit_redis_unavailable_total{action="refused"} 1');
+      expect(await (await fetch(`${pkg.url}/metrics`)).text()).toContain(
+        'postguard_ratelimit_redis_unavailable_total{action="refused"} 1',
+      );
     } finally {
       await pkg.close();
       await store.close();
@@ -222,7 +233,10 @@ describe('when Redis fails', () => {
   });
 
   it('closed, against the real Redis: requests pass while it answers', async () => {
-    const store = redisBucketStore('redis://127.0.0.1:6379', { failure: 'closed', keyPrefix: `pg-pkg:test:${randomBytes(6).toString('hex')}:` });
+    const store = redisBucketStore('redis://127.0.0.1:6379', {
+      failure: 'closed',
+      keyPrefix: `pg-pkg:test:${randomBytes(6).toString('hex')}:`,
+    });
     const deadline = Date.now() + 5000;
     while (!store.shared && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     const pkg = await startPkg({ yivi, rateLimit: { settings, store } });
@@ -241,7 +255,8 @@ describe('shared buckets', () => {
     const storeA = redisBucketStore('redis://127.0.0.1:6379', { keyPrefix: prefix });
     const storeB = redisBucketStore('redis://127.0.0.1:6379', { keyPrefix: prefix });
     const deadline = Date.now() + 5000;
-    while (!(storeA.shared && storeB.shared) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (!(storeA.shared && storeB.shared) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     expect(storeA.shared && storeB.shared).toBe(true);
     // Redis keeps real time (1 token/s at the lowest rate): few, quick requests.
     const settings = { ...SETTINGS, burst: 4 };

@@ -81,7 +81,17 @@ describe('forwardedAddress', () => {
     expect(forwardedAddress('192.0.2.1:65535')).toBe('192.0.2.1');
     expect(forwardedAddress('2001:db8::1')).toBe('2001:db8::1');
     expect(forwardedAddress('[2001:db8::1]:65535')).toBe('2001:db8::1');
-    for (const bad of ['192.0.2.1:65536', '192.0.2.1:-1', '192.0.2.1:1:2', '[2001:db8::1', '2001:db8::1]', '[]', '[::1]:x', 'a:1', '::1%lo']) {
+    for (const bad of [
+      '192.0.2.1:65536',
+      '192.0.2.1:-1',
+      '192.0.2.1:1:2',
+      '[2001:db8::1',
+      '2001:db8::1]',
+      '[]',
+      '[::1]:x',
+      'a:1',
+      '::1%lo',
+    ]) {
       expect(forwardedAddress(bad), bad).toBeUndefined();
     }
   });
@@ -129,7 +139,16 @@ describe('clientKey with --trusted-proxies', () => {
 
   it('takes addresses and CIDR ranges, and refuses anything else', () => {
     expect(trustedProxies([' 192.0.2.0/24 ', '::1', '0.0.0.0/0']).ranges).toEqual(['192.0.2.0/24', '::1', '0.0.0.0/0']);
-    for (const bad of ['', 'proxy.example', '10.0.0.0/33', 'fd00::/129', '10.0.0.0/', '10.0.0.0/x', 'fe80::1%eth0', '10.0.0.0/8/8']) {
+    for (const bad of [
+      '',
+      'proxy.example',
+      '10.0.0.0/33',
+      'fd00::/129',
+      '10.0.0.0/',
+      '10.0.0.0/x',
+      'fe80::1%eth0',
+      '10.0.0.0/8/8',
+    ]) {
       expect(() => trustedProxies([bad]), bad).toThrow(RangeError);
     }
   });

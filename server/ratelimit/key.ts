@@ -46,14 +46,16 @@ export function trustedProxies(entries: readonly string[]): TrustedProxies {
     const slash = entry.indexOf('/');
     const address = slash === -1 ? entry : entry.slice(0, slash);
     const family = isIP(address);
-    if (family === 0 || address.includes('%')) throw new RangeError(`not an IP address or CIDR range: ${JSON.stringify(raw)}`);
+    if (family === 0 || address.includes('%'))
+      throw new RangeError(`not an IP address or CIDR range: ${JSON.stringify(raw)}`);
     const type = family === 4 ? 'ipv4' : 'ipv6';
     if (slash === -1) {
       list.addAddress(address, type);
     } else {
       const bits = entry.slice(slash + 1);
       const max = family === 4 ? 32 : 128;
-      if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new RangeError(`bad prefix length in ${JSON.stringify(raw)}`);
+      if (!/^\d{1,3}$/.test(bits) || Number(bits) > max)
+        throw new RangeError(`bad prefix length in ${JSON.stringify(raw)}`);
       list.addSubnet(address, Number(bits), type);
     }
     ranges.push(entry);
@@ -134,7 +136,10 @@ function ipv6Hextets(ip: string): number[] {
   const lastColon = text.lastIndexOf(':');
   if (text.includes('.', lastColon)) {
     // An embedded dotted quad (::ffff:192.0.2.1) is the last two groups written in decimal.
-    const [a = 0, b = 0, c = 0, d = 0] = text.slice(lastColon + 1).split('.').map(Number);
+    const [a = 0, b = 0, c = 0, d = 0] = text
+      .slice(lastColon + 1)
+      .split('.')
+      .map(Number);
     text = `${text.slice(0, lastColon + 1)}${hex((a << 8) | b)}:${hex((c << 8) | d)}`;
   }
   const groups = (part: string) => (part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));

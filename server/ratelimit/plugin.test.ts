@@ -65,7 +65,9 @@ describe("the PKG's routes declare their tier", () => {
     // Burst 1 in the sensitive tier: a second request from the same client to a sensitive route is
     // 429 before its own checks (auth, schema) run; the general tier is wide open.
     const pkg = await startPkg({
-      rateLimit: { settings: { ...SETTINGS, perSecond: 1000, burst: 1000, sensitivePerSecond: 0.001, sensitiveBurst: 1 } },
+      rateLimit: {
+        settings: { ...SETTINGS, perSecond: 1000, burst: 1000, sensitivePerSecond: 0.001, sensitiveBurst: 1 },
+      },
     });
     try {
       const second = async (method: 'GET' | 'POST', url: string) => {
@@ -76,12 +78,19 @@ describe("the PKG's routes declare their tier", () => {
         return (await pkg.app.inject(request)).statusCode;
       };
       for (const idp of ['irma', 'request', 'idp']) {
-        for (const [method, path] of [['POST', 'start'], ['GET', 'key'], ['GET', 'key/1700000000'], ['POST', 'sign/key']] as const) {
+        for (const [method, path] of [
+          ['POST', 'start'],
+          ['GET', 'key'],
+          ['GET', 'key/1700000000'],
+          ['POST', 'sign/key'],
+        ] as const) {
           expect(await second(method, `/v2/${idp}/${path}`), `${method} /v2/${idp}/${path}`).toBe(429);
         }
-        for (const path of [`jwt/${'a'.repeat(20)}`]) expect(await second('GET', `/v2/${idp}/${path}`), path).not.toBe(429);
+        for (const path of [`jwt/${'a'.repeat(20)}`])
+          expect(await second('GET', `/v2/${idp}/${path}`), path).not.toBe(429);
       }
-      for (const path of ['/v2/parameters', '/v2/sign/parameters', '/health']) expect(await second('GET', path), path).not.toBe(429);
+      for (const path of ['/v2/parameters', '/v2/sign/parameters', '/health'])
+        expect(await second('GET', path), path).not.toBe(429);
     } finally {
       await pkg.close();
     }
@@ -149,7 +158,10 @@ describe('rateLimitPlugin', () => {
 
   it('refills at the configured rates (injected clock)', async () => {
     const time = manualMs();
-    const app = await buildApp({ perSecond: 10, burst: 5, sensitivePerSecond: 2, sensitiveBurst: 2 }, memoryBucketStore(time.clock));
+    const app = await buildApp(
+      { perSecond: 10, burst: 5, sensitivePerSecond: 2, sensitiveBurst: 2 },
+      memoryBucketStore(time.clock),
+    );
     const client = from('192.0.2.5');
     expect(await statuses(app, 3, { method: 'POST', url: '/v2/irma/start', ...client })).toEqual([200, 200, 429]);
     time.advance(499);
@@ -179,7 +191,8 @@ describe('rateLimitPlugin', () => {
     const untrusting = await buildApp();
     const rotating = (i: number) => from('10.0.0.1', { headers: { 'x-forwarded-for': `198.51.100.${i}` } });
     const codes = [];
-    for (let i = 0; i < 10; i++) codes.push((await untrusting.inject({ url: '/v2/parameters', ...rotating(i) })).statusCode);
+    for (let i = 0; i < 10; i++)
+      codes.push((await untrusting.inject({ url: '/v2/parameters', ...rotating(i) })).statusCode);
     expect(count(codes, 429)).toBe(2);
 
     const trusting = await buildApp({ trustForwardedFor: true });
@@ -190,7 +203,8 @@ describe('rateLimitPlugin', () => {
     const spoofing = (i: number) =>
       from('10.0.0.1', { headers: { 'x-forwarded-for': `203.0.113.${i}, 198.51.100.200` } });
     const spoofed = [];
-    for (let i = 0; i < 10; i++) spoofed.push((await trusting.inject({ url: '/v2/parameters', ...spoofing(i) })).statusCode);
+    for (let i = 0; i < 10; i++)
+      spoofed.push((await trusting.inject({ url: '/v2/parameters', ...spoofing(i) })).statusCode);
     expect(count(spoofed, 429)).toBe(2);
     // Garbage in the rightmost entry counts against the proxy's own address.
     const garbage = await statuses(trusting, 9, {
@@ -204,7 +218,11 @@ describe('rateLimitPlugin', () => {
     const app = await buildApp();
     const response = await app.inject({ url: '/v2/parameters', remoteAddress: 'not-an-address' });
     expect(response.statusCode).toBe(500);
-    expect(response.json()).toEqual({ error: true, code: 'INTERNAL', message: 'could not determine the client address' });
+    expect(response.json()).toEqual({
+      error: true,
+      code: 'INTERNAL',
+      message: 'could not determine the client address',
+    });
     const trusting = await buildApp({ trustForwardedFor: true });
     const forwarded = await trusting.inject({
       url: '/v2/parameters',
@@ -221,7 +239,9 @@ describe('rateLimitPlugin', () => {
     };
     const logLines: string[] = [];
     const app = await buildApp({ disabled: true }, refusing, logLines);
-    expect(count(await statuses(app, 30, { method: 'POST', url: '/v2/irma/start', ...from('192.0.2.20') }), 200)).toBe(30);
+    expect(count(await statuses(app, 30, { method: 'POST', url: '/v2/irma/start', ...from('192.0.2.20') }), 200)).toBe(
+      30,
+    );
     expect(logLines.map((l) => JSON.parse(l) as { level: number; msg: string })).toContainEqual(
       expect.objectContaining({ level: 40, msg: 'rate limiting is disabled: every request passes' }),
     );
@@ -248,7 +268,8 @@ describe('rateLimitPlugin', () => {
     if (typeof address !== 'object' || address === null) throw new Error('no port');
     const url = `http://127.0.0.1:${address.port}/v2/parameters`;
     const codes = [];
-    for (let i = 0; i < 3; i++) codes.push((await fetch(url, { headers: { 'x-forwarded-for': `198.51.100.${i}` } })).status);
+    for (let i = 0; i < 3; i++)
+      codes.push((await fetch(url, { headers: { 'x-forwarded-for': `198.51.100.${i}` } })).status);
     expect(codes).toEqual([200, 200, 429]);
     expect((await fetch(`http://127.0.0.1:${address.port}/health`)).status).toBe(200);
   });

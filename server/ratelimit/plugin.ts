@@ -21,7 +21,15 @@ import { redisBucketStore } from './redis.js';
  * instances (redisBucketStore). processBucketStore picks the right one for the process it runs in.
  */
 
-export { ALLOWED, BucketStoreUnavailableError, memoryBucketStore, type BucketStore, type MemoryBucketStore, type TakeResult, type Tier } from './bucket.js';
+export {
+  ALLOWED,
+  BucketStoreUnavailableError,
+  memoryBucketStore,
+  type BucketStore,
+  type MemoryBucketStore,
+  type TakeResult,
+  type Tier,
+} from './bucket.js';
 export { addressKey, clientKey, forwardedAddress, trustedProxies, type TrustedProxies } from './key.js';
 export { clusterBucketStore, installClusterBucketServer, type ClusterBucketStoreOptions } from './cluster.js';
 export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions } from './redis.js';
@@ -79,7 +87,9 @@ export interface RateLimitSettings {
 /** How a request's client is keyed: the peer, or X-Forwarded-For as far as trusted proxies wrote it. */
 export type ClientKeyOf = (request: FastifyRequest) => string | undefined;
 
-export function clientKeyResolver(settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>): ClientKeyOf {
+export function clientKeyResolver(
+  settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>,
+): ClientKeyOf {
   const proxies = settings.trustedProxies;
   const trust = proxies !== undefined && proxies.length > 0 ? trustedProxies(proxies) : settings.trustForwardedFor;
   return (request) => {
@@ -89,10 +99,14 @@ export function clientKeyResolver(settings: Pick<RateLimitSettings, 'trustForwar
 }
 
 /** Where clients are keyed, for the start-up log. */
-export function describeClientKeying(settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>): string {
+export function describeClientKeying(
+  settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>,
+): string {
   const proxies = settings.trustedProxies ?? [];
   if (proxies.length > 0) return `the X-Forwarded-For entry left of the trusted proxies (${proxies.join(', ')})`;
-  return settings.trustForwardedFor ? 'the rightmost X-Forwarded-For entry (deprecated setting)' : 'the TCP peer address';
+  return settings.trustForwardedFor
+    ? 'the rightmost X-Forwarded-For entry (deprecated setting)'
+    : 'the TCP peer address';
 }
 
 export interface RateLimitPluginOptions {
@@ -109,7 +123,10 @@ const isPreflight = (request: FastifyRequest) =>
 
 function tooManyRequests(reply: FastifyReply, retryAfterSeconds: number) {
   const seconds = Math.max(1, retryAfterSeconds);
-  return sendError(reply, new PkgError('RATE_LIMITED', `Too many requests, retry in ${seconds}s`, { retryAfterSeconds: seconds }));
+  return sendError(
+    reply,
+    new PkgError('RATE_LIMITED', `Too many requests, retry in ${seconds}s`, { retryAfterSeconds: seconds }),
+  );
 }
 
 const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { settings, store, clientKeyOf }) => {
@@ -132,9 +149,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, { setting
     if (key === undefined) {
       // No peer address: the socket is already gone, or the PKG listens on a Unix socket without a trusted
       // proxy's X-Forwarded-For. Refusing beats pooling every such client into one bucket unannounced.
-      return reply
-        .code(500)
-        .send({ error: true, code: 'INTERNAL', message: 'could not determine the client address' });
+      return reply.code(500).send({ error: true, code: 'INTERNAL', message: 'could not determine the client address' });
     }
 
     try {

@@ -153,7 +153,11 @@ describe('redisBucketStore', () => {
   it('failure closed: refuses while Redis is unreachable, counts each refusal, and says so once', async () => {
     const { lines, logger } = recordingLogger();
     const actions: string[] = [];
-    const store = open(`redis://127.0.0.1:${await closedPort()}`, { logger, failure: 'closed', onUnavailable: (a) => actions.push(a) });
+    const store = open(`redis://127.0.0.1:${await closedPort()}`, {
+      logger,
+      failure: 'closed',
+      onUnavailable: (a) => actions.push(a),
+    });
     await until(() => lines.length > 0, 'the failure is logged');
     for (let i = 0; i < 3; i++) {
       await expect(store.take('198.51.100.10', 'general', 1, 2)).rejects.toBeInstanceOf(BucketStoreUnavailableError);
@@ -166,7 +170,11 @@ describe('redisBucketStore', () => {
   it('failure closed: a Redis that stops replying is refused after the call deadline, not waited for', async () => {
     const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
     const actions: string[] = [];
-    const store = open(`redis://127.0.0.1:${proxy.port}`, { failure: 'closed', commandTimeoutMs: 100, onUnavailable: (a) => actions.push(a) });
+    const store = open(`redis://127.0.0.1:${proxy.port}`, {
+      failure: 'closed',
+      commandTimeoutMs: 100,
+      onUnavailable: (a) => actions.push(a),
+    });
     try {
       await until(() => store.shared, 'connected');
       expect((await store.take('198.51.100.11', 'general', 1, 2)).allowed).toBe(true);

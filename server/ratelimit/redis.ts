@@ -99,7 +99,9 @@ export function redisBucketStore(url: string, options: RedisBucketStoreOptions =
     if (mode !== 'local') {
       log?.warn(
         `rate limiter: Redis ${why}; ` +
-          (closed ? 'refusing /v2 requests with 503 until it is back (--redis-failure closed)' : "using this instance's own buckets until it is back"),
+          (closed
+            ? 'refusing /v2 requests with 503 until it is back (--redis-failure closed)'
+            : "using this instance's own buckets until it is back"),
       );
     }
     mode = 'local';

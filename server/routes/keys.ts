@@ -147,7 +147,8 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
     // A key only for what a VALID disclosure proved; anything else gets the status and no key. A VALID
     // disclosure of nothing (all-optional request, or an identity server that sends no attributes) proves
     // nothing either, and a key for the empty identity would open what was sealed for "anyone at ts".
-    if (attributes !== undefined && attributes.length === 0) throw new PkgError('EMPTY_IDENTITY', 'the session disclosed no attributes');
+    if (attributes !== undefined && attributes.length === 0)
+      throw new PkgError('EMPTY_IDENTITY', 'the session disclosed no attributes');
     if (attributes !== undefined) {
       response.key = extractUsk(msk, { ts, con: attributes });
       metrics.countKey('usk');
@@ -161,7 +162,9 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
     (request) => issueUsk(request, request.params.timestamp),
   );
 
-  app.get('/key', { config: SENSITIVE, schema: { response: { 200: keyResponseSchema } } }, (request) => issueUsk(request, undefined));
+  app.get('/key', { config: SENSITIVE, schema: { response: { 200: keyResponseSchema } } }, (request) =>
+    issueUsk(request, undefined),
+  );
 
   // Issued for the canonical identity (current PostGuard), and the policy returned in its canonical
   // spelling, so a sealer writes what every reader derives the same identity from: an API key
@@ -169,7 +172,10 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
   const signingKey = (con: Attribute[], ts: number): { key: string; policy: Policy } => {
     // A signature by "nobody" proves nothing about the sender: no signing key for the empty identity.
     if (con.length === 0) throw new PkgError('EMPTY_IDENTITY', 'the signing identity has no attributes');
-    const policy = { ts, con: con.map((a) => (a.v === undefined ? { t: a.t } : { t: a.t, v: canonicalize(a.t, a.v) })) };
+    const policy = {
+      ts,
+      con: con.map((a) => (a.v === undefined ? { t: a.t } : { t: a.t, v: canonicalize(a.t, a.v) })),
+    };
     metrics.countKey('signing');
     return { key: extractSigningKey(sk, policy), policy };
   };
@@ -212,7 +218,10 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
 
       const { pubSignId, privSignId } = request.body;
       const publicTypes = new Set(pubSignId.map((a) => a.t));
-      response.pubSignKey = signingKey(attributes.filter((a) => publicTypes.has(a.t)), ts);
+      response.pubSignKey = signingKey(
+        attributes.filter((a) => publicTypes.has(a.t)),
+        ts,
+      );
       if (privSignId !== undefined) {
         // Only value-less entries select a private attribute (pg-pkg's rule).
         const privateTypes = new Set(privSignId.filter((a) => a.v === undefined || a.v === null).map((a) => a.t));

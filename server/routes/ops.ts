@@ -9,5 +9,7 @@ export async function opsRoutes(app: FastifyInstance, { metrics }: { metrics: Pk
     reply.type('text/plain; charset=utf-8').send('OK'),
   );
 
-  app.get('/metrics', { schema: text }, async (_request, reply) => reply.type(metrics.contentType()).send(await metrics.text()));
+  app.get('/metrics', { schema: text }, async (_request, reply) =>
+    reply.type(metrics.contentType()).send(await metrics.text()),
+  );
 }

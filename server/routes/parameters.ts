@@ -38,7 +38,11 @@ export function publishKey(publicKey: string, modified: Date): PublishedKey {
 }
 
 /** Whether the client's cached copy is current. */
-export function notModified(key: PublishedKey, ifNoneMatch: string | undefined, ifModifiedSince: string | undefined): boolean {
+export function notModified(
+  key: PublishedKey,
+  ifNoneMatch: string | undefined,
+  ifModifiedSince: string | undefined,
+): boolean {
   if (ifNoneMatch !== undefined) {
     // Strong comparison: a weak tag W/"…" never matches, and neither does "*".
     return ifNoneMatch.split(',').some((tag) => tag.trim() === key.etag);
@@ -63,7 +67,10 @@ const parametersSchema = {
 
 function serve(key: PublishedKey) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    reply.header('etag', key.etag).header('last-modified', key.lastModified).header('cache-control', 'public, no-cache');
+    reply
+      .header('etag', key.etag)
+      .header('last-modified', key.lastModified)
+      .header('cache-control', 'public, no-cache');
     if (notModified(key, request.headers['if-none-match'], request.headers['if-modified-since'])) {
       return reply.code(304).send();
     }

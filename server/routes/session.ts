@@ -45,7 +45,10 @@ const sessionPackageSchema = {
   },
 } as const;
 
-export async function sessionRoutes(app: FastifyInstance, { idp, streams, clientKeyOf }: SessionRoutesOptions): Promise<void> {
+export async function sessionRoutes(
+  app: FastifyInstance,
+  { idp, streams, clientKeyOf }: SessionRoutesOptions,
+): Promise<void> {
   app.post<{ Body: StartBody }>(
     '/start',
     { config: SENSITIVE, schema: { body: startBodySchema, response: { 200: sessionPackageSchema } } },
@@ -56,14 +59,10 @@ export async function sessionRoutes(app: FastifyInstance, { idp, streams, client
     },
   );
 
-  app.get<{ Params: { token: string } }>(
-    '/jwt/:token',
-    { schema: { params: tokenParams } },
-    async (request, reply) => {
-      const jwt = await idp.resultJwt(checkSessionToken(request.params.token));
-      return reply.type('text/plain; charset=utf-8').send(jwt);
-    },
-  );
+  app.get<{ Params: { token: string } }>('/jwt/:token', { schema: { params: tokenParams } }, async (request, reply) => {
+    const jwt = await idp.resultJwt(checkSessionToken(request.params.token));
+    return reply.type('text/plain; charset=utf-8').send(jwt);
+  });
 
   app.get<{ Params: { token: string } }>(
     '/statusevents/:token',

@@ -132,7 +132,17 @@ describe('requestor flow as the PKG drives it', () => {
     });
     // Claim order as golang-jwt writes it: standard claims, then the result's fields.
     const raw = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as object;
-    expect(Object.keys(raw)).toEqual(['exp', 'iat', 'iss', 'sub', 'token', 'status', 'type', 'proofStatus', 'disclosed']);
+    expect(Object.keys(raw)).toEqual([
+      'exp',
+      'iat',
+      'iss',
+      'sub',
+      'token',
+      'status',
+      'type',
+      'proofStatus',
+      'disclosed',
+    ]);
     // And the JWT does not verify once validity has run out.
     await expect(
       jwtVerify(jwt, key, { algorithms: ['RS256'], currentDate: new Date((r.clock.now() + 301) * 1000) }),
@@ -235,7 +245,11 @@ describe('wallet side', () => {
       },
     });
     const res = await fetch(`${pkg.sessionPtr.u}/`, {
-      headers: { 'X-IRMA-MinProtocolVersion': '2.4', 'X-IRMA-MaxProtocolVersion': '"2.8"', authorization: 'wallet-auth-1234567890' },
+      headers: {
+        'X-IRMA-MinProtocolVersion': '2.4',
+        'X-IRMA-MaxProtocolVersion': '"2.8"',
+        authorization: 'wallet-auth-1234567890',
+      },
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { request: { nonce: string } };
@@ -258,12 +272,19 @@ describe('wallet side', () => {
 
     // A second GET is refused without cancelling the session.
     const again = await fetch(`${pkg.sessionPtr.u}/`, {
-      headers: { 'X-IRMA-MinProtocolVersion': '2.8', 'X-IRMA-MaxProtocolVersion': '2.8', authorization: 'other-auth-1234567890' },
+      headers: {
+        'X-IRMA-MinProtocolVersion': '2.8',
+        'X-IRMA-MaxProtocolVersion': '2.8',
+        authorization: 'other-auth-1234567890',
+      },
     });
     expect(again.status).toBe(403);
     expect(((await again.json()) as { error: string }).error).toBe('UNEXPECTED_REQUEST');
 
-    const proofs = { '@context': 'urn:standin:simulated-disclosure:v1', disclosed: [[{ id: EMAIL, rawvalue: 'a@b.c' }]] };
+    const proofs = {
+      '@context': 'urn:standin:simulated-disclosure:v1',
+      disclosed: [[{ id: EMAIL, rawvalue: 'a@b.c' }]],
+    };
     const stranger = await post(`${pkg.sessionPtr.u}/proofs`, proofs, { authorization: 'other-auth-1234567890' });
     expect(stranger.status).toBe(403);
     expect(await stranger.json()).toEqual({
@@ -283,13 +304,21 @@ describe('wallet side', () => {
     expect((await getJson(`${r.url}/session/${pkg.token}/status`)).body).toBe('INITIALIZED');
 
     const old = await fetch(`${pkg.sessionPtr.u}/`, {
-      headers: { 'X-IRMA-MinProtocolVersion': '2.4', 'X-IRMA-MaxProtocolVersion': '2.7', authorization: 'x'.repeat(20) },
+      headers: {
+        'X-IRMA-MinProtocolVersion': '2.4',
+        'X-IRMA-MaxProtocolVersion': '2.7',
+        authorization: 'x'.repeat(20),
+      },
     });
     expect(old.status).toBe(400);
     expect(((await old.json()) as { error: string }).error).toBe('PROTOCOL_VERSION');
     const result = (await getJson(`${r.url}/session/${pkg.token}/result`)).body as SessionResult;
     expect(result.status).toBe('CANCELLED');
-    expect(result.error).toEqual({ status: 400, error: 'PROTOCOL_VERSION', description: 'Protocol version negotiation failed' });
+    expect(result.error).toEqual({
+      status: 400,
+      error: 'PROTOCOL_VERSION',
+      description: 'Protocol version negotiation failed',
+    });
 
     const pkg2 = await startSession(r);
     const noAuth = await fetch(`${pkg2.sessionPtr.u}/`, {
@@ -384,7 +413,9 @@ describe('wallet side', () => {
     });
 
     const connecting = wallet.connect(pkg.sessionPtr, { pairingPollMs: 10 });
-    await expect.poll(async () => ((await (await frontend('status')).json()) as { status: string }).status).toBe('PAIRING');
+    await expect
+      .poll(async () => ((await (await frontend('status')).json()) as { status: string }).status)
+      .toBe('PAIRING');
     const proofsTooEarly = await post(`${pkg.sessionPtr.u}/proofs`, {}, { authorization: 'x'.repeat(20) });
     expect(((await proofsTooEarly.json()) as { error: string }).error).toBe('PAIRING_REQUIRED');
     expect((await frontend('pairingcompleted', { method: 'POST', body: '{}' })).status).toBe(204);
@@ -404,7 +435,10 @@ describe('timeouts (injected clock)', () => {
     expect((await getJson(`${r.url}/session/${pkg.token}/status`)).body).toBe('INITIALIZED');
     r.clock.advance(1);
     expect((await getJson(`${r.url}/session/${pkg.token}/status`)).body).toBe('TIMEOUT');
-    await expect(wallet.connect(pkg.sessionPtr)).rejects.toMatchObject({ status: 403, remote: { error: 'UNEXPECTED_REQUEST' } });
+    await expect(wallet.connect(pkg.sessionPtr)).rejects.toMatchObject({
+      status: 403,
+      remote: { error: 'UNEXPECTED_REQUEST' },
+    });
     r.clock.advance(299);
     expect((await getJson(`${r.url}/session/${pkg.token}/result`)).body).toMatchObject({ status: 'TIMEOUT' });
     r.clock.advance(1);
@@ -547,9 +581,18 @@ describe('the wallet page', () => {
     const ct = pkg.sessionPtr.u.split('/').pop()!;
 
     // Links are relative (the page may sit behind a proxy); resolve them as a browser does.
-    const action = new URL(/<form method="post" action="([^"]+\/disclose)">/.exec(html)![1]!, `${r.url}/standin/wallet`);
+    const action = new URL(
+      /<form method="post" action="([^"]+\/disclose)">/.exec(html)![1]!,
+      `${r.url}/standin/wallet`,
+    );
     expect(action.pathname).toBe(`/standin/wallet/${ct}/disclose`);
-    const form = new URLSearchParams({ key, 'c.0': '0', 'v.0.0.0': 'alice@example.org', 'c.1': '1', 'v.1.1.0': '+31600000000' });
+    const form = new URLSearchParams({
+      key,
+      'c.0': '0',
+      'v.0.0.0': 'alice@example.org',
+      'c.1': '1',
+      'v.1.1.0': '+31600000000',
+    });
     const res = await fetch(action, { method: 'POST', body: form, redirect: 'manual' });
     expect(res.status).toBe(303);
     const back = new URL(res.headers.get('location')!, action);
@@ -601,7 +644,9 @@ describe('bad input gets Yivi errors, never a crash', () => {
     for (const path of ['status', 'result', 'result-jwt']) {
       const res = await fetch(`${r.url}/session/${unknown}/${path}`);
       expect(res.status).toBe(400);
-      expect(await res.text()).toBe('{"status":400,"error":"SESSION_UNKNOWN","description":"Unknown or expired session"}');
+      expect(await res.text()).toBe(
+        '{"status":400,"error":"SESSION_UNKNOWN","description":"Unknown or expired session"}',
+      );
     }
     expect((await fetch(`${r.url}/session/${unknown}`, { method: 'DELETE' })).status).toBe(400);
     expect(await getJson(`${r.url}/session/short/status`)).toEqual({
@@ -619,7 +664,10 @@ describe('bad input gets Yivi errors, never a crash', () => {
       message: 'string did not pass input validation for clientToken',
     });
     expect((await getJson(`${r.url}/irma/session/${unknown}/status`)).body).toMatchObject({ error: 'SESSION_UNKNOWN' });
-    expect(await getJson(`${r.url}/irma/whatever`)).toMatchObject({ status: 404, body: { status: 404, error: 'INVALID_REQUEST' } });
+    expect(await getJson(`${r.url}/irma/whatever`)).toMatchObject({
+      status: 404,
+      body: { status: 404, error: 'INVALID_REQUEST' },
+    });
     const plain = await fetch(`${r.url}/nothing-here`);
     expect(plain.status).toBe(404);
     expect(await plain.text()).toBe('404 page not found\n');
@@ -631,27 +679,55 @@ describe('bad input gets Yivi errors, never a crash', () => {
       ['{"validity":', 400, /JSON/],
       ['', 400, /JSON/],
       ['[1,2]', 400, /body must be object/],
-      [{ validity: '300', request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } }, 400, 'body/validity must be integer'],
+      [
+        { validity: '300', request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } },
+        400,
+        'body/validity must be integer',
+      ],
       [{ validity: -1, request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } }, 400, /validity must be >= 0/],
       [{ request: { '@context': DISCLOSURE, disclose: 'pbdf.a.b.c' } }, 400, /disclose must be array/],
       [{ request: { '@context': DISCLOSURE, disclose: [] } }, 400, 'Disclosure request had no attributes'],
       [{ request: { '@context': DISCLOSURE } }, 400, 'Disclosure request had no attributes'],
       [{ request: { '@context': DISCLOSURE, disclose: [[[]]] } }, 400, 'Disclosure request had no attributes'],
       [{ request: { '@context': DISCLOSURE, disclose: [[]] } }, 400, 'Empty disjunction'],
-      [{ request: { '@context': DISCLOSURE, disclose: [[['a.b']]] } }, 400, 'Expected attribute request to consist of 4 or 3 parts, 2 found'],
+      [
+        { request: { '@context': DISCLOSURE, disclose: [[['a.b']]] } },
+        400,
+        'Expected attribute request to consist of 4 or 3 parts, 2 found',
+      ],
       [{ request: { '@context': DISCLOSURE, disclose: [[['a..b.c']]] } }, 400, /malformed attribute identifier/],
-      [{ request: { '@context': DISCLOSURE, disclose: [[[{ value: 'x' }]]] } }, 400, /must have required property 'type'/],
-      [{ request: { '@context': DISCLOSURE, disclose: [[['irma-demo.x.y.z']]] } }, 400, 'Unknown attribute type: irma-demo.x.y.z'],
+      [
+        { request: { '@context': DISCLOSURE, disclose: [[[{ value: 'x' }]]] } },
+        400,
+        /must have required property 'type'/,
+      ],
+      [
+        { request: { '@context': DISCLOSURE, disclose: [[['irma-demo.x.y.z']]] } },
+        400,
+        'Unknown attribute type: irma-demo.x.y.z',
+      ],
       [
         { request: { '@context': DISCLOSURE, disclose: [[[EMAIL, MOBILE, 'irma-demo.sidn-pbdf.email.domain']]] } },
         400,
         'Within inner conjunctions, attributes from the same credential type must be adjacent',
       ],
-      [{ request: { '@context': 'https://example.test/other', disclose: [[[EMAIL]]] } }, 400, 'Invalid requestor request type'],
+      [
+        { request: { '@context': 'https://example.test/other', disclose: [[[EMAIL]]] } },
+        400,
+        'Invalid requestor request type',
+      ],
       [{ '@context': 'https://example.test/other', disclose: [[[EMAIL]]] }, 400, 'Invalid session request type'],
       [{ disclose: [[[EMAIL]]] }, 400, /legacy/],
-      [{ '@context': 'https://irma.app/ld/request/signature/v2', message: 'm', disclose: [[[EMAIL]]] }, 501, /disclosure sessions/],
-      [{ callbackUrl: 'https://x.test', request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } }, 501, /callbackUrl/],
+      [
+        { '@context': 'https://irma.app/ld/request/signature/v2', message: 'm', disclose: [[[EMAIL]]] },
+        501,
+        /disclosure sessions/,
+      ],
+      [
+        { callbackUrl: 'https://x.test', request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } },
+        501,
+        /callbackUrl/,
+      ],
       [{ request: { '@context': DISCLOSURE, augmentReturnUrl: true, disclose: [[[EMAIL]]] } }, 400, /augmenting/],
     ];
     for (const [body, status, message] of cases) {

@@ -25,7 +25,17 @@ function run(args: string[], env: Record<string, string> = {}) {
 describe('parseCli', () => {
   it('maps flags to options', () => {
     expect(parseCli(['--port', '8088'])).toMatchObject({ kind: 'run', port: 8088, host: '127.0.0.1' });
-    const full = parseCli(['--port=0', '--host', '0.0.0.0', '--public-url', 'http://192.168.1.5:8088', '--token', 't0k', '--key-path', '/k.pem']);
+    const full = parseCli([
+      '--port=0',
+      '--host',
+      '0.0.0.0',
+      '--public-url',
+      'http://192.168.1.5:8088',
+      '--token',
+      't0k',
+      '--key-path',
+      '/k.pem',
+    ]);
     expect(full).toMatchObject({
       kind: 'run',
       port: 0,
@@ -33,7 +43,8 @@ describe('parseCli', () => {
       options: { publicUrl: 'http://192.168.1.5:8088', requestorToken: 't0k', keyPath: '/k.pem' },
     });
     expect(parseCli(['--port', '1', '--max-sessions', '50'])).toMatchObject({ options: { maxPendingSessions: 50 } });
-    for (const bad of ['0', '-1', 'many', '1e3']) expect(() => parseCli(['--port', '1', '--max-sessions', bad]), bad).toThrow(ConfigError);
+    for (const bad of ['0', '-1', 'many', '1e3'])
+      expect(() => parseCli(['--port', '1', '--max-sessions', bad]), bad).toThrow(ConfigError);
     expect(parseCli(['--help'])).toEqual({ kind: 'help' });
     expect(parseCli(['-h', '--port', 'junk'])).toEqual({ kind: 'help' });
   });

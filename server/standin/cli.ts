@@ -28,7 +28,12 @@ export type CliCommand = ServerCommand<StandinOptions>;
 export function parseCli(argv: readonly string[]): CliCommand {
   return parseServerCli(
     argv,
-    { 'public-url': { type: 'string' }, token: { type: 'string' }, 'key-path': { type: 'string' }, 'max-sessions': { type: 'string' } },
+    {
+      'public-url': { type: 'string' },
+      token: { type: 'string' },
+      'key-path': { type: 'string' },
+      'max-sessions': { type: 'string' },
+    },
     (values) => {
       const options: StandinOptions = { logger: { level: 'info', stream: process.stderr } };
       const publicUrl = values['public-url'];
@@ -48,7 +53,8 @@ export function parseCli(argv: readonly string[]): CliCommand {
       if (typeof values['key-path'] === 'string') options.keyPath = values['key-path'];
       const maxSessions = values['max-sessions'];
       if (typeof maxSessions === 'string') {
-        if (!/^\d{1,9}$/.test(maxSessions) || Number(maxSessions) < 1) throw new ConfigError('--max-sessions', `must be a positive integer, got ${JSON.stringify(maxSessions)}`);
+        if (!/^\d{1,9}$/.test(maxSessions) || Number(maxSessions) < 1)
+          throw new ConfigError('--max-sessions', `must be a positive integer, got ${JSON.stringify(maxSessions)}`);
         options.maxPendingSessions = Number(maxSessions);
       }
       return options;

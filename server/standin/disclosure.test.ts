@@ -17,10 +17,24 @@ const req = (type: string, extra: Partial<NormalizedAttributeRequest> = {}): Nor
 
 describe('evaluateDisclosure', () => {
   it('accepts a disclosure that satisfies every disjunction', () => {
-    const out = evaluateDisclosure([[[req(EMAIL, { value: 'a@b.c', notNull: true })]]], [[{ id: EMAIL, rawvalue: 'a@b.c' }]], T);
+    const out = evaluateDisclosure(
+      [[[req(EMAIL, { value: 'a@b.c', notNull: true })]]],
+      [[{ id: EMAIL, rawvalue: 'a@b.c' }]],
+      T,
+    );
     expect(out).toEqual({
       proofStatus: 'VALID',
-      disclosed: [[{ rawvalue: 'a@b.c', value: { '': 'a@b.c', en: 'a@b.c', nl: 'a@b.c' }, id: EMAIL, status: 'PRESENT', issuancetime: T }]],
+      disclosed: [
+        [
+          {
+            rawvalue: 'a@b.c',
+            value: { '': 'a@b.c', en: 'a@b.c', nl: 'a@b.c' },
+            id: EMAIL,
+            status: 'PRESENT',
+            issuancetime: T,
+          },
+        ],
+      ],
     });
   });
 
@@ -59,7 +73,10 @@ describe('evaluateDisclosure', () => {
   });
 
   it('takes the empty option only for an empty set (irmamobile#360), whatever the option order', () => {
-    for (const discon of [[[], [req(MOBILE)]], [[req(MOBILE)], []]]) {
+    for (const discon of [
+      [[], [req(MOBILE)]],
+      [[req(MOBILE)], []],
+    ]) {
       expect(evaluateDisclosure([discon], [[]], T)).toEqual({ proofStatus: 'VALID', disclosed: [[]] });
       expect(evaluateDisclosure([discon], [[{ id: MOBILE, rawvalue: '06' }]], T).disclosed?.[0]?.[0]?.id).toBe(MOBILE);
       expect(evaluateDisclosure([discon], [[{ id: EMAIL, rawvalue: 'x' }]], T).proofStatus).toBe('MISSING_ATTRIBUTES');
@@ -68,14 +85,38 @@ describe('evaluateDisclosure', () => {
 
   it('tries conjunctions in order and matches attributes by position', () => {
     const discon = [[req(EMAIL), req(MOBILE)], [req(MOBILE)]];
-    expect(evaluateDisclosure([discon], [[{ id: MOBILE, rawvalue: '06' }, { id: EMAIL, rawvalue: 'e' }]], T).disclosed).toEqual([
-      [expect.objectContaining({ id: MOBILE })],
-    ]);
-    expect(evaluateDisclosure([discon], [[{ id: EMAIL, rawvalue: 'e' }, { id: MOBILE, rawvalue: '06' }]], T).disclosed?.[0]).toHaveLength(2);
+    expect(
+      evaluateDisclosure(
+        [discon],
+        [
+          [
+            { id: MOBILE, rawvalue: '06' },
+            { id: EMAIL, rawvalue: 'e' },
+          ],
+        ],
+        T,
+      ).disclosed,
+    ).toEqual([[expect.objectContaining({ id: MOBILE })]]);
+    expect(
+      evaluateDisclosure(
+        [discon],
+        [
+          [
+            { id: EMAIL, rawvalue: 'e' },
+            { id: MOBILE, rawvalue: '06' },
+          ],
+        ],
+        T,
+      ).disclosed?.[0],
+    ).toHaveLength(2);
   });
 
   it('puts unrequested sets in one trailing EXTRA group', () => {
-    const sets = [[{ id: EMAIL, rawvalue: 'e' }], [{ id: MOBILE, rawvalue: '06' }], [{ id: 'a.b.c.d', rawvalue: null }]];
+    const sets = [
+      [{ id: EMAIL, rawvalue: 'e' }],
+      [{ id: MOBILE, rawvalue: '06' }],
+      [{ id: 'a.b.c.d', rawvalue: null }],
+    ];
     const out = evaluateDisclosure([[[req(EMAIL)]]], sets, T);
     expect(out.proofStatus).toBe('VALID');
     expect(out.disclosed?.[1]?.map((a) => [a.id, a.status])).toEqual([
@@ -121,7 +162,9 @@ describe('the simulated wallet chooses what the server accepts', () => {
           for (const ar of discon[0]!) holdings[ar.type] = ar.value ?? holdings[ar.type] ?? 'v';
         }
         // Conflicting demands on one id cannot all be met; skip those requests.
-        fc.pre(parsed.disclose.every((d) => d[0]!.every((ar) => ar.value === undefined || holdings[ar.type] === ar.value)));
+        fc.pre(
+          parsed.disclose.every((d) => d[0]!.every((ar) => ar.value === undefined || holdings[ar.type] === ar.value)),
+        );
         const sets = chooseDisclosure(marshalConDisCon(parsed.disclose), holdings);
         expect(evaluateDisclosure(parsed.disclose, sets, T).proofStatus).toBe('VALID');
       }),

@@ -66,7 +66,10 @@ export function evaluateDisclosure(
     });
   }
 
-  const extra = sets.slice(disclose.length).flat().map((attr) => disclosedAttribute(attr, issuancetime, true));
+  const extra = sets
+    .slice(disclose.length)
+    .flat()
+    .map((attr) => disclosedAttribute(attr, issuancetime, true));
   if (extra.length > 0) list = [...(list ?? []), extra];
   return { proofStatus: complete ? 'VALID' : 'MISSING_ATTRIBUTES', disclosed: list };
 }

@@ -40,7 +40,10 @@ describe('the persistent JWT key', () => {
     const started = await fetch(`${first.url}/session`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ '@context': 'https://irma.app/ld/request/disclosure/v2', disclose: [[['irma-demo.a.b.c']]] }),
+      body: JSON.stringify({
+        '@context': 'https://irma.app/ld/request/disclosure/v2',
+        disclose: [[['irma-demo.a.b.c']]],
+      }),
     });
     const { token } = (await started.json()) as { token: string };
     const jwt = await (await fetch(`${first.url}/session/${token}/result-jwt`)).text();
@@ -67,7 +70,10 @@ describe('the persistent JWT key', () => {
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' });
     expect(() => keyFromPem(ec, 'ec.pem')).toThrow(/expected an RSA key, got ec/);
 
-    const small = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs1', format: 'pem' });
+    const small = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({
+      type: 'pkcs1',
+      format: 'pem',
+    });
     expect(() => keyFromPem(small, 'small.pem')).toThrow(/1024 bits is too small/);
 
     // An app with a bad key fails to start rather than serving without one.

@@ -1,13 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { YiviError } from './errors.js';
-import {
-  DEFAULT_JWT_VALIDITY,
-  marshalConDisCon,
-  parseSessionRequest,
-  pinsAValue,
-  walletRequest,
-} from './request.js';
+import { DEFAULT_JWT_VALIDITY, marshalConDisCon, parseSessionRequest, pinsAValue, walletRequest } from './request.js';
 
 const DISCLOSURE = 'https://irma.app/ld/request/disclosure/v2';
 const EMAIL = 'pbdf.sidn-pbdf.email.email';
@@ -28,7 +22,10 @@ describe('parseSessionRequest', () => {
       validity: 300,
       request: {
         '@context': DISCLOSURE,
-        disclose: [[[{ type: EMAIL, value: 'alice@example.org', notNull: true }]], [[], [{ type: 'pbdf.a.b.c', notNull: true }]]],
+        disclose: [
+          [[{ type: EMAIL, value: 'alice@example.org', notNull: true }]],
+          [[], [{ type: 'pbdf.a.b.c', notNull: true }]],
+        ],
       },
     });
     expect(parsed).toEqual({
@@ -43,7 +40,11 @@ describe('parseSessionRequest', () => {
   });
 
   it('reads the plain form with irmago defaults, and the extended timeout', () => {
-    const plain = parseSessionRequest({ '@context': DISCLOSURE, disclose: [[[EMAIL]]], labels: { 0: { en: 'E-mail' } } });
+    const plain = parseSessionRequest({
+      '@context': DISCLOSURE,
+      disclose: [[[EMAIL]]],
+      labels: { 0: { en: 'E-mail' } },
+    });
     expect(plain).toEqual({
       validity: DEFAULT_JWT_VALIDITY,
       clientTimeout: 0,
@@ -52,37 +53,50 @@ describe('parseSessionRequest', () => {
     });
     expect(pinsAValue(plain.disclose)).toBe(false);
     // `validity` and `timeout` are extension fields: ignored on a plain request, as irmago does.
-    expect(parseSessionRequest({ '@context': DISCLOSURE, validity: 5, timeout: 5, disclose: [[[EMAIL]]] })).toMatchObject({
+    expect(
+      parseSessionRequest({ '@context': DISCLOSURE, validity: 5, timeout: 5, disclose: [[[EMAIL]]] }),
+    ).toMatchObject({
       validity: 120,
       clientTimeout: 0,
     });
-    expect(parseSessionRequest({ validity: 0, timeout: 30, request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } })).toMatchObject({
+    expect(
+      parseSessionRequest({ validity: 0, timeout: 30, request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } }),
+    ).toMatchObject({
       validity: 120,
       clientTimeout: 30,
     });
   });
 
   it('treats a null value as no required value', () => {
-    expect(parseSessionRequest({ '@context': DISCLOSURE, disclose: [[[{ type: EMAIL, value: null }]]] }).disclose).toEqual([
-      [[{ type: EMAIL, notNull: false }]],
-    ]);
+    expect(
+      parseSessionRequest({ '@context': DISCLOSURE, disclose: [[[{ type: EMAIL, value: null }]]] }).disclose,
+    ).toEqual([[[{ type: EMAIL, notNull: false }]]]);
   });
 
   it('refuses what irmago refuses, with its messages', () => {
     expect(failure({ '@context': DISCLOSURE, disclose: [[['a.b.c.d.e']]] }).detail).toBe(
       'Expected attribute request to consist of 4 or 3 parts, 5 found',
     );
-    expect(failure({ '@context': DISCLOSURE, disclose: [[[]], [[]]] }).detail).toBe('Disclosure request had no attributes');
+    expect(failure({ '@context': DISCLOSURE, disclose: [[[]], [[]]] }).detail).toBe(
+      'Disclosure request had no attributes',
+    );
     expect(failure({ '@context': DISCLOSURE, disclose: [[['a.b.c.d']], []] }).detail).toBe('Empty disjunction');
     // Same credential type, not adjacent.
-    expect(failure({ '@context': DISCLOSURE, disclose: [[['s.i.c.x', 's.i.d.y', 's.i.c.z']]] }).type).toBe('INVALID_REQUEST');
+    expect(failure({ '@context': DISCLOSURE, disclose: [[['s.i.c.x', 's.i.d.y', 's.i.c.z']]] }).type).toBe(
+      'INVALID_REQUEST',
+    );
     // Adjacent is fine; the same ids in different conjunctions are fine.
-    expect(() => parseSessionRequest({ '@context': DISCLOSURE, disclose: [[['s.i.c.x', 's.i.c.z', 's.i.d.y']], [['s.i.c.x']]] })).not.toThrow();
+    expect(() =>
+      parseSessionRequest({ '@context': DISCLOSURE, disclose: [[['s.i.c.x', 's.i.c.z', 's.i.d.y']], [['s.i.c.x']]] }),
+    ).not.toThrow();
     expect(failure({ '@context': DISCLOSURE, host: 'evil.test', disclose: [[[EMAIL]]] }).type).toBe('UNAUTHORIZED');
-    expect(failure({ '@context': DISCLOSURE, revocation: { [EMAIL]: {} }, disclose: [[[EMAIL]]] }).type).toBe('UNSUPPORTED');
-    expect(failure({ nextSession: { url: 'https://x.test' }, request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } }).type).toBe(
+    expect(failure({ '@context': DISCLOSURE, revocation: { [EMAIL]: {} }, disclose: [[[EMAIL]]] }).type).toBe(
       'UNSUPPORTED',
     );
+    expect(
+      failure({ nextSession: { url: 'https://x.test' }, request: { '@context': DISCLOSURE, disclose: [[[EMAIL]]] } })
+        .type,
+    ).toBe('UNSUPPORTED');
     expect(failure({ request: { '@context': 'https://irma.app/ld/request/issuance/v2' } }).status).toBe(501);
   });
 });
@@ -111,13 +125,17 @@ describe('the request as the wallet sees it', () => {
   });
 
   const part = fc.stringMatching(/^[a-z0-9-]{1,8}$/);
-  const id = fc.tuple(part, part, part, fc.option(part, { nil: undefined })).map(([a, b, c, d]) =>
-    d === undefined ? `${a}.${b}.${c}` : `${a}.${b}.${c}.${d}`,
-  );
+  const id = fc
+    .tuple(part, part, part, fc.option(part, { nil: undefined }))
+    .map(([a, b, c, d]) => (d === undefined ? `${a}.${b}.${c}` : `${a}.${b}.${c}.${d}`));
   const attributeRequest = fc.oneof(
     id,
     fc.record(
-      { type: id, value: fc.option(fc.string(), { nil: undefined }), notNull: fc.option(fc.boolean(), { nil: undefined }) },
+      {
+        type: id,
+        value: fc.option(fc.string(), { nil: undefined }),
+        notNull: fc.option(fc.boolean(), { nil: undefined }),
+      },
       { requiredKeys: ['type'] },
     ),
   );

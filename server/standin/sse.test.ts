@@ -99,7 +99,9 @@ describe('server-sent status events', () => {
     expect(await client.rest()).toBe('event: open\n\ndata: "CANCELLED"\n\n');
     expect(await frontend.rest()).toBe('event: open\n\ndata: {"status":"CANCELLED"}\n\n');
 
-    const unauthorized = await fetch(`${pkg.sessionPtr.u}/frontend/statusevents`, { headers: { authorization: 'nope' } });
+    const unauthorized = await fetch(`${pkg.sessionPtr.u}/frontend/statusevents`, {
+      headers: { authorization: 'nope' },
+    });
     expect(unauthorized.status).toBe(403);
   });
 
@@ -128,13 +130,19 @@ describe('server-sent status events', () => {
     });
     const unknown = await fetch(`${r.url}/session/${'Q'.repeat(20)}/statusevents`);
     expect(unknown.status).toBe(501);
-    expect(await unknown.json()).toEqual({ status: 501, error: 'UNSUPPORTED', description: 'Unsupported by this server' });
+    expect(await unknown.json()).toEqual({
+      status: 501,
+      error: 'UNSUPPORTED',
+      description: 'Unsupported by this server',
+    });
 
     const off = await start({ sse: false });
     const pkg2 = await startSession(off);
     const disabled = await fetch(`${off.url}/session/${pkg2.token}/statusevents`);
     expect(disabled.status).toBe(500);
-    expect(await disabled.text()).toBe('{"status":500,"error":"SSE_DISABLED","description":"Server sent events disabled"}');
+    expect(await disabled.text()).toBe(
+      '{"status":500,"error":"SSE_DISABLED","description":"Server sent events disabled"}',
+    );
   });
 
   it('ends open streams when the server closes instead of hanging', async () => {

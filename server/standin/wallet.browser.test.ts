@@ -46,7 +46,9 @@ beforeAll(async () => {
     } else {
       res
         .writeHead(200, { 'content-type': 'text/html' })
-        .end('<!doctype html><title>wallet</title><script type="module">import * as w from "/wallet.js"; window.wallet = w;</script>');
+        .end(
+          '<!doctype html><title>wallet</title><script type="module">import * as w from "/wallet.js"; window.wallet = w;</script>',
+        );
     }
   });
   await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
@@ -85,7 +87,8 @@ async function open(page: Page): Promise<void> {
   await page.waitForFunction(() => 'wallet' in window);
 }
 
-const status = async (token: string) => (await (await fetch(`${standin.url}/session/${token}/status`)).json()) as string;
+const status = async (token: string) =>
+  (await (await fetch(`${standin.url}/session/${token}/status`)).json()) as string;
 
 describe('the simulated wallet in a browser', () => {
   it('reads a Yivi QR link and discloses cross-origin', async () => {

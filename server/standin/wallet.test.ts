@@ -49,7 +49,9 @@ describe('chooseDisclosure', () => {
 
   it('prefers a satisfiable option, then skipping, then the attributes it has, then nothing', () => {
     const disclose = [[[{ type: E, value: 'alice@example.org' }], [M]]];
-    expect(chooseDisclosure(disclose, { [E]: 'alice@example.org', [M]: '06' })).toEqual([[{ id: E, rawvalue: 'alice@example.org' }]]);
+    expect(chooseDisclosure(disclose, { [E]: 'alice@example.org', [M]: '06' })).toEqual([
+      [{ id: E, rawvalue: 'alice@example.org' }],
+    ]);
     expect(chooseDisclosure(disclose, { [E]: 'bob@example.org', [M]: '06' })).toEqual([[{ id: M, rawvalue: '06' }]]);
     expect(chooseDisclosure(disclose, { [E]: 'bob@example.org' })).toEqual([[{ id: E, rawvalue: 'bob@example.org' }]]);
     expect(chooseDisclosure([[[{ type: E, value: 'a' }], []]], { [E]: 'b' })).toEqual([[]]);
@@ -57,7 +59,9 @@ describe('chooseDisclosure', () => {
   });
 
   it('discloses whole credentials as "present" and does not read inherited keys', () => {
-    expect(chooseDisclosure([[['irma-demo.sidn-pbdf.email']]], { [E]: 'x' })).toEqual([[{ id: 'irma-demo.sidn-pbdf.email', rawvalue: 'present' }]]);
+    expect(chooseDisclosure([[['irma-demo.sidn-pbdf.email']]], { [E]: 'x' })).toEqual([
+      [{ id: 'irma-demo.sidn-pbdf.email', rawvalue: 'present' }],
+    ]);
     expect(chooseDisclosure([[['a.b.c.toString']]], {})).toEqual([[]]);
   });
 });

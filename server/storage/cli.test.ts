@@ -55,7 +55,9 @@ describe('parseCli', () => {
   });
 
   it('maps the upload bounds', () => {
-    expect(parseCli(['--port', '1', '--unfinalized-ttl-seconds', '600', '--max-unfinalized-uploads', '5'])).toMatchObject({
+    expect(
+      parseCli(['--port', '1', '--unfinalized-ttl-seconds', '600', '--max-unfinalized-uploads', '5']),
+    ).toMatchObject({
       options: { unfinalizedTtlSeconds: 600, maxUnfinalizedUploads: 5 },
     });
   });

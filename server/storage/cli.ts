@@ -73,7 +73,10 @@ export function parseCli(argv: readonly string[]): CliCommand {
       try {
         resolveSettings(options);
       } catch (e) {
-        throw new ConfigError(undefined, (e as Error).message.replace(/^storage option (\w+)/, (_, name: string) => `--${kebab(name)}:`));
+        throw new ConfigError(
+          undefined,
+          (e as Error).message.replace(/^storage option (\w+)/, (_, name: string) => `--${kebab(name)}:`),
+        );
       }
       return options;
     },

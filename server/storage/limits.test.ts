@@ -18,7 +18,13 @@ let message: Uint8Array<ArrayBuffer>;
 const dataDir = () => storage.dataDir;
 
 beforeAll(async () => {
-  storage = await startStorage({ verifyingKey: keys.vk, clock, sessionTtlSeconds: 600, unfinalizedTtlSeconds: 100, maxUnfinalizedUploads: 2 });
+  storage = await startStorage({
+    verifyingKey: keys.vk,
+    clock,
+    sessionTtlSeconds: 600,
+    unfinalizedTtlSeconds: 100,
+    maxUnfinalizedUploads: 2,
+  });
   message = await sealAs('alice@example.org', new Uint8Array(2000).fill(7));
 });
 afterAll(() => storage.close());
@@ -27,7 +33,13 @@ const init = () =>
   fetch(`${storage.url}/fileupload/init`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ recipient: 'bob@example.org', mailContent: 'x', mailLang: 'EN', confirm: false, notifyRecipients: false }),
+    body: JSON.stringify({
+      recipient: 'bob@example.org',
+      mailContent: 'x',
+      mailLang: 'EN',
+      confirm: false,
+      notifyRecipients: false,
+    }),
   });
 
 async function begin(): Promise<{ uuid: string; token: string; recovery: string }> {
@@ -40,7 +52,11 @@ async function begin(): Promise<{ uuid: string; token: string; recovery: string 
 async function uploadAndFinalize(uuid: string, token: string): Promise<void> {
   const put = await fetch(`${storage.url}/fileupload/${uuid}`, {
     method: 'PUT',
-    headers: { 'content-type': 'application/octet-stream', cryptifytoken: token, 'content-range': `bytes 0-${message.length}/*` },
+    headers: {
+      'content-type': 'application/octet-stream',
+      cryptifytoken: token,
+      'content-range': `bytes 0-${message.length}/*`,
+    },
     body: message,
   });
   expect(put.status).toBe(200);
@@ -53,7 +69,8 @@ async function uploadAndFinalize(uuid: string, token: string): Promise<void> {
   expect(done.status).toBe(200);
 }
 
-const status = (uuid: string, recovery: string) => fetch(`${storage.url}/fileupload/${uuid}/status`, { headers: { 'x-recovery-token': recovery } });
+const status = (uuid: string, recovery: string) =>
+  fetch(`${storage.url}/fileupload/${uuid}/status`, { headers: { 'x-recovery-token': recovery } });
 
 describe('unfinalized uploads', () => {
   it('are capped: init beyond the cap is 503 with Retry-After and creates no file; finalizing one makes room', async () => {
@@ -81,7 +98,11 @@ describe('unfinalized uploads', () => {
     await uploadAndFinalize(finished.uuid, finished.token);
     const put = await fetch(`${storage.url}/fileupload/${upload.uuid}`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/octet-stream', cryptifytoken: upload.token, 'content-range': 'bytes 0-100/*' },
+      headers: {
+        'content-type': 'application/octet-stream',
+        cryptifytoken: upload.token,
+        'content-range': 'bytes 0-100/*',
+      },
       body: message.subarray(0, 100),
     });
     expect(put.status).toBe(200);

@@ -82,11 +82,25 @@ describe('parseMailboxes', () => {
   it('accepts bare and named addresses, comma separated', () => {
     expect(parseMailboxes('a@example.org')).toEqual(['a@example.org']);
     expect(parseMailboxes('a@example.org, b.c+d@sub.example.org')).toEqual(['a@example.org', 'b.c+d@sub.example.org']);
-    expect(parseMailboxes('Alice <a@example.org>,"Bob, Jr." <b@example.org>')).toEqual(['a@example.org', 'b@example.org']);
+    expect(parseMailboxes('Alice <a@example.org>,"Bob, Jr." <b@example.org>')).toEqual([
+      'a@example.org',
+      'b@example.org',
+    ]);
   });
 
   it('rejects what is not a mailbox list', () => {
-    for (const bad of ['', ' ', 'alice', 'a@', '@b', 'a@b@c', 'a@example.org,', 'a@example.org,,b@example.org', 'a b@example.org', 'Alice <a@example.org']) {
+    for (const bad of [
+      '',
+      ' ',
+      'alice',
+      'a@',
+      '@b',
+      'a@b@c',
+      'a@example.org,',
+      'a@example.org,,b@example.org',
+      'a b@example.org',
+      'Alice <a@example.org',
+    ]) {
       expect(() => parseMailboxes(bad), bad).toThrow(MailboxError);
     }
   });

@@ -41,9 +41,15 @@ describe('API-key tiers', () => {
   });
 
   it('answers 503 instead of 413 when a key was sent but the PKG could not be asked', async () => {
-    const storage = await startStorage({ pkgUrl: 'http://127.0.0.1:9', verifyingKey: pkg.keys.vk, perUploadLimit: 1000 });
+    const storage = await startStorage({
+      pkgUrl: 'http://127.0.0.1:9',
+      verifyingKey: pkg.keys.vk,
+      perUploadLimit: 1000,
+    });
     try {
-      expect(await (await bigFirstChunk(storage.url, `Bearer ${pkg.apiKey}`)).text()).toBe('an internal error occurred');
+      expect(await (await bigFirstChunk(storage.url, `Bearer ${pkg.apiKey}`)).text()).toBe(
+        'an internal error occurred',
+      );
       expect((await bigFirstChunk(storage.url, `Bearer ${pkg.apiKey}`)).status).toBe(503);
       expect((await bigFirstChunk(storage.url)).status).toBe(413);
     } finally {
@@ -84,6 +90,8 @@ describe('verifying key', () => {
   });
 
   it('start-up fails when the PKG never answers within the budget', async () => {
-    await expect(startStorage({ pkgUrl: 'http://127.0.0.1:9', pkgStartupTimeoutMs: 600 })).rejects.toThrow(/verifying key/);
+    await expect(startStorage({ pkgUrl: 'http://127.0.0.1:9', pkgStartupTimeoutMs: 600 })).rejects.toThrow(
+      /verifying key/,
+    );
   });
 });

@@ -19,7 +19,9 @@ export async function fetchVerifyingKey(pkgUrl: string, budgetMs: number): Promi
       return body.publicKey;
     } catch (error) {
       if (Date.now() + wait > deadline) {
-        throw new Error(`could not fetch the verifying key from ${pkgUrl}: ${(error as Error).message}`, { cause: error });
+        throw new Error(`could not fetch the verifying key from ${pkgUrl}: ${(error as Error).message}`, {
+          cause: error,
+        });
       }
       await delay(wait);
       wait = Math.min(wait * 2, 5_000);
@@ -51,7 +53,9 @@ export async function validateApiKey(pkgUrl: string, apiKey: string): Promise<Ap
     if (response.status === 401 || response.status === 403) return { outcome: 'rejected' };
     if (!response.ok) return { outcome: 'unreachable' };
     const body = (await response.json()) as { tenant_id?: unknown };
-    return typeof body.tenant_id === 'string' ? { outcome: 'valid', tenant: body.tenant_id } : { outcome: 'unreachable' };
+    return typeof body.tenant_id === 'string'
+      ? { outcome: 'valid', tenant: body.tenant_id }
+      : { outcome: 'unreachable' };
   } catch {
     return { outcome: 'unreachable' };
   }

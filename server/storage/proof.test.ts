@@ -24,7 +24,12 @@ beforeAll(async () => {
   storage = await startStorage({ verifyingKey: keys.vk, sessionTtlSeconds: 600 });
   const out = collector();
   const policy = { 'bob@example.org': { ts, con: [{ t: EMAIL, v: 'bob@example.org' }] } };
-  await sealStream(keys.mpk, { policy, pubSignKey: { key: aliceKey, policy: alice } }, new Blob([new Uint8Array(5000)]).stream(), out.writable);
+  await sealStream(
+    keys.mpk,
+    { policy, pubSignKey: { key: aliceKey, policy: alice } },
+    new Blob([new Uint8Array(5000)]).stream(),
+    out.writable,
+  );
   file = out.bytes() as Uint8Array<ArrayBuffer>;
 });
 afterAll(() => storage.close());
@@ -34,12 +39,22 @@ async function uploaded(): Promise<{ uuid: string; token: string; challenge: Uin
   const init = await fetch(`${storage.url}/fileupload/init`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ recipient: 'bob@example.org', mailContent: '', mailLang: 'EN', confirm: false, notifyRecipients: true }),
+    body: JSON.stringify({
+      recipient: 'bob@example.org',
+      mailContent: '',
+      mailLang: 'EN',
+      confirm: false,
+      notifyRecipients: true,
+    }),
   });
   const { uuid, challenge } = (await init.json()) as { uuid: string; challenge: string };
   const put = await fetch(`${storage.url}/fileupload/${uuid}`, {
     method: 'PUT',
-    headers: { cryptifytoken: init.headers.get('cryptifytoken')!, 'content-range': `bytes 0-${file.length}/*`, 'content-type': 'application/octet-stream' },
+    headers: {
+      cryptifytoken: init.headers.get('cryptifytoken')!,
+      'content-range': `bytes 0-${file.length}/*`,
+      'content-type': 'application/octet-stream',
+    },
     body: file,
   });
   expect(put.status).toBe(200);
@@ -49,7 +64,11 @@ async function uploaded(): Promise<{ uuid: string; token: string; challenge: Uin
 const finalize = (upload: { uuid: string; token: string }, proof?: string) =>
   fetch(`${storage.url}/fileupload/finalize/${upload.uuid}`, {
     method: 'POST',
-    headers: { cryptifytoken: upload.token, 'content-range': `bytes */${file.length}`, ...(proof === undefined ? {} : { 'x-postguard-proof': proof }) },
+    headers: {
+      cryptifytoken: upload.token,
+      'content-range': `bytes */${file.length}`,
+      ...(proof === undefined ? {} : { 'x-postguard-proof': proof }),
+    },
   });
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');

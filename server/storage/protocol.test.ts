@@ -37,11 +37,19 @@ let url: string;
 const clock = manualClock(1_800_000_000);
 
 beforeAll(async () => {
-  storage = await startStorage({ verifyingKey: keys.vk, chunkSize: 64 * 1024, clock, sessionTtlSeconds: 600, publicUrl: 'https://pg.example' });
+  storage = await startStorage({
+    verifyingKey: keys.vk,
+    chunkSize: 64 * 1024,
+    clock,
+    sessionTtlSeconds: 600,
+    publicUrl: 'https://pg.example',
+  });
   url = storage.url;
-  message = await ciphertext('alice@example.org', new Uint8Array(150_000).map((_, i) => i % 251), [
-    { t: 'pbdf.gemeente.personalData.fullname', v: 'Alice Example' },
-  ]);
+  message = await ciphertext(
+    'alice@example.org',
+    new Uint8Array(150_000).map((_, i) => i % 251),
+    [{ t: 'pbdf.gemeente.personalData.fullname', v: 'Alice Example' }],
+  );
 });
 afterAll(() => storage.close());
 beforeEach(async () => {
@@ -145,7 +153,14 @@ describe('init', () => {
 
 describe('happy path', () => {
   it('chains tokens, finalizes, serves the exact bytes, and records the mails', async () => {
-    const { uuid, token } = await begin(initBody({ recipient: 'bob@example.org, Carol <carol@example.org>', notifyRecipients: true, confirm: true, mailLang: 'NL' }));
+    const { uuid, token } = await begin(
+      initBody({
+        recipient: 'bob@example.org, Carol <carol@example.org>',
+        notifyRecipients: true,
+        confirm: true,
+        mailLang: 'NL',
+      }),
+    );
     const last = await uploadAll(uuid, token, message);
     const done = await finalize(uuid, last, `bytes */${message.length}`);
     expect(await text(done)).toEqual({ status: 200, body: '' });
@@ -205,7 +220,10 @@ describe('happy path', () => {
   it('serialises concurrent sends of the same chunk: one stores it, the other is a replay', async () => {
     const { uuid, token } = await begin();
     const chunk = message.subarray(0, 60_000);
-    const [a, b] = await Promise.all([put(uuid, token, 'bytes 0-60000/*', chunk), put(uuid, token, 'bytes 0-60000/*', chunk)]);
+    const [a, b] = await Promise.all([
+      put(uuid, token, 'bytes 0-60000/*', chunk),
+      put(uuid, token, 'bytes 0-60000/*', chunk),
+    ]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(a.headers.get('cryptifytoken')).toBe(b.headers.get('cryptifytoken'));
     expect((await storage.upload(uuid))?.session?.uploaded).toBe(60_000);
@@ -238,11 +256,19 @@ describe('chunk PUT checks', () => {
   it('answers 404 JSON for an invalid and for an unknown upload id', async () => {
     const invalid = await put('not-a-uuid', 'x', 'bytes 0-10/*', new Uint8Array(10));
     expect(invalid.status).toBe(404);
-    expect(await invalid.json()).toEqual({ error: 'upload_session_not_found', uuid: 'not-a-uuid', reason: 'invalid_uuid' });
+    expect(await invalid.json()).toEqual({
+      error: 'upload_session_not_found',
+      uuid: 'not-a-uuid',
+      reason: 'invalid_uuid',
+    });
     const unknownId = '0b5bd3d4-1b43-4f4a-9a55-6e0f1f1d7c00';
     const unknown = await put(unknownId, 'x', 'bytes 0-10/*', new Uint8Array(10));
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ error: 'upload_session_not_found', uuid: unknownId, reason: 'expired_or_unknown' });
+    expect(await unknown.json()).toEqual({
+      error: 'upload_session_not_found',
+      uuid: unknownId,
+      reason: 'expired_or_unknown',
+    });
     // Other spellings of a UUID are valid syntax but never name a session.
     const upper = await put(unknownId.toUpperCase(), 'x', 'bytes 0-10/*', new Uint8Array(10));
     expect(((await upper.json()) as { reason: string }).reason).toBe('expired_or_unknown');
@@ -258,7 +284,10 @@ describe('chunk PUT checks', () => {
       ['bytes 0-18446744073709551615/*', 10, `File chunk too large; the maximum is ${64 * 1024} bytes`],
     ];
     for (const [range, length, expected] of cases) {
-      expect(await text(await put(uuid, token, range, new Uint8Array(length))), range).toEqual({ status: 400, body: expected });
+      expect(await text(await put(uuid, token, range, new Uint8Array(length))), range).toEqual({
+        status: 400,
+        body: expected,
+      });
     }
     expect((await storage.upload(uuid))?.session?.uploaded).toBe(0);
   });
@@ -267,14 +296,23 @@ describe('chunk PUT checks', () => {
     const { uuid, token } = await begin();
     const next = await uploadAll(uuid, token, message.subarray(0, 100));
     const chunk = message.subarray(100, 200);
-    expect(await text(await put(uuid, next, 'bytes 101-201/*', chunk))).toEqual({ status: 400, body: 'Incorrect Content-Range header' });
-    expect(await text(await put(uuid, next, 'bytes 50-150/*', chunk))).toEqual({ status: 400, body: 'Incorrect Content-Range header' });
+    expect(await text(await put(uuid, next, 'bytes 101-201/*', chunk))).toEqual({
+      status: 400,
+      body: 'Incorrect Content-Range header',
+    });
+    expect(await text(await put(uuid, next, 'bytes 50-150/*', chunk))).toEqual({
+      status: 400,
+      body: 'Incorrect Content-Range header',
+    });
     expect(await text(await put(uuid, 'f'.repeat(64), 'bytes 100-200/*', chunk))).toEqual({
       status: 400,
       body: 'Cryptify Token header does not match',
     });
     // The initial token is spent: it is only good for replaying chunk 0 now.
-    expect(await text(await put(uuid, token, 'bytes 100-200/*', chunk))).toEqual({ status: 400, body: 'Cryptify Token header does not match' });
+    expect(await text(await put(uuid, token, 'bytes 100-200/*', chunk))).toEqual({
+      status: 400,
+      body: 'Cryptify Token header does not match',
+    });
     expect((await put(uuid, next, 'bytes 100-200/*', chunk)).status).toBe(200);
   });
 
@@ -282,7 +320,10 @@ describe('chunk PUT checks', () => {
     const { uuid, token } = await begin();
     const next = await uploadAll(uuid, token, message.subarray(0, 100));
     for (const length of [99, 101, 0]) {
-      expect(await text(await put(uuid, next, 'bytes 100-200/*', message.subarray(100, 100 + length))), String(length)).toEqual({
+      expect(
+        await text(await put(uuid, next, 'bytes 100-200/*', message.subarray(100, 100 + length))),
+        String(length),
+      ).toEqual({
         status: 400,
         body: 'Data not complete',
       });
@@ -294,7 +335,10 @@ describe('chunk PUT checks', () => {
   it('refuses the .NET SDK inclusive range end: n bytes under `start-(start+n-1)`', async () => {
     const { uuid, token } = await begin();
     const chunk = message.subarray(0, 1000);
-    expect(await text(await put(uuid, token, 'bytes 0-999/*', chunk))).toEqual({ status: 400, body: 'Data not complete' });
+    expect(await text(await put(uuid, token, 'bytes 0-999/*', chunk))).toEqual({
+      status: 400,
+      body: 'Data not complete',
+    });
     expect(await text(await put(uuid, token, 'bytes 0-0/*', chunk.subarray(0, 1)))).toEqual({
       status: 400,
       body: 'Incorrect Content-Range header',
@@ -318,12 +362,24 @@ describe('limits', () => {
   it('refuses a chunk that would take the upload over the per-upload limit (413 JSON), without writing', async () => {
     const small = await startStorage({ verifyingKey: keys.vk, perUploadLimit: 1500, chunkSize: 1000 });
     try {
-      const response = await fetch(`${small.url}/fileupload/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(initBody()) });
+      const response = await fetch(`${small.url}/fileupload/init`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(initBody()),
+      });
       const { uuid } = (await response.json()) as { uuid: string };
       let token = response.headers.get('cryptifytoken')!;
-      const first = await fetch(`${small.url}/fileupload/${uuid}`, { method: 'PUT', headers: { cryptifytoken: token, 'content-range': 'bytes 0-1000/*' }, body: message.subarray(0, 1000) });
+      const first = await fetch(`${small.url}/fileupload/${uuid}`, {
+        method: 'PUT',
+        headers: { cryptifytoken: token, 'content-range': 'bytes 0-1000/*' },
+        body: message.subarray(0, 1000),
+      });
       token = first.headers.get('cryptifytoken')!;
-      const over = await fetch(`${small.url}/fileupload/${uuid}`, { method: 'PUT', headers: { cryptifytoken: token, 'content-range': 'bytes 1000-2000/*' }, body: message.subarray(1000, 2000) });
+      const over = await fetch(`${small.url}/fileupload/${uuid}`, {
+        method: 'PUT',
+        headers: { cryptifytoken: token, 'content-range': 'bytes 1000-2000/*' },
+        body: message.subarray(1000, 2000),
+      });
       expect(over.status).toBe(413);
       expect(await over.json()).toEqual({
         error: 'Upload exceeds the per-upload limit of 1500 bytes',
@@ -333,7 +389,11 @@ describe('limits', () => {
       });
       expect((await stat(join(small.dataDir, uuid))).size).toBe(1000);
       // Up to the limit exactly is fine.
-      const fits = await fetch(`${small.url}/fileupload/${uuid}`, { method: 'PUT', headers: { cryptifytoken: token, 'content-range': 'bytes 1000-1500/*' }, body: message.subarray(1000, 1500) });
+      const fits = await fetch(`${small.url}/fileupload/${uuid}`, {
+        method: 'PUT',
+        headers: { cryptifytoken: token, 'content-range': 'bytes 1000-1500/*' },
+        body: message.subarray(1000, 1500),
+      });
       expect(fits.status).toBe(200);
     } finally {
       await small.close();
@@ -344,15 +404,26 @@ describe('limits', () => {
     const small = await startStorage({ verifyingKey: keys.vk, rollingLimit: message.length + 10, clock });
     try {
       const up = async () => {
-        const response = await fetch(`${small.url}/fileupload/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(initBody()) });
+        const response = await fetch(`${small.url}/fileupload/init`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(initBody()),
+        });
         const { uuid } = (await response.json()) as { uuid: string };
         let token = response.headers.get('cryptifytoken')!;
         for (let offset = 0; offset < message.length; offset += 1_000_000) {
           const chunk = message.subarray(offset, Math.min(message.length, offset + 1_000_000));
-          const r = await fetch(`${small.url}/fileupload/${uuid}`, { method: 'PUT', headers: { cryptifytoken: token, 'content-range': `bytes ${offset}-${offset + chunk.length}/*` }, body: chunk });
+          const r = await fetch(`${small.url}/fileupload/${uuid}`, {
+            method: 'PUT',
+            headers: { cryptifytoken: token, 'content-range': `bytes ${offset}-${offset + chunk.length}/*` },
+            body: chunk,
+          });
           token = r.headers.get('cryptifytoken')!;
         }
-        const done = await fetch(`${small.url}/fileupload/finalize/${uuid}`, { method: 'POST', headers: { cryptifytoken: token, 'content-range': `bytes */${message.length}` } });
+        const done = await fetch(`${small.url}/fileupload/finalize/${uuid}`, {
+          method: 'POST',
+          headers: { cryptifytoken: token, 'content-range': `bytes */${message.length}` },
+        });
         return { uuid, done };
       };
       expect((await up()).done.status).toBe(200);
@@ -382,12 +453,21 @@ describe('finalize checks', () => {
     expect((await finalize(uuid, last, 'bytes nonsense')).status).toBe(400);
     const unknown = await finalize('whatever', last, `bytes */${message.length}`);
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ error: 'upload_session_not_found', uuid: 'whatever', reason: 'expired_or_unknown' });
+    expect(await unknown.json()).toEqual({
+      error: 'upload_session_not_found',
+      uuid: 'whatever',
+      reason: 'expired_or_unknown',
+    });
     expect(await text(await finalize(uuid, token, `bytes */${message.length}`))).toEqual({
       status: 400,
       body: 'Cryptify Token header does not match',
     });
-    for (const range of [`bytes */${message.length - 1}`, `bytes */${message.length + 1}`, 'bytes */*', `bytes 0-${message.length}/*`]) {
+    for (const range of [
+      `bytes */${message.length - 1}`,
+      `bytes */${message.length + 1}`,
+      'bytes */*',
+      `bytes 0-${message.length}/*`,
+    ]) {
       expect(await text(await finalize(uuid, last, range)), range).toEqual({ status: 422, body: '' });
     }
     expect(await storage.outbox()).toEqual([]);
@@ -407,14 +487,31 @@ describe('finalize checks', () => {
   it('answers 500 when the upload is not a PostGuard ciphertext, or not signed under the configured key', async () => {
     const garbage = await begin();
     const last = await uploadAll(garbage.uuid, garbage.token, new Uint8Array(1000).fill(1));
-    expect(await text(await finalize(garbage.uuid, last, 'bytes */1000'))).toEqual({ status: 500, body: 'an internal error occurred' });
+    expect(await text(await finalize(garbage.uuid, last, 'bytes */1000'))).toEqual({
+      status: 500,
+      body: 'an internal error occurred',
+    });
 
     const other = await startStorage({ verifyingKey: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' });
     try {
-      const response = await fetch(`${other.url}/fileupload/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(initBody()) });
+      const response = await fetch(`${other.url}/fileupload/init`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(initBody()),
+      });
       const { uuid } = (await response.json()) as { uuid: string };
-      const put1 = await fetch(`${other.url}/fileupload/${uuid}`, { method: 'PUT', headers: { cryptifytoken: response.headers.get('cryptifytoken')!, 'content-range': `bytes 0-${message.length}/*` }, body: message });
-      const done = await fetch(`${other.url}/fileupload/finalize/${uuid}`, { method: 'POST', headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` } });
+      const put1 = await fetch(`${other.url}/fileupload/${uuid}`, {
+        method: 'PUT',
+        headers: {
+          cryptifytoken: response.headers.get('cryptifytoken')!,
+          'content-range': `bytes 0-${message.length}/*`,
+        },
+        body: message,
+      });
+      const done = await fetch(`${other.url}/fileupload/finalize/${uuid}`, {
+        method: 'POST',
+        headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` },
+      });
       expect(done.status).toBe(500);
     } finally {
       await other.close();
@@ -424,10 +521,24 @@ describe('finalize checks', () => {
   it('without a verifying key takes the sender unverified and says so', async () => {
     const loose = await startStorage({});
     try {
-      const response = await fetch(`${loose.url}/fileupload/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(initBody({ notifyRecipients: true })) });
+      const response = await fetch(`${loose.url}/fileupload/init`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(initBody({ notifyRecipients: true })),
+      });
       const { uuid } = (await response.json()) as { uuid: string };
-      const put1 = await fetch(`${loose.url}/fileupload/${uuid}`, { method: 'PUT', headers: { cryptifytoken: response.headers.get('cryptifytoken')!, 'content-range': `bytes 0-${message.length}/*` }, body: message });
-      const done = await fetch(`${loose.url}/fileupload/finalize/${uuid}`, { method: 'POST', headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` } });
+      const put1 = await fetch(`${loose.url}/fileupload/${uuid}`, {
+        method: 'PUT',
+        headers: {
+          cryptifytoken: response.headers.get('cryptifytoken')!,
+          'content-range': `bytes 0-${message.length}/*`,
+        },
+        body: message,
+      });
+      const done = await fetch(`${loose.url}/fileupload/finalize/${uuid}`, {
+        method: 'POST',
+        headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` },
+      });
       expect(done.status).toBe(200);
       expect((await loose.outbox())[0]).toMatchObject({ sender: 'alice@example.org', senderVerified: false });
     } finally {
@@ -438,10 +549,24 @@ describe('finalize checks', () => {
   it('answers 500 when the sender identity lacks the configured e-mail attribute', async () => {
     const strict = await startStorage({ verifyingKey: keys.vk, emailAttribute: 'irma-demo.sidn-pbdf.email.email' });
     try {
-      const response = await fetch(`${strict.url}/fileupload/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(initBody()) });
+      const response = await fetch(`${strict.url}/fileupload/init`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(initBody()),
+      });
       const { uuid } = (await response.json()) as { uuid: string };
-      const put1 = await fetch(`${strict.url}/fileupload/${uuid}`, { method: 'PUT', headers: { cryptifytoken: response.headers.get('cryptifytoken')!, 'content-range': `bytes 0-${message.length}/*` }, body: message });
-      const done = await fetch(`${strict.url}/fileupload/finalize/${uuid}`, { method: 'POST', headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` } });
+      const put1 = await fetch(`${strict.url}/fileupload/${uuid}`, {
+        method: 'PUT',
+        headers: {
+          cryptifytoken: response.headers.get('cryptifytoken')!,
+          'content-range': `bytes 0-${message.length}/*`,
+        },
+        body: message,
+      });
+      const done = await fetch(`${strict.url}/fileupload/finalize/${uuid}`, {
+        method: 'POST',
+        headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` },
+      });
       expect(done.status).toBe(500);
     } finally {
       await strict.close();
@@ -458,7 +583,10 @@ describe('status and session lifetime', () => {
     const wrong = await status({ 'x-recovery-token': 'f'.repeat(64) });
     expect(wrong.status).toBe(404);
     expect(await wrong.json()).toEqual({ error: 'upload_session_not_found', uuid, reason: 'expired_or_unknown' });
-    expect(await (await status({ 'x-recovery-token': ` ${recovery} ` })).json()).toEqual({ uploaded: 0, cryptify_token: token });
+    expect(await (await status({ 'x-recovery-token': ` ${recovery} ` })).json()).toEqual({
+      uploaded: 0,
+      cryptify_token: token,
+    });
     const next = await uploadAll(uuid, token, message.subarray(0, 500));
     expect(await (await status({ 'x-recovery-token': recovery })).json()).toEqual({
       uploaded: 500,
@@ -473,7 +601,9 @@ describe('status and session lifetime', () => {
     const next = await uploadAll(uuid, token, message.subarray(0, 700));
     clock.advance(500);
     // Status counts as activity.
-    expect((await fetch(`${url}/fileupload/${uuid}/status`, { headers: { 'x-recovery-token': recovery } })).status).toBe(200);
+    expect(
+      (await fetch(`${url}/fileupload/${uuid}/status`, { headers: { 'x-recovery-token': recovery } })).status,
+    ).toBe(200);
     clock.advance(500);
     const chunk = await put(uuid, next, 'bytes 700-800/*', message.subarray(700, 800));
     expect(chunk.status).toBe(200);
@@ -519,7 +649,15 @@ describe('download', () => {
   });
 
   it('answers 404 for unknown files and names that could leave the data directory', async () => {
-    for (const name of ['0b5bd3d4-1b43-4f4a-9a55-6e0f1f1d7c00', '..', '%2E%2E', 'a%2Fb', 'a%5Cb', 'a%00b', 'x'.repeat(129)]) {
+    for (const name of [
+      '0b5bd3d4-1b43-4f4a-9a55-6e0f1f1d7c00',
+      '..',
+      '%2E%2E',
+      'a%2Fb',
+      'a%5Cb',
+      'a%00b',
+      'x'.repeat(129),
+    ]) {
       expect((await fetch(`${url}/filedownload/${name}`)).status, name).toBe(404);
     }
   });
@@ -560,12 +698,25 @@ describe('fault injection (stand-in only)', () => {
 
   it('validates the fault body', async () => {
     const put1 = (body: unknown) =>
-      fetch(`${url}/standin/faults/chunk`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    for (const bad of [{}, { times: 0 }, { times: 1, always: true }, { times: 1, status: 200 }, { times: 1, status: 500, reset: true }, { times: 1, bogus: 1 }]) {
+      fetch(`${url}/standin/faults/chunk`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    for (const bad of [
+      {},
+      { times: 0 },
+      { times: 1, always: true },
+      { times: 1, status: 200 },
+      { times: 1, status: 500, reset: true },
+      { times: 1, bogus: 1 },
+    ]) {
       expect((await put1(bad)).status, JSON.stringify(bad)).toBe(400);
     }
     expect((await put1({ always: true })).status).toBe(204);
-    expect(await (await fetch(`${url}/standin/faults`)).json()).toMatchObject({ chunk: { remaining: 'always', response: 500 } });
+    expect(await (await fetch(`${url}/standin/faults`)).json()).toMatchObject({
+      chunk: { remaining: 'always', response: 500 },
+    });
   });
 });
 
@@ -573,7 +724,11 @@ describe('CORS', () => {
   it('lets browsers send the protocol headers and read the token', async () => {
     const preflight = await fetch(`${url}/fileupload/x`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://app.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'cryptifytoken,content-range' },
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'PUT',
+        'access-control-request-headers': 'cryptifytoken,content-range',
+      },
     });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-headers')?.toLowerCase()).toContain('cryptifytoken');

@@ -39,7 +39,8 @@ export function parseContentRange(header: string): ContentRange {
   const [unit, spec] = words as [string, string];
   if (unit !== 'bytes') throw new RangeSyntaxError(`unknown unit ${unit}`);
   const parts = spec.split('/');
-  if (parts.length !== 2) throw new RangeSyntaxError(parts.length < 2 ? 'missing size part of range' : 'excess data in range');
+  if (parts.length !== 2)
+    throw new RangeSyntaxError(parts.length < 2 ? 'missing size part of range' : 'excess data in range');
   const [span, sizeText] = parts as [string, string];
   const range: ContentRange = {};
   if (sizeText !== '*') range.size = u64(sizeText, 'size');

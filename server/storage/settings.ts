@@ -73,13 +73,15 @@ export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
 
 function positiveInteger(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`storage option ${name} must be a positive integer`);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new RangeError(`storage option ${name} must be a positive integer`);
   return value;
 }
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) throw new RangeError(`storage option ${name} must be a non-negative number`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new RangeError(`storage option ${name} must be a non-negative number`);
   return value;
 }
 

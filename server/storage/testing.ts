@@ -12,11 +12,19 @@ export interface RunningStorage {
   dataDir: string;
   outbox(): Promise<OutboxMail[]>;
   /** Arms a chunk fault (see PUT /standin/faults/chunk). */
-  failChunks(fault: { times?: number; always?: boolean; status?: number; reset?: boolean; afterCommit?: boolean }): Promise<void>;
+  failChunks(fault: {
+    times?: number;
+    always?: boolean;
+    status?: number;
+    reset?: boolean;
+    afterCommit?: boolean;
+  }): Promise<void>;
   /** How many chunk requests failed on purpose so far. */
   faultsTriggered(): Promise<number>;
   /** The stand-in's view of an upload: session progress (null once gone) and file size (null if none). */
-  upload(uuid: string): Promise<{ session: { uploaded: number; finalized: number } | null; fileBytes: number | null } | undefined>;
+  upload(
+    uuid: string,
+  ): Promise<{ session: { uploaded: number; finalized: number } | null; fileBytes: number | null } | undefined>;
   close(): Promise<void>;
 }
 

@@ -18,7 +18,10 @@ export class UsageLedger {
     const kept = (this.records.get(account) ?? []).filter((r) => r.at > now - this.windowSeconds);
     this.records.set(account, kept);
     const usedBytes = kept.reduce((sum, r) => sum + r.bytes, 0);
-    const oldest = kept.reduce<number | undefined>((min, r) => (min === undefined || r.at < min ? r.at : min), undefined);
+    const oldest = kept.reduce<number | undefined>(
+      (min, r) => (min === undefined || r.at < min ? r.at : min),
+      undefined,
+    );
     return { usedBytes, oldestExpiresAt: oldest === undefined ? undefined : oldest + this.windowSeconds };
   }
 

@@ -39,7 +39,10 @@ test.describe('through the worker', () => {
   });
 
   test('seal and unseal in memory through the worker', async ({ page, keys }) => {
-    const r = await page.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [keys, 1_000_000] as const);
+    const r = await page.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [
+      keys,
+      1_000_000,
+    ] as const);
     expect(r.equal).toBe(true);
     expect(r.header).toEqual({ [keys.id]: { ts: 1_700_000_000, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: '' }] } });
     expect(r.sender).toEqual({ public: keys.sender, bound: true });
@@ -47,7 +50,10 @@ test.describe('through the worker', () => {
 
   test('sealStream into StreamUnsealer, both streams relayed to the worker', async ({ page, keys }) => {
     const size = 8 * 1024 * 1024 + 12_345;
-    const r = await page.evaluate(([k, n]) => pgt.streamRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
+    const r = await page.evaluate(([k, n]) => pgt.streamRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, n), [
+      keys,
+      size,
+    ] as const);
     expect(r).toMatchObject({ equal: true, bytes: size, state: 'closed', sender: { public: keys.sender } });
   });
 
@@ -55,22 +61,34 @@ test.describe('through the worker', () => {
     const plain = pattern(700_000);
     const out = collector();
     await pgwasm.sealStream(keys.mpk, keys.options, chunkedSource(plain), out.writable);
-    const streamed = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'stream'), [b64(out.bytes()), keys] as const);
+    const streamed = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'stream'), [
+      b64(out.bytes()),
+      keys,
+    ] as const);
     expect(streamed).toMatchObject({ sha: sha(plain), state: 'closed', sender: { public: keys.sender } });
     const memory = await pgwasm.seal(keys.mpk, keys.options, plain);
-    const opened = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'memory'), [b64(memory), keys] as const);
+    const opened = await page.evaluate(([ct, k]) => pgt.open(ct, k.vk, k.id, k.usk, 'memory'), [
+      b64(memory),
+      keys,
+    ] as const);
     expect(opened).toMatchObject({ sha: sha(plain), sender: { public: keys.sender } });
   });
 
   test('@e4a/pg-wasm opens what the worker sealed', async ({ page, keys }) => {
     const plain = pattern(600_000);
-    const streamed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, plain.length] as const);
+    const streamed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [
+      keys,
+      plain.length,
+    ] as const);
     expect(streamed.sha).toBe(sha(plain));
     const out = collector();
     const unsealer = await pgwasm.StreamUnsealer.new(chunkedSource(unb64(streamed.ct)), keys.vk);
     await unsealer.unseal(keys.id, keys.usk, out.writable);
     expect(sha(out.bytes())).toBe(sha(plain));
-    const memory = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'memory'), [keys, plain.length] as const);
+    const memory = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'memory'), [
+      keys,
+      plain.length,
+    ] as const);
     const [back] = await (await pgwasm.Unsealer.new(unb64(memory.ct), keys.vk)).unseal(keys.id, keys.usk);
     expect(sha(back)).toBe(sha(plain));
   });
@@ -89,19 +107,30 @@ test.describe('through the worker', () => {
   test('a tampered segment: rejected with TAMPERED, and the sink aborted with TAMPERED', async ({ page, keys }) => {
     const sealed = await page.evaluate(([k, n]) => pgt.seal(k.mpk, k.options, n, 'stream'), [keys, 1_000_000] as const);
     const ct = unb64(sealed.ct);
-    const r = await page.evaluate(([c, at, k]) => pgt.tamperedStream(c, at, k.vk, k.id, k.usk), [sealed.ct, ct.length - 300_000, keys] as const);
+    const r = await page.evaluate(([c, at, k]) => pgt.tamperedStream(c, at, k.vk, k.id, k.usk), [
+      sealed.ct,
+      ct.length - 300_000,
+      keys,
+    ] as const);
     expect(r.error).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
     expect(r.state).toBe('aborted');
     expect(r.abortReason).toMatchObject({ code: 'TAMPERED', className: 'AuthenticationError' });
     expect(r.delivered).toBeLessThan(1_000_000);
   });
 
-  test("the stream relay's rules: copied reads, coded errors and cancels both ways, bounded read-ahead", async ({ page, keys }) => {
+  test("the stream relay's rules: copied reads, coded errors and cancels both ways, bounded read-ahead", async ({
+    page,
+    keys,
+  }) => {
     const r = await page.evaluate((k) => pgt.relayRules(k.mpk, k.options, k.id, k.usk, k.vk), keys);
     // A source that overwrites its one buffer for every chunk still seals what it produced.
     expect(r.reuse).toEqual({ equal: true, bytes: 3 * 1024 * 1024 + 5 });
     // A chunk that is not bytes: the worker's read fails, typed.
-    expect(r.notBytes).toMatchObject({ code: 'SOURCE_FAILED', postguard: true, cause: { code: 'INVALID_INPUT', className: 'InputError' } });
+    expect(r.notBytes).toMatchObject({
+      code: 'SOURCE_FAILED',
+      postguard: true,
+      cause: { code: 'INVALID_INPUT', className: 'InputError' },
+    });
     // The page's sink fails: the worker's sealer stops with SINK_FAILED and cancels the page's source with it.
     expect(r.sinkFailed).toMatchObject({ code: 'SINK_FAILED', postguard: true, cause: { name: 'QuotaExceededError' } });
     expect(r.sinkFailed.sourceCancel).toMatchObject({ code: 'SINK_FAILED', postguard: true });
@@ -124,7 +153,12 @@ test.describe('the main thread', () => {
     const size = 64 * 1024 * 1024;
     type Run = { frames: number; maxGap: number; ms: number };
     const run = (where: 'worker' | 'main', mode: 'memory' | 'stream'): Promise<Run> =>
-      page.evaluate(([k, n, w, m]) => pgt.responsiveness(k.mpk, k.options, n, w, m), [keys, size, where, mode] as const);
+      page.evaluate(([k, n, w, m]) => pgt.responsiveness(k.mpk, k.options, n, w, m), [
+        keys,
+        size,
+        where,
+        mode,
+      ] as const);
     // The machine is shared: of two runs, the smoother one says what the design allows.
     const smoother = async (where: 'worker' | 'main', mode: 'memory' | 'stream') => {
       const [a, b] = [await run(where, mode), await run(where, mode)];
@@ -133,7 +167,9 @@ test.describe('the main thread', () => {
     const inWorker = await smoother('worker', 'memory');
     const streamed = await smoother('worker', 'stream');
     const onMain = await run('main', 'memory');
-    console.log(`64 MiB: seal in the worker ${JSON.stringify(inWorker)}; sealStream in the worker ${JSON.stringify(streamed)}; seal on the main thread ${JSON.stringify(onMain)}`);
+    console.log(
+      `64 MiB: seal in the worker ${JSON.stringify(inWorker)}; sealStream in the worker ${JSON.stringify(streamed)}; seal on the main thread ${JSON.stringify(onMain)}`,
+    );
     // The control: on the main thread the page is frozen for (nearly) the whole seal, on any machine.
     expect(onMain.maxGap).toBeGreaterThan(onMain.ms * 0.8);
     expect(inWorker.maxGap).toBeLessThan(onMain.maxGap / 2);

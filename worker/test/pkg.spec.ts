@@ -32,13 +32,19 @@ async function sealForAlice(text: string): Promise<string> {
   const sender = { ts, con: [{ t: EMAIL, v: 'bob@example.org' }] };
   const ct = await seal(
     pkg.keys.mpk,
-    { policy: { [ALICE]: { ts, con: [{ t: EMAIL, v: ALICE }] } }, pubSignKey: { key: extractSigningKey(pkg.keys.sk, sender), policy: sender } },
+    {
+      policy: { [ALICE]: { ts, con: [{ t: EMAIL, v: ALICE }] } },
+      pubSignKey: { key: extractSigningKey(pkg.keys.sk, sender), policy: sender },
+    },
     new TextEncoder().encode(text),
   );
   return Buffer.from(ct).toString('base64');
 }
 
-test('the recipient flow: QR, EventSource status, key, file opened; then cached, then forgotten', async ({ app, page }) => {
+test('the recipient flow: QR, EventSource status, key, file opened; then cached, then forgotten', async ({
+  app,
+  page,
+}) => {
   void app;
   const eventSources: string[] = [];
   page.on('request', (request) => {
@@ -48,7 +54,11 @@ test('the recipient flow: QR, EventSource status, key, file opened; then cached,
   await page.evaluate((url) => pgt.makePkgClient(url, true), pkg.url);
   expect(await page.evaluate(() => pgt.publicKeys())).toEqual({ mpk: pkg.keys.mpk, vk: pkg.keys.vk });
 
-  await page.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [await sealForAlice('first file'), ALICE, pkg.keys.vk] as const);
+  await page.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [
+    await sealForAlice('first file'),
+    ALICE,
+    pkg.keys.vk,
+  ] as const);
   await expect.poll(() => page.evaluate(() => pgt.qrText())).toMatch(/^https:\/\/open\.yivi\.app\/-\/session#/);
   const qrText = (await page.evaluate(() => pgt.qrText())) as string;
   // The page drew the modules of this very text (the SVG is ours: compare its path).
@@ -59,7 +69,11 @@ test('the recipient flow: QR, EventSource status, key, file opened; then cached,
 
   await disclose(qrText, { [EMAIL]: ALICE });
   const first = await page.evaluate(() => pgt.finishOpen());
-  expect(first).toMatchObject({ text: 'first file', source: 'session', sender: { public: { con: [{ t: EMAIL, v: 'bob@example.org' }] } } });
+  expect(first).toMatchObject({
+    text: 'first file',
+    source: 'session',
+    sender: { public: { con: [{ t: EMAIL, v: 'bob@example.org' }] } },
+  });
   expect(eventSources).toContain('eventsource');
   expect(await page.evaluate(() => pgt.statuses)).toContain('DONE');
 
@@ -70,7 +84,11 @@ test('the recipient flow: QR, EventSource status, key, file opened; then cached,
 
   // A second file for Alice: no second scan while the JWT lasts.
   pkg.clock.advance(5);
-  await page.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [await sealForAlice('second file'), ALICE, pkg.keys.vk] as const);
+  await page.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk), [
+    await sealForAlice('second file'),
+    ALICE,
+    pkg.keys.vk,
+  ] as const);
   expect(await page.evaluate(() => pgt.finishOpen())).toMatchObject({ text: 'second file', source: 'cached-jwt' });
   expect(await page.evaluate(() => pgt.qrText())).toBeUndefined();
 
@@ -86,13 +104,22 @@ test('the recipient flow: QR, EventSource status, key, file opened; then cached,
   expect(left.filter((k) => k.includes('|params|'))).toHaveLength(2);
 });
 
-test('without the opt-in nothing secret is stored; an abort cancels the session at the identity server', async ({ app, page }) => {
+test('without the opt-in nothing secret is stored; an abort cancels the session at the identity server', async ({
+  app,
+  page,
+}) => {
   void app;
   await page.evaluate(() => pgt.init());
   await page.evaluate((url) => pgt.makePkgClient(url, false), pkg.url);
-  await page.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk, { abortAfterSession: true }), [await sealForAlice('never read'), ALICE, pkg.keys.vk] as const);
+  await page.evaluate(([ct, id, vk]) => pgt.startOpen(ct, id, vk, { abortAfterSession: true }), [
+    await sealForAlice('never read'),
+    ALICE,
+    pkg.keys.vk,
+  ] as const);
   expect(await page.evaluate(() => pgt.finishOpen())).toMatchObject({ error: { code: 'ABORTED', pkg: true } });
   const token = (await page.evaluate(() => pgt.sessionToken())) as string;
   await expect.poll(async () => (await fetch(`${pkg.yivi.url}/session/${token}/status`)).json()).toBe('CANCELLED');
-  expect(((await page.evaluate(() => pgt.storedKeys())) as string[]).filter((k) => /\|(jwt|usk)\|/.test(k))).toEqual([]);
+  expect(((await page.evaluate(() => pgt.storedKeys())) as string[]).filter((k) => /\|(jwt|usk)\|/.test(k))).toEqual(
+    [],
+  );
 });

@@ -52,7 +52,10 @@ async function heapMonitor(browser: Browser) {
     const out: Record<string, number> = {};
     for (const { type, sessionId } of targets) {
       await call(sessionId, 'HeapProfiler.collectGarbage');
-      const usage = (await call(sessionId, 'Runtime.getHeapUsage')) as { usedSize: number; backingStorageSize?: number };
+      const usage = (await call(sessionId, 'Runtime.getHeapUsage')) as {
+        usedSize: number;
+        backingStorageSize?: number;
+      };
       out[type] = usage.usedSize + (usage.backingStorageSize ?? 0);
     }
     return out;
@@ -74,7 +77,11 @@ test.beforeEach(async ({ app, page }) => {
   expect(await page.evaluate(() => pgt.registerServiceWorker())).toBe(true);
 });
 
-test('64 MiB generated on the fly stream through the service worker: same bytes, flat memory', async ({ page, browser, keys }) => {
+test('64 MiB generated on the fly stream through the service worker: same bytes, flat memory', async ({
+  page,
+  browser,
+  keys,
+}) => {
   const size = Number(process.env.PG_SW_TEST_MIB ?? 64) * MiB;
   const monitor = await heapMonitor(browser);
   expect(monitor.targets.sort()).toEqual(['page', 'service_worker', 'worker']);
@@ -89,22 +96,34 @@ test('64 MiB generated on the fly stream through the service worker: same bytes,
     }
   })();
   const started = Date.now();
-  const r = await page.evaluate(([k, n]) => pgt.swStream(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
+  const r = await page.evaluate(([k, n]) => pgt.swStream(k.mpk, k.options, k.id, k.usk, k.vk, n), [
+    keys,
+    size,
+  ] as const);
   const seconds = (Date.now() - started) / 1000;
   sampling = false;
   await sampler;
   await monitor.close();
   const growth = Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, +((v - baseline[k]!) / MiB).toFixed(1)]));
-  console.log(`${size / MiB} MiB through the service worker in ${seconds.toFixed(1)} s; peak live memory growth (MiB): ${JSON.stringify(growth)}`);
+  console.log(
+    `${size / MiB} MiB through the service worker in ${seconds.toFixed(1)} s; peak live memory growth (MiB): ${JSON.stringify(growth)}`,
+  );
   expect(r).toMatchObject({ ok: true, bytes: size, status: 200, contentLength: null, sender: { public: keys.sender } });
   // Holding the file anywhere would add its size; streaming holds a few segments per thread, and the
   // service worker its hold limit (16 MiB authenticated before the response starts).
-  for (const [target, mib] of Object.entries(growth)) expect(mib, target).toBeLessThan(target === 'service_worker' ? 16 + 16 : 16);
+  for (const [target, mib] of Object.entries(growth))
+    expect(mib, target).toBeLessThan(target === 'service_worker' ? 16 + 16 : 16);
 });
 
-test('a cancelled download stops the sealing behind it: the cancel crosses every relay back to the source', async ({ page, keys }) => {
+test('a cancelled download stops the sealing behind it: the cancel crosses every relay back to the source', async ({
+  page,
+  keys,
+}) => {
   const size = 256 * MiB;
-  const r = await page.evaluate(([k, n]) => pgt.swCancel(k.mpk, k.options, k.id, k.usk, k.vk, n), [keys, size] as const);
+  const r = await page.evaluate(([k, n]) => pgt.swCancel(k.mpk, k.options, k.id, k.usk, k.vk, n), [
+    keys,
+    size,
+  ] as const);
   expect(r.sealError).toMatchObject({ code: 'SINK_FAILED', postguard: true });
   expect(r.done).toMatchObject({ code: 'CANCELLED', postguard: true });
   expect(r.sourceCancel).toMatchObject({ code: 'SINK_FAILED', postguard: true });
@@ -116,17 +135,31 @@ test('a cancelled download stops the sealing behind it: the cancel crosses every
 test('a Blob source: Content-Length, file name, and a real download with the same bytes', async ({ page, keys }) => {
   const size = 2 * MiB + 333;
   const made = await page.evaluate(([k, n]) => pgt.makeBlob('plain', k.mpk, k.options, n), [keys, size] as const);
-  const probe = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'naïve report.pdf'), [keys] as const);
+  const probe = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'naïve report.pdf'), [
+    keys,
+  ] as const);
   const fetched = await page.evaluate((url) => pgt.swFetch(url), probe.url);
   expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
   expect(fetched.headers['content-length']).toBe(String(size));
-  expect(fetched.headers['content-disposition']).toBe(`attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`);
-  expect(await page.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({ sender: { public: keys.sender, bound: true } });
+  expect(fetched.headers['content-disposition']).toBe(
+    `attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`,
+  );
+  expect(await page.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({
+    sender: { public: keys.sender, bound: true },
+  });
   // Single use.
-  expect(await page.evaluate((url) => pgt.swFetch(url), probe.url)).toMatchObject({ status: 404, headers: { 'x-postguard-error': 'UNKNOWN_DOWNLOAD' } });
+  expect(await page.evaluate((url) => pgt.swFetch(url), probe.url)).toMatchObject({
+    status: 404,
+    headers: { 'x-postguard-error': 'UNKNOWN_DOWNLOAD' },
+  });
 
-  const prepared = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'report.pdf'), [keys] as const);
-  const [download] = await Promise.all([page.waitForEvent('download'), page.evaluate((url) => pgt.trigger(url), prepared.url)]);
+  const prepared = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'report.pdf'), [
+    keys,
+  ] as const);
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.evaluate((url) => pgt.trigger(url), prepared.url),
+  ]);
   expect(download.suggestedFilename()).toBe('report.pdf');
   expect(await download.failure()).toBeNull();
   expect(sha(await readFile(await download.path()))).toBe(made.sha);
@@ -138,13 +171,24 @@ async function sealedInPage(page: import('@playwright/test').Page, keys: Keys, s
 }
 
 for (const [name, code, edit] of [
-  ['a flipped bit in a middle segment', 'TAMPERED', (ct: Uint8Array) => ((ct[framingOf(ct) + DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD + 1000]! ^= 1), ct)],
+  [
+    'a flipped bit in a middle segment',
+    'TAMPERED',
+    (ct: Uint8Array) => ((ct[framingOf(ct) + DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD + 1000]! ^= 1), ct),
+  ],
   ['a flipped bit in the final segment', 'TAMPERED', (ct: Uint8Array) => ((ct[ct.length - 20]! ^= 1), ct)],
-  ['the final segment cut off (a clean segment boundary)', 'TRUNCATED', (ct: Uint8Array) => ct.slice(0, framingOf(ct) + 3 * (DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD))],
+  [
+    'the final segment cut off (a clean segment boundary)',
+    'TRUNCATED',
+    (ct: Uint8Array) => ct.slice(0, framingOf(ct) + 3 * (DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD)),
+  ],
   // A Blob has no other length to compare with: a final segment one byte short is indistinguishable from a changed one.
   ['the last byte cut off', 'TAMPERED', (ct: Uint8Array) => ct.slice(0, ct.length - 1)],
 ] as const) {
-  test(`${name}: refused with ${code} before any byte, no download; streamed, the download is marked failed`, async ({ page, keys }) => {
+  test(`${name}: refused with ${code} before any byte, no download; streamed, the download is marked failed`, async ({
+    page,
+    keys,
+  }) => {
     const ct = edit(await sealedInPage(page, keys, 3 * DEFAULT_SEGMENT_SIZE + 5000));
     await page.evaluate(([n, c]) => pgt.storeBlob(n, c), ['bad', b64(ct)] as const);
 
@@ -164,8 +208,14 @@ for (const [name, code, edit] of [
     expect(downloads).toBe(0);
 
     // Streamed at once (verifyFirst: false), the failure comes after the headers: the body errors.
-    const streamed = await page.evaluate(([k]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, 'bad.bin', { verifyFirst: false }), [keys] as const);
-    const [download] = await Promise.all([page.waitForEvent('download'), page.evaluate((url) => pgt.trigger(url), streamed.url)]);
+    const streamed = await page.evaluate(
+      ([k]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, 'bad.bin', { verifyFirst: false }),
+      [keys] as const,
+    );
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.evaluate((url) => pgt.trigger(url), streamed.url),
+    ]);
     expect(await download.failure()).not.toBeNull();
     expect((await page.evaluate((id) => pgt.swOutcome(id), streamed.id))?.error?.code).toBe(code);
   });
@@ -174,24 +224,49 @@ for (const [name, code, edit] of [
 test('a wrong key or recipient is an HTTP error before any byte, with the code', async ({ page, keys }) => {
   const ct = await sealedInPage(page, keys, 100_000);
   await page.evaluate(([n, c]) => pgt.storeBlob(n, c), ['ok', b64(ct)] as const);
-  const wrongKey = await page.evaluate(([k]) => pgt.swPrepare('ok', k.id, k.usk.replace(/^./, (c: string) => (c === 'A' ? 'B' : 'A')), k.vk, 'x'), [keys] as const);
+  const wrongKey = await page.evaluate(
+    ([k]) =>
+      pgt.swPrepare(
+        'ok',
+        k.id,
+        k.usk.replace(/^./, (c: string) => (c === 'A' ? 'B' : 'A')),
+        k.vk,
+        'x',
+      ),
+    [keys] as const,
+  );
   const res = await page.evaluate((url) => pgt.swFetch(url), wrongKey.url);
   expect(res.status).toBeGreaterThanOrEqual(400);
   expect(res.headers['x-postguard-error']).toMatch(/^(WRONG_KEY|INVALID_KEY)$/);
-  expect((await page.evaluate((id) => pgt.swOutcome(id), wrongKey.id))?.error?.code).toBe(res.headers['x-postguard-error']);
-  const stranger = await page.evaluate(([k]) => pgt.swPrepare('ok', 'mallory@example.org', k.usk, k.vk, 'x'), [keys] as const);
-  expect(await page.evaluate((url) => pgt.swFetch(url), stranger.url)).toMatchObject({ status: 403, headers: { 'x-postguard-error': 'UNKNOWN_RECIPIENT' } });
+  expect((await page.evaluate((id) => pgt.swOutcome(id), wrongKey.id))?.error?.code).toBe(
+    res.headers['x-postguard-error'],
+  );
+  const stranger = await page.evaluate(([k]) => pgt.swPrepare('ok', 'mallory@example.org', k.usk, k.vk, 'x'), [
+    keys,
+  ] as const);
+  expect(await page.evaluate((url) => pgt.swFetch(url), stranger.url)).toMatchObject({
+    status: 403,
+    headers: { 'x-postguard-error': 'UNKNOWN_RECIPIENT' },
+  });
 });
 
-test('a seekable download plays in a <video> that seeks: ranges decrypted from their segments, a Range fetch gets the exact 206', async ({ page, keys }) => {
+test('a seekable download plays in a <video> that seeks: ranges decrypted from their segments, a Range fetch gets the exact 206', async ({
+  page,
+  keys,
+}) => {
   const video = await makeVideo();
   test.skip(video === undefined, 'ffmpeg is not installed (apt-get install -y ffmpeg; .ci/run installs it)');
   const clip = video!;
   const ct = await sealForStream(keys.mpk, keys.options, clip);
   await page.evaluate(([n, c]) => pgt.storeBlob(n, c), ['clip', b64(ct)] as const);
   const probeAt = Math.floor(clip.length * 0.6);
-  const r = await page.evaluate(([k, at]) => pgt.swVideoSeek('clip', k.id, k.usk, k.vk, 7, at), [keys, probeAt] as const);
-  console.log(`video of ${clip.length} bytes: ${r.ranges.length} ranges served: ${r.ranges.map((x) => `${x.start}-${x.end}`).join(', ')}`);
+  const r = await page.evaluate(([k, at]) => pgt.swVideoSeek('clip', k.id, k.usk, k.vk, 7, at), [
+    keys,
+    probeAt,
+  ] as const);
+  console.log(
+    `video of ${clip.length} bytes: ${r.ranges.length} ranges served: ${r.ranges.map((x) => `${x.start}-${x.end}`).join(', ')}`,
+  );
   expect(r.duration).toBeCloseTo(10, 0);
   // The element knows it can seek anywhere (Accept-Ranges), and got there.
   expect(r.seekableEnd).toBeCloseTo(r.duration, 0);
@@ -199,7 +274,8 @@ test('a seekable download plays in a <video> that seeks: ranges decrypted from t
   expect(r.readyState).toBeGreaterThanOrEqual(2);
   expect(r.ranges.length).toBeGreaterThanOrEqual(2);
   expect(r.ranges.some((x) => x.start > 0)).toBe(true);
-  for (const x of r.ranges) expect(x).toMatchObject({ total: clip.length, verified: 'segments', claimedSender: keys.sender, bound: true });
+  for (const x of r.ranges)
+    expect(x).toMatchObject({ total: clip.length, verified: 'segments', claimedSender: keys.sender, bound: true });
   expect(r.probe).toMatchObject({
     status: 206,
     contentRange: `bytes ${probeAt}-${clip.length - 1}/${clip.length}`,

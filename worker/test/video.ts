@@ -18,11 +18,32 @@ export async function makeVideo(seconds = 10): Promise<Uint8Array | undefined> {
   const out = join(dir, 'clip.webm');
   try {
     await promisify(execFile)('ffmpeg', [
-      '-hide_banner', '-loglevel', 'error', '-y',
-      '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=25,noise=alls=30:allf=t+u',
-      '-t', String(seconds),
-      '-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-b:v', '2M', '-minrate', '2M', '-maxrate', '2M', '-g', '25',
-      '-an', out,
+      '-hide_banner',
+      '-loglevel',
+      'error',
+      '-y',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc2=size=320x240:rate=25,noise=alls=30:allf=t+u',
+      '-t',
+      String(seconds),
+      '-c:v',
+      'libvpx',
+      '-deadline',
+      'realtime',
+      '-cpu-used',
+      '8',
+      '-b:v',
+      '2M',
+      '-minrate',
+      '2M',
+      '-maxrate',
+      '2M',
+      '-g',
+      '25',
+      '-an',
+      out,
     ]);
     return new Uint8Array(await readFile(out));
   } catch (error) {

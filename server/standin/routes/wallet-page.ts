@@ -43,7 +43,10 @@ function renderSession(session: Session, formKey: string): string {
   const ct = escapeHtml(session.clientToken);
   const disjunctions = session.request.disclose
     .map((discon, i) => {
-      const preferred = Math.max(0, discon.findIndex((con) => con.length > 0));
+      const preferred = Math.max(
+        0,
+        discon.findIndex((con) => con.length > 0),
+      );
       const options = discon
         .map((con, j) => {
           const checked = j === preferred ? ' checked' : '';

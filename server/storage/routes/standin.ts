@@ -42,7 +42,12 @@ export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): 
   app.get<{ Params: { uuid: string } }>('/uploads/:uuid', async (request, reply) => {
     const { uuid } = request.params;
     const session = ctx.store.get(uuid);
-    const size = isSafeName(uuid) ? await stat(join(ctx.dataDir, uuid)).then((s) => s.size, () => null) : null;
+    const size = isSafeName(uuid)
+      ? await stat(join(ctx.dataDir, uuid)).then(
+          (s) => s.size,
+          () => null,
+        )
+      : null;
     if (session === undefined && size === null) return reply.code(404).send({ error: 'unknown upload' });
     return {
       session: session === undefined ? null : { uploaded: session.uploaded, finalized: session.finalized },
@@ -55,9 +60,7 @@ export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): 
     return {
       triggered,
       chunk:
-        chunk === null
-          ? null
-          : { ...chunk, remaining: Number.isFinite(chunk.remaining) ? chunk.remaining : 'always' },
+        chunk === null ? null : { ...chunk, remaining: Number.isFinite(chunk.remaining) ? chunk.remaining : 'always' },
     };
   });
   app.put<{ Body: FaultBody }>('/faults/chunk', { schema: { body: faultSchema } }, async (request, reply) => {
@@ -65,7 +68,8 @@ export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): 
     if ((times === undefined) === (always !== true)) {
       return reply.code(400).send({ error: 'give exactly one of times and always: true' });
     }
-    if (status !== undefined && reset === true) return reply.code(400).send({ error: 'give status or reset, not both' });
+    if (status !== undefined && reset === true)
+      return reply.code(400).send({ error: 'give status or reset, not both' });
     ctx.faults.setChunkFault({
       remaining: always === true ? Infinity : times!,
       response: reset === true ? 'reset' : (status ?? 500),

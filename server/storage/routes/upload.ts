@@ -139,7 +139,11 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     // Not Cryptify's: a bound on uploads begun and not finished, checked before the PKG is asked or a
     // file is created.
     if (!store.hasRoomForUpload()) {
-      return reply.header('retry-after', '60').code(503).type('text/plain; charset=utf-8').send('too many uploads in progress');
+      return reply
+        .header('retry-after', '60')
+        .code(503)
+        .type('text/plain; charset=utf-8')
+        .send('too many uploads in progress');
     }
     const apiKey = apiKeyFromHeader(request.headers.authorization);
     // Without a PKG to ask, a key earns nothing: the default tier, as for a rejected key.
@@ -206,7 +210,8 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     // leaked UUID cannot make the server read chunk-sized bodies only to reject them.
     const isNext = bigStart === BigInt(session.uploaded) && tokensEqual(token, session.token);
     const last = session.lastChunk;
-    const isReplay = !isNext && last !== undefined && bigStart === BigInt(last.start) && tokensEqual(token, last.prevToken);
+    const isReplay =
+      !isNext && last !== undefined && bigStart === BigInt(last.start) && tokensEqual(token, last.prevToken);
     if (!isNext && !isReplay) {
       return sendText(reply, 400, bigStart !== BigInt(session.uploaded) ? INCORRECT_RANGE : TOKEN_MISMATCH);
     }
@@ -300,7 +305,11 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       request.raw.socket.destroy();
       return reply;
     }
-    return reply.header('connection', 'close').code(response).type('text/plain; charset=utf-8').send('injected failure');
+    return reply
+      .header('connection', 'close')
+      .code(response)
+      .type('text/plain; charset=utf-8')
+      .send('injected failure');
   }
 
   app.post<{ Params: { uuid: string } }>('/fileupload/finalize/:uuid', async (request, reply) => {
@@ -332,19 +341,23 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     const proof = request.headers[PROOF_HEADER];
     let proven = false;
     if (proof !== undefined) {
-      const signature = typeof proof === 'string' && BASE64.test(proof) ? new Uint8Array(Buffer.from(proof, 'base64')) : undefined;
+      const signature =
+        typeof proof === 'string' && BASE64.test(proof) ? new Uint8Array(Buffer.from(proof, 'base64')) : undefined;
       proven =
         signature !== undefined &&
         ctx.verifyingKey !== undefined &&
         verifyChallenge(ctx.verifyingKey, sender.policy, session.uuid, session.challenge, signature);
       if (!proven) {
-        return reply.code(403).type('application/json').send({
-          error: 'proof_invalid',
-          message:
-            ctx.verifyingKey === undefined
-              ? 'this service has no PKG verifying key to check a proof of possession with'
-              : `the ${PROOF_HEADER} signature does not prove the sender's key for this upload's challenge`,
-        });
+        return reply
+          .code(403)
+          .type('application/json')
+          .send({
+            error: 'proof_invalid',
+            message:
+              ctx.verifyingKey === undefined
+                ? 'this service has no PKG verifying key to check a proof of possession with'
+                : `the ${PROOF_HEADER} signature does not prove the sender's key for this upload's challenge`,
+          });
       }
     }
     const now = Math.floor(settings.clock.now());

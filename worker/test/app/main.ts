@@ -76,7 +76,13 @@ function hashingSink() {
       abortReason = reason;
     },
   });
-  return { writable, digest: () => hex(hash.digest()), bytes: () => bytes, state: () => state, abortReason: () => abortReason };
+  return {
+    writable,
+    digest: () => hex(hash.digest()),
+    bytes: () => bytes,
+    state: () => state,
+    abortReason: () => abortReason,
+  };
 }
 
 /** Collects a stream into one Uint8Array. */
@@ -153,10 +159,15 @@ const pgt = {
     const opened = hashingSink();
     await (await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk)).unseal(id, usk, opened.writable);
 
-    const notBytes = new ReadableStream<unknown>({ start: (c) => (c.enqueue(new Uint8Array(10)), c.enqueue({ not: 'bytes' })) });
+    const notBytes = new ReadableStream<unknown>({
+      start: (c) => (c.enqueue(new Uint8Array(10)), c.enqueue({ not: 'bytes' })),
+    });
     const notBytesError = await pg
       .sealStream(mpk, options, notBytes as ReadableStream<Uint8Array>, hashingSink().writable)
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
 
     const big = watchedSource(64 * 1024 * 1024);
     let writes = 0;
@@ -165,7 +176,10 @@ const pgt = {
         if (++writes === 3) throw new DOMException('the disk is full', 'QuotaExceededError');
       },
     });
-    const sinkError = await pg.sealStream(mpk, options, big.stream, failingSink).then(() => undefined, (e: unknown) => e);
+    const sinkError = await pg.sealStream(mpk, options, big.stream, failingSink).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     const tampered = ct.slice();
@@ -183,13 +197,26 @@ const pgt = {
       { highWaterMark: 0 },
     );
     const su = await pg.StreamUnsealer.new(tamperedSource, vk);
-    const tamperError = await su.unseal(id, usk, hashingSink().writable).then(() => undefined, (e: unknown) => e);
+    const tamperError = await su.unseal(id, usk, hashingSink().writable).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     return {
       reuse: { equal: opened.digest() === reused.digest(), bytes: opened.bytes() },
       notBytes: { ...describeError(notBytesError), cause: describeError((notBytesError as Error).cause) },
-      sinkFailed: { ...describeError(sinkError), cause: describeError((sinkError as Error).cause), read: big.state.read, sourceCancel: describeError(big.state.cancelled) },
-      tampered: { ...describeError(tamperError), read: offset, ctLength: tampered.length, sourceCancel: describeError(cancelled) },
+      sinkFailed: {
+        ...describeError(sinkError),
+        cause: describeError((sinkError as Error).cause),
+        read: big.state.read,
+        sourceCancel: describeError(big.state.cancelled),
+      },
+      tampered: {
+        ...describeError(tamperError),
+        read: offset,
+        ctLength: tampered.length,
+        sourceCancel: describeError(cancelled),
+      },
     };
   },
 
@@ -201,7 +228,12 @@ const pgt = {
     const header = Object.fromEntries(await u.inspect_header());
     const [out, sender] = await u.unseal(id, usk);
     u.free();
-    return { equal: hex(sha256(out)) === hex(sha256(plain)) && out.length === plain.length, header, sender, ctLength: ct.length };
+    return {
+      equal: hex(sha256(out)) === hex(sha256(plain)) && out.length === plain.length,
+      header,
+      sender,
+      ctLength: ct.length,
+    };
   },
 
   /** sealStream and StreamUnsealer through the worker, streams generated and consumed here. */
@@ -254,8 +286,16 @@ const pgt = {
     ct[offset]! ^= 1;
     const su = await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk);
     const sink = hashingSink();
-    const error = await su.unseal(id, usk, sink.writable).then(() => undefined, (e: unknown) => e);
-    return { error: describeError(error), state: sink.state(), abortReason: describeError(sink.abortReason()), delivered: sink.bytes() };
+    const error = await su.unseal(id, usk, sink.writable).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    return {
+      error: describeError(error),
+      state: sink.state(),
+      abortReason: describeError(sink.abortReason()),
+      delivered: sink.bytes(),
+    };
   },
 
   /** Errors from calls that fail in the worker. */
@@ -266,8 +306,13 @@ const pgt = {
     const u = await pg.Unsealer.new(ct, vk);
     out.unknownRecipient = await u.unseal('mallory@example.org', usk).then(() => 'no error', describeError);
     out.badKey = await u.unseal(id, 'AAAA').then(() => 'no error', describeError);
-    out.wrongMode = await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk).then(() => 'no error', describeError);
-    out.badOptions = await pg.seal(mpk, { ...options, pubSignKey: undefined } as never, new Uint8Array(1)).then(() => 'no error', describeError);
+    out.wrongMode = await pg.StreamUnsealer.new(new Blob([ct as BlobPart]).stream(), vk).then(
+      () => 'no error',
+      describeError,
+    );
+    out.badOptions = await pg
+      .seal(mpk, { ...options, pubSignKey: undefined } as never, new Uint8Array(1))
+      .then(() => 'no error', describeError);
     const sink = hashingSink();
     out.sourceFailed = await pg
       .sealStream(mpk, options, new ReadableStream({ pull: (c) => c.error(new Error('disk on fire')) }), sink.writable)
@@ -280,7 +325,13 @@ const pgt = {
    * requestAnimationFrame gaps while `size` bytes are sealed (in-memory) in the worker, or on
    * this thread for comparison.
    */
-  async responsiveness(mpk: string, options: SealOptions, size: number, where: 'worker' | 'main', mode: 'memory' | 'stream') {
+  async responsiveness(
+    mpk: string,
+    options: SealOptions,
+    size: number,
+    where: 'worker' | 'main',
+    mode: 'memory' | 'stream',
+  ) {
     const plain = mode === 'memory' ? await collect(pattern(size).stream) : undefined;
     let frames = 0;
     let maxGap = 0;
@@ -341,14 +392,29 @@ const pgt = {
     }
     await sealing;
     const sender = await download.done;
-    return { ok: hex(hash.digest()) === source.digest(), bytes, status: response.status, sender, contentLength: response.headers.get('content-length') };
+    return {
+      ok: hex(hash.digest()) === source.digest(),
+      bytes,
+      status: response.status,
+      sender,
+      contentLength: response.headers.get('content-length'),
+    };
   },
 
   /**
    * `size` pattern bytes sealed in the crypto worker and relayed into the service worker, fetched
    * back and read at `bytesPerSecond` (a slow consumer): what the service worker may buffer then.
    */
-  async swSlowRead(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number, bytesPerSecond: number, paced = false) {
+  async swSlowRead(
+    mpk: string,
+    options: SealOptions,
+    id: string,
+    usk: string,
+    vk: string,
+    size: number,
+    bytesPerSecond: number,
+    paced = false,
+  ) {
     const source = pattern(size);
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const sealing = pg.sealStream(mpk, options, source.stream, writable);
@@ -356,13 +422,24 @@ const pgt = {
     // sits in between (the engine's buffer), sampled at every read.
     let sent = 0;
     let maxAhead = 0;
-    const download = await prepareDownload({ source: readable, recipientId: id, usk, vk, filename: 'slow.bin', paced, onProgress: (n) => (sent = n) });
+    const download = await prepareDownload({
+      source: readable,
+      recipientId: id,
+      usk,
+      vk,
+      filename: 'slow.bin',
+      paced,
+      onProgress: (n) => (sent = n),
+    });
     const response = await download.fetch();
     const hash = sha256.create();
     let bytes = 0;
     // When the worker has pulled its last byte out (done), how much had this page read?
     let readWhenDone = -1;
-    void download.done.then(() => (readWhenDone = bytes), () => undefined);
+    void download.done.then(
+      () => (readWhenDone = bytes),
+      () => undefined,
+    );
     const started = performance.now();
     const reader = response.body!.getReader();
     for (;;) {
@@ -377,7 +454,14 @@ const pgt = {
     }
     await sealing;
     const sender = await download.done;
-    return { ok: hex(hash.digest()) === source.digest(), bytes, maxAhead, aheadAtDone: size - readWhenDone, seconds: (performance.now() - started) / 1000, sender: sender.public.con };
+    return {
+      ok: hex(hash.digest()) === source.digest(),
+      bytes,
+      maxAhead,
+      aheadAtDone: size - readWhenDone,
+      seconds: (performance.now() - started) / 1000,
+      sender: sender.public.con,
+    };
   },
 
   /**
@@ -387,21 +471,38 @@ const pgt = {
   async swCancel(mpk: string, options: SealOptions, id: string, usk: string, vk: string, size: number) {
     const source = watchedSource(size);
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    const sealing = pg.sealStream(mpk, options, source.stream, writable).then(() => undefined, (e: unknown) => e);
+    const sealing = pg.sealStream(mpk, options, source.stream, writable).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const download = await prepareDownload({ source: readable, recipientId: id, usk, vk, filename: 'cancelled.bin' });
     const response = await fetch(download.url);
     const reader = response.body!.getReader();
     await reader.read();
     await reader.cancel(new DOMException('the user cancelled', 'AbortError'));
     const sealError = await sealing;
-    const done = await download.done.then(() => undefined, (e: unknown) => e);
+    const done = await download.done.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
-    return { sealError: describeError(sealError), done: describeError(done), read: source.state.read, sourceCancel: describeError(source.state.cancelled) };
+    return {
+      sealError: describeError(sealError),
+      done: describeError(done),
+      read: source.state.read,
+      sourceCancel: describeError(source.state.cancelled),
+    };
   },
 
   /** Seals pattern bytes into a Blob (kept here under a name), optionally tampered or cut. */
   blobs: new Map<string, Blob>(),
-  async makeBlob(name: string, mpk: string, options: SealOptions, size: number, edit?: { flip?: number; cutTo?: number }) {
+  async makeBlob(
+    name: string,
+    mpk: string,
+    options: SealOptions,
+    size: number,
+    edit?: { flip?: number; cutTo?: number },
+  ) {
     const source = pattern(size);
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const [, ct] = await Promise.all([pg.sealStream(mpk, options, source.stream, writable), collect(readable)]);
@@ -417,9 +518,29 @@ const pgt = {
 
   /** Registers a stored blob; the URL and a promise for the outcome (read with swOutcome). */
   outcomes: new Map<string, Promise<{ sender?: unknown; error?: ReturnType<typeof describeError> }>>(),
-  async swPrepare(name: string, id: string, usk: string, vk: string, filename: string, options: { verifyFirst?: boolean } = {}) {
-    const download = await prepareDownload({ source: pgt.blobs.get(name)!, recipientId: id, usk, vk, filename, ...options });
-    pgt.outcomes.set(download.id, download.done.then((sender) => ({ sender }), (e: unknown) => ({ error: describeError(e) })));
+  async swPrepare(
+    name: string,
+    id: string,
+    usk: string,
+    vk: string,
+    filename: string,
+    options: { verifyFirst?: boolean } = {},
+  ) {
+    const download = await prepareDownload({
+      source: pgt.blobs.get(name)!,
+      recipientId: id,
+      usk,
+      vk,
+      filename,
+      ...options,
+    });
+    pgt.outcomes.set(
+      download.id,
+      download.done.then(
+        (sender) => ({ sender }),
+        (e: unknown) => ({ error: describeError(e) }),
+      ),
+    );
     return { id: download.id, url: download.url };
   },
   swOutcome: (downloadId: string) => pgt.outcomes.get(downloadId),
@@ -456,7 +577,10 @@ const pgt = {
     );
     const download = await prepareDownload({ source: stream, size, recipientId: id, usk, vk, filename: 'relayed.bin' });
     const fetched = await pgt.swFetch(download.url);
-    const outcome = await download.done.then((sender) => ({ sender }), (e: unknown) => ({ error: describeError(e) }));
+    const outcome = await download.done.then(
+      (sender) => ({ sender }),
+      (e: unknown) => ({ error: describeError(e) }),
+    );
     return { ...fetched, outcome };
   },
 
@@ -512,9 +636,21 @@ const pgt = {
     video.preload = 'auto';
     const next = (type: string, ms = 60_000) =>
       new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no ${type} within ${ms} ms (readyState ${video.readyState}, networkState ${video.networkState})`)), ms);
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `no ${type} within ${ms} ms (readyState ${video.readyState}, networkState ${video.networkState})`,
+              ),
+            ),
+          ms,
+        );
         video.addEventListener(type, () => (clearTimeout(timer), resolve()), { once: true });
-        video.addEventListener('error', () => (clearTimeout(timer), reject(new Error(`media error ${video.error?.code}: ${video.error?.message}`))), { once: true });
+        video.addEventListener(
+          'error',
+          () => (clearTimeout(timer), reject(new Error(`media error ${video.error?.code}: ${video.error?.message}`))),
+          { once: true },
+        );
       });
     const metadata = next('loadedmetadata');
     video.src = download.url;
@@ -541,7 +677,20 @@ const pgt = {
         sha: hex(sha256(body)),
         bytes: body.length,
       };
-      return { duration, seekableEnd, ...at, probe, ranges: ranges.map(({ start, end, total, verified, claimedSender, bound }) => ({ start, end, total, verified, claimedSender, bound })) };
+      return {
+        duration,
+        seekableEnd,
+        ...at,
+        probe,
+        ranges: ranges.map(({ start, end, total, verified, claimedSender, bound }) => ({
+          start,
+          end,
+          total,
+          verified,
+          claimedSender,
+          bound,
+        })),
+      };
     } finally {
       video.removeAttribute('src');
       video.load();

@@ -43,7 +43,12 @@ export function installConsumerApi(swUrl: string, workerOptions: PostGuardWorker
       // The service worker decrypts streamed ciphertexts (sealStream), as they arrive.
       const chunks: Uint8Array[] = [];
       const collect = new WritableStream<Uint8Array>({ write: (chunk) => void chunks.push(chunk) });
-      await pg.sealStream(keys.mpk, { policy: keys.policy, pubSignKey: keys.pubSignKey }, new Blob([encode(text)]).stream(), collect);
+      await pg.sealStream(
+        keys.mpk,
+        { policy: keys.policy, pubSignKey: keys.pubSignKey },
+        new Blob([encode(text)]).stream(),
+        collect,
+      );
       const dl = await prepareDownload({
         source: new Blob(chunks as BlobPart[]),
         recipientId: 'bob',

@@ -5,5 +5,21 @@ import { PostGuardWorker } from 'postguard-ts/worker';
 import { prepareDownload, registerDecryptingServiceWorker, triggerDownload } from 'postguard-ts/sw';
 import { parsePreamble } from 'postguard-ts/format';
 
-export const entries = [seal, sealStream, Unsealer, StreamUnsealer, PostGuardError, ErrorCode, PkgClient, IdentitySession, qrSvg];
-export const browser = [PostGuardWorker, prepareDownload, registerDecryptingServiceWorker, triggerDownload, parsePreamble];
+export const entries = [
+  seal,
+  sealStream,
+  Unsealer,
+  StreamUnsealer,
+  PostGuardError,
+  ErrorCode,
+  PkgClient,
+  IdentitySession,
+  qrSvg,
+];
+export const browser = [
+  PostGuardWorker,
+  prepareDownload,
+  registerDecryptingServiceWorker,
+  triggerDownload,
+  parsePreamble,
+];
