@@ -4,7 +4,8 @@ import { DEFAULT_SEGMENT_SIZE, StreamUnsealer, seal, sealStream, type SealOption
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import { SEGMENT_OVERHEAD } from '../lib/segments.js';
 import { chunkedSource, collector } from '../test/streams.js';
-import { FramingSniffer, streamingPlaintextSize } from './plaintext-size.js';
+import { streamingPlaintextSize } from '../lib/segment-map.js';
+import { FramingSniffer } from './plaintext-size.js';
 
 /** Content-Length from ciphertext size: checked against real streaming ciphertexts of many sizes. */
 

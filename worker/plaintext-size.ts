@@ -1,60 +1,15 @@
 import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength } from '../lib/frame.js';
 import { checkedSegmentSize, decodeHeader } from '../lib/header.js';
-import { SEGMENT_OVERHEAD } from '../lib/segments.js';
 
 /**
- * The plaintext length of a streaming ciphertext of known size, for a Content-Length.
- *
- * Layout: framing (preamble, header, signature length, header signature) then segments; each
- * segment is a data region of `segmentSize` bytes plus SEGMENT_OVERHEAD (signature and tag), and
- * the final one holds what is left (0 to segmentSize − 1 bytes). The regions together hold
- * BE32(len P) ‖ P ‖ message, where P is the payload signer's policy: encrypted, so its length is
- * only known once segment 0 is open. The first plaintext write of the unsealer is segment 0's
- * message part, which gives it.
+ * The framing of a streaming ciphertext, learnt from its first bytes as they pass (FramingSniffer),
+ * for lib/segment-map.ts's streamingPlaintextSize: the service worker's Content-Length.
  */
 
 export interface StreamFraming {
   /** Bytes before the first segment. */
   framingBytes: number;
   segmentSize: number;
-}
-
-/** BE32 length and the smallest bincode policy (ts u64, attribute count u64). */
-const MIN_PREFIX_BYTES = 4 + 8 + 8;
-
-/** Region bytes T for a payload of `payloadBytes` on the wire; undefined if no sealer makes that size. */
-function regionBytes(payloadBytes: number, segmentSize: number): { full: number; total: number } | undefined {
-  const wire = segmentSize + SEGMENT_OVERHEAD;
-  if (!Number.isSafeInteger(payloadBytes) || payloadBytes < SEGMENT_OVERHEAD) return undefined;
-  const full = Math.floor(payloadBytes / wire);
-  const last = payloadBytes - full * wire;
-  // A final segment always exists and carries the overhead; its region is shorter than a full one.
-  if (last < SEGMENT_OVERHEAD) return undefined;
-  return { full, total: full * segmentSize + (last - SEGMENT_OVERHEAD) };
-}
-
-/**
- * The message length, from the ciphertext size, its framing and the length of the unsealer's first
- * plaintext write (undefined when it closed without writing: an empty message). Undefined when the
- * numbers do not fit together; the caller then sends no Content-Length.
- */
-export function streamingPlaintextSize(
-  ciphertextBytes: number,
-  framing: StreamFraming,
-  firstWriteBytes: number | undefined,
-): number | undefined {
-  const regions = regionBytes(ciphertextBytes - framing.framingBytes, framing.segmentSize);
-  if (regions === undefined) return undefined;
-  if (firstWriteBytes === undefined) return regions.total >= MIN_PREFIX_BYTES ? 0 : undefined;
-  if (regions.full === 0) {
-    // One (final) segment: the first write is the whole message.
-    return regions.total - firstWriteBytes >= MIN_PREFIX_BYTES ? firstWriteBytes : undefined;
-  }
-  // Segment 0 is full: its message part is what the prefix leaves of it.
-  const prefix = framing.segmentSize - firstWriteBytes;
-  if (prefix < MIN_PREFIX_BYTES) return undefined;
-  const message = regions.total - prefix;
-  return message >= firstWriteBytes ? message : undefined;
 }
 
 /** Most bytes the sniffer keeps: the largest framing up to the signature length field. */

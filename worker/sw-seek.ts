@@ -4,7 +4,7 @@ import { decodeSignerBlock, senderBound } from '../lib/payload.js';
 import { policyToJs, type Policy } from '../lib/policy.js';
 import { openSegmentAlone } from '../lib/segments.js';
 import { openSegmentAccess, type SegmentAccess } from '../lib/unseal.js';
-import { isFinal, messageBytes, rangePieces, segmentLayout, wireSpan } from './segment-map.js';
+import { isFinal, messageBytes, rangePieces, segmentLayout, wireSpan } from '../lib/segment-map.js';
 import { withTimeout } from './sw-source.js';
 import type { WireSource } from './sw-protocol.js';
 

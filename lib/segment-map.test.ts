@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SEGMENT_OVERHEAD } from '../lib/segments.js';
+import { SEGMENT_OVERHEAD } from './segments.js';
 import { messageBytes, rangePieces, regionBytes, segmentLayout, totalRegionBytes, wireSpan } from './segment-map.js';
 
 /**
