@@ -662,8 +662,12 @@ const pgt = {
       const seeked = next('seeked');
       video.currentTime = seekTo;
       await seeked;
-      // A frame at the new position: HAVE_CURRENT_DATA or better.
-      if (video.readyState < 2) await next('loadeddata');
+      // A frame at the new position: HAVE_CURRENT_DATA or better. Polled: 'loadeddata' fires only the
+      // first time a resource gets there, so after a seek an engine may reach it without an event.
+      for (const deadline = Date.now() + 60_000; video.readyState < 2;) {
+        if (Date.now() > deadline) throw new Error(`no frame within 60 s of seeking (readyState ${video.readyState})`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       const at = { currentTime: video.currentTime, readyState: video.readyState };
 
       const response = await fetch(download.url, { headers: { range: `bytes=${probeAt}-` } });
