@@ -11,9 +11,9 @@ import { chunkedSource, collector } from '../../test/streams.js';
  * of VP8 in WebM (every engine here plays it: Chromium, Firefox, WebKitGTK through GStreamer),
  * a keyframe every second and noise so that it is ~2.4 MB, about nine 256 KiB segments. ffmpeg
  * writes its cues (the seek index) at the end, so a player must ask for the end of the file too.
- * Undefined when ffmpeg is missing (apt-get install -y ffmpeg; .ci/run installs it).
+ * Throws when ffmpeg is missing (apt-get install -y ffmpeg; .ci/run installs it).
  */
-export async function makeVideo(seconds = 10): Promise<Uint8Array | undefined> {
+export async function makeVideo(seconds = 10): Promise<Uint8Array> {
   const dir = await mkdtemp(join(tmpdir(), 'pg-video-'));
   const out = join(dir, 'clip.webm');
   try {
@@ -47,7 +47,11 @@ export async function makeVideo(seconds = 10): Promise<Uint8Array | undefined> {
     ]);
     return new Uint8Array(await readFile(out));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    // A missing ffmpeg fails the test rather than skipping it: a seek test that quietly does not run
+    // would pass with seeking broken.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new Error('ffmpeg is not installed: apt-get install -y ffmpeg (.ci/run installs it)');
+    }
     throw error;
   } finally {
     await rm(dir, { recursive: true, force: true });
