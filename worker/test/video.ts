@@ -3,6 +3,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createHash } from 'node:crypto';
+import { expect } from '@playwright/test';
 import { sealStream, type SealOptions } from '../../lib/index.js';
 import { chunkedSource, collector } from '../../test/streams.js';
 
@@ -63,4 +65,37 @@ export async function sealForStream(mpk: string, options: SealOptions, plain: Ui
   const out = collector();
   await sealStream(mpk, options, chunkedSource(plain), out.writable);
   return out.bytes();
+}
+
+/** What the test app's swVideoSeek reports (worker/test/app/main.ts). */
+export interface VideoSeekResult {
+  duration: number;
+  seekableEnd: number;
+  currentTime: number;
+  readyState: number;
+  ranges: Array<{ start: number; total: number; verified: string; claimedSender: unknown; bound: boolean }>;
+  probe: Record<string, unknown>;
+}
+
+/**
+ * What every engine must show after seeking a 10 s clip to 7 s: it knew it could seek to the end,
+ * got there with a frame, every range it was served is labelled as authenticated per segment with
+ * the claimed sender, and a Range fetch from `probeAt` is the exact 206 of those bytes.
+ */
+export function expectSeekResult(r: VideoSeekResult, clip: Uint8Array, probeAt: number, sender: unknown): void {
+  expect(r.duration).toBeCloseTo(10, 0);
+  expect(r.seekableEnd).toBeCloseTo(r.duration, 0);
+  expect(r.currentTime).toBeCloseTo(7, 0);
+  expect(r.readyState).toBeGreaterThanOrEqual(2);
+  for (const x of r.ranges) {
+    expect(x).toMatchObject({ total: clip.length, verified: 'segments', claimedSender: sender, bound: true });
+  }
+  expect(r.probe).toMatchObject({
+    status: 206,
+    contentRange: `bytes ${probeAt}-${clip.length - 1}/${clip.length}`,
+    contentLength: String(clip.length - probeAt),
+    acceptRanges: 'bytes',
+    verified: 'segments',
+    sha: createHash('sha256').update(clip.subarray(probeAt)).digest('hex'),
+  });
 }
