@@ -237,8 +237,10 @@ test('a seekable download in a <video>: it loads, seeks to 7 s and shows a frame
     `${engine}: video of ${clip.length} bytes, ranges served: ${r.ranges.map((x) => `${x.start}-${x.end}`).join(', ')}`,
   );
   expectSeekResult(r, clip, probeAt, keys.sender);
-  // The element's own requests were ranges, at least one past the start (the cues at the end, the seek).
-  expect(r.ranges.some((x) => x.start > 0 && x.start !== probeAt)).toBe(true);
+  // Chromium and WebKit ask for ranges past the start (the index at the end, the seek). Firefox may
+  // read a clip this small to the end from its first request and then seek in its own cache, so
+  // there the probe above is what shows the 206 path (seen both ways in CI).
+  if (engine !== 'firefox') expect(r.ranges.some((x) => x.start > 0 && x.start !== probeAt)).toBe(true);
 });
 
 test.describe('with the PKG and the stand-in wallet', () => {
