@@ -299,11 +299,17 @@ describe('a registered download', () => {
     await unread.lifetime; // resolves at the cap although the body was never read
   });
 
-  it('HEAD is refused without spending the registration', async () => {
+  it('HEAD of a one-shot download is refused (405, Allow: GET) without spending it; of an unknown one, 404', async () => {
     const w = worker();
     const { reply } = await w.register({});
-    expect((await w.get(registeredUrl(reply), 'HEAD').response).status).toBe(405);
+    const head = await w.get(registeredUrl(reply), 'HEAD').response;
+    expect([head.status, head.headers.get('allow'), head.headers.get('x-postguard-error')]).toEqual([
+      405,
+      'GET',
+      'METHOD_NOT_ALLOWED',
+    ]);
     expect((await w.get(registeredUrl(reply)).response).status).toBe(200);
+    expect((await w.get(registeredUrl(reply), 'HEAD').response).status).toBe(404);
   });
 });
 
@@ -668,14 +674,17 @@ describe('range requests (seekable)', () => {
     expect(res.headers.get('content-type')).toBe('video/webm');
     expect(res.headers.get('content-security-policy')).toBe('sandbox');
     expect(same(await bytesOf(res), plain.slice(start, start + 5000))).toBe(true);
-    expect(events).toContainEqual({
-      type: 'range',
-      start,
-      end: start + 4999,
-      total: plain.length,
-      sender,
-      bound: true,
-    });
+    // The page hears of the range on its port, which may deliver after the body has been read.
+    await expect
+      .poll(() => events)
+      .toContainEqual({
+        type: 'range',
+        start,
+        end: start + 4999,
+        total: plain.length,
+        sender,
+        bound: true,
+      });
 
     const open = await ranged(w, url, 'bytes=0-');
     expect([open.status, open.headers.get('content-range')]).toEqual([
@@ -704,6 +713,41 @@ describe('range requests (seekable)', () => {
     await expect.poll(() => events.filter((e) => e.type === 'done').length).toBe(2);
     expect(events.find((e) => e.type === 'done')).toMatchObject({ result: { public: sender, bound: true } });
     expect((await ranged(w, url, 'bytes=1-1')).status).toBe(206);
+  });
+
+  it('HEAD of a seekable file: the length and Accept-Ranges a GET would send, no body, nothing spent', async () => {
+    const w = worker();
+    const { reply, events } = await w.register({ seekable: true, contentType: 'video/webm' });
+    const url = registeredUrl(reply);
+    const head = await w.get(url, 'HEAD').response;
+    expect([head.status, head.headers.get('content-length'), head.headers.get('accept-ranges')]).toEqual([
+      200,
+      String(plain.length),
+      'bytes',
+    ]);
+    expect(head.headers.get('content-type')).toBe('video/webm');
+    expect(head.body).toBeNull();
+    // No range was served and nothing ended: the registration still answers.
+    expect(events.filter((e) => e.type === 'range' || e.type === 'done' || e.type === 'error')).toEqual([]);
+    const res = await ranged(w, url, 'bytes=3-5');
+    expect([res.status, same(await bytesOf(res), plain.slice(3, 6))]).toEqual([206, true]);
+
+    // A damaged final segment: the HEAD reports what a GET would (422 TAMPERED), and the registration ends.
+    const bad = ciphertext.slice();
+    bad[bad.length - 20]! ^= 1;
+    const damaged = await w.register({ seekable: true, source: blobOf(bad) });
+    const refused = await w.get(registeredUrl(damaged.reply), 'HEAD').response;
+    expect([refused.status, refused.headers.get('x-postguard-error'), refused.body]).toEqual([422, 'TAMPERED', null]);
+    expect((await w.get(registeredUrl(damaged.reply), 'HEAD').response).status).toBe(404);
+
+    // A URL whose server does not answer ranges: no length known without reading it, and no seeking.
+    const plainServer = await w.register({ seekable: true, source: { kind: 'url', url: `${serverUrl}/ct` } });
+    const whole = await w.get(registeredUrl(plainServer.reply), 'HEAD').response;
+    expect([whole.status, whole.headers.get('accept-ranges'), whole.headers.get('content-length')]).toEqual([
+      200,
+      'none',
+      null,
+    ]);
   });
 
   it('property: any range of a seekable file is exactly plaintext.slice(a, b + 1)', async () => {

@@ -149,10 +149,10 @@ function invalidRequest(r: RegisterRequest): string | undefined {
   return undefined;
 }
 
-const errorResponse = (status: number, code: string, message: string): Response =>
+const errorResponse = (status: number, code: string, message: string, extra: Record<string, string> = {}): Response =>
   new Response(JSON.stringify({ error: code, message }), {
     status,
-    headers: { 'content-type': 'application/json', 'x-postguard-error': code, 'cache-control': 'no-store' },
+    headers: { 'content-type': 'application/json', 'x-postguard-error': code, 'cache-control': 'no-store', ...extra },
   });
 
 /** HTTP status for a failure before the body started. */
@@ -596,6 +596,43 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
   }
 
   /**
+   * A seekable registration's file, opened once (segment 0 and the final segment authenticated,
+   * the exact length known); `undefined` when the source does not seek, an error response (and
+   * the registration ended) when nothing of the file can be served.
+   */
+  async function seekableFile(entry: Registration): Promise<SeekableFile | undefined | Response> {
+    const r = entry.request;
+    entry.file ??= randomAccess(r.source, doFetch, entry.abort.signal, stallMs).then((source) =>
+      source === undefined ? undefined : openSeekable(source, r.vk, r.recipientId, r.usk),
+    );
+    try {
+      return await entry.file;
+    } catch (error) {
+      // A wrong key, a damaged segment 0 or final segment.
+      end(entry, error);
+      return errorResponse(
+        statusFor(error),
+        isPostGuardError(error) ? error.code : 'SOURCE_FAILED',
+        (error as Error)?.message ?? String(error),
+      );
+    }
+  }
+
+  /**
+   * HEAD of a seekable registration: what a GET without Range would send, without the body (a
+   * player may ask for the length and whether it can seek before it reads). The length needs
+   * segment 0 and the final segment, as a range does. A one-shot download has no HEAD: it is
+   * served once, and a HEAD must not spend it.
+   */
+  async function respondHead(entry: Registration): Promise<Response> {
+    const file = await seekableFile(entry);
+    if (file instanceof Response) return new Response(null, { status: file.status, headers: file.headers });
+    const headers = plaintextHeaders(entry.request, 'complete', file !== undefined);
+    if (file !== undefined) headers.set('content-length', String(file.total));
+    return new Response(null, { status: 200, headers });
+  }
+
+  /**
    * A Range request of a seekable registration: 206 with the segments that hold the range, each
    * authenticated before its bytes go out; 416 for a range past the end; the whole file (200)
    * when the source turns out not to seek (a URL whose server ignores ranges).
@@ -606,21 +643,8 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     lifetime: (p: Promise<unknown>) => void,
   ): Promise<Response> {
     const r = entry.request;
-    entry.file ??= randomAccess(r.source, doFetch, entry.abort.signal, stallMs).then((source) =>
-      source === undefined ? undefined : openSeekable(source, r.vk, r.recipientId, r.usk),
-    );
-    let file: SeekableFile | undefined;
-    try {
-      file = await entry.file;
-    } catch (error) {
-      // Nothing of this file can be served (a wrong key, a damaged segment 0 or final segment).
-      end(entry, error);
-      return errorResponse(
-        statusFor(error),
-        isPostGuardError(error) ? error.code : 'SOURCE_FAILED',
-        (error as Error)?.message ?? String(error),
-      );
-    }
+    const file = await seekableFile(entry);
+    if (file instanceof Response) return file;
     if (file === undefined) return respond(entry, lifetime, false);
     const answer = parseRange(range, file.total);
     if (answer.kind === 'full') return respond(entry, lifetime);
@@ -715,11 +739,18 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     const url = new URL(event.request.url);
     if (url.origin !== new URL(scope.registration.scope).origin || !url.pathname.startsWith(prefix)) return;
     if (event.request.method !== 'GET' && event.request.method !== 'HEAD') return;
+    const id = url.pathname.slice(prefix.length).split('/')[0] ?? '';
     if (event.request.method === 'HEAD') {
-      event.respondWith(errorResponse(405, 'METHOD_NOT_ALLOWED', 'a download is served once, to a GET'));
+      const known = registrations.get(id);
+      event.respondWith(
+        known === undefined
+          ? errorResponse(404, 'UNKNOWN_DOWNLOAD', 'no such download (unknown, already used, or expired)')
+          : known.seekable
+            ? respondHead(known)
+            : errorResponse(405, 'METHOD_NOT_ALLOWED', 'a download is served once, to a GET', { allow: 'GET' }),
+      );
       return;
     }
-    const id = url.pathname.slice(prefix.length).split('/')[0] ?? '';
     // Single use: whatever happens next, this id is spent (a seekable one lives on until its lifetime ends).
     const found = registrations.get(id);
     const entry = found?.seekable === true ? found : drop(id);
