@@ -2,7 +2,8 @@ import { sha3_256 } from '@noble/hashes/sha3.js';
 import { loadShake128 } from '#shake';
 import { loadGgAcceleration } from './crypto/gg.js';
 import { multiEncaps } from './crypto/cgwkv.js';
-import { aesGcmSeal, importAesKey, AES_KEY_BYTES } from './crypto/aes.js';
+import { aesGcmSeal, importAesKey } from '#aes';
+import { AES_KEY_BYTES, type AesKey } from './crypto/aes.js';
 import type { Xof } from './crypto/xof.js';
 import { ErrorCode, InputError, invalidKey, invalidPolicy } from './errors.js';
 import { MAX_HEADER_BYTES, MAX_SIGNATURE_BYTES, encodeFrame } from './frame.js';
@@ -51,7 +52,7 @@ export interface SealContext {
   /** Preamble ‖ header ‖ signature length ‖ header signature. */
   readonly frame: Uint8Array;
   readonly iv: Uint8Array;
-  readonly key: CryptoKey;
+  readonly key: AesKey;
   /** SHAKE128 that has absorbed the header bytes. */
   readonly transcript: Xof;
   /** Signs the payload: the private key if given, else the public one. */

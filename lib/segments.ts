@@ -1,4 +1,5 @@
-import { aesGcmOpen, aesGcmSeal, GCM_TAG_BYTES } from './crypto/aes.js';
+import { aesGcmOpen, aesGcmSeal } from '#aes';
+import { GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
 import { ErrorCode, FormatError, invalidPolicy, malformed, tampered } from './errors.js';
@@ -53,7 +54,7 @@ const quiet = <T>(p: Promise<T>): Promise<T> => {
 
 export interface SegmentSealContext {
   readonly iv: Uint8Array;
-  readonly key: CryptoKey;
+  readonly key: AesKey;
   readonly transcript: Xof;
   readonly signer: Signer;
   /** The public sender, sealed into segment 0's signer block (payload.ts). */
@@ -123,7 +124,7 @@ export class SegmentSealer implements Segmenter {
  * the transcript of every earlier segment, which only SegmentOpener, reading in order, has.
  */
 export async function openSegmentAlone(
-  key: CryptoKey,
+  key: AesKey,
   iv: Uint8Array,
   counter: number,
   final: boolean,
@@ -143,7 +144,7 @@ export async function openSegmentAlone(
 
 export interface SegmentOpenContext {
   readonly iv: Uint8Array;
-  readonly key: CryptoKey;
+  readonly key: AesKey;
   /** SHAKE128 that has absorbed the header bytes. */
   readonly transcript: Xof;
   readonly vk: GgVerifyingKey;

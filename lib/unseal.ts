@@ -1,7 +1,8 @@
 import { loadShake128 } from '#shake';
 import { loadGgAcceleration } from './crypto/gg.js';
 import { multiDecaps, parseMkemCiphertext } from './crypto/cgwkv.js';
-import { AES_KEY_BYTES, GCM_TAG_BYTES, aesGcmOpen, importAesKey } from './crypto/aes.js';
+import { aesGcmOpen, importAesKey } from '#aes';
+import { AES_KEY_BYTES, GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
 import { ErrorCode, FormatError, InputError, PostGuardError, malformed, tampered } from './errors.js';
@@ -47,7 +48,7 @@ async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array,
 }
 
 /** Recipient lookup and key decapsulation: the payload's AES key for this recipient. */
-async function openCapsule(header: Header, recipientId: unknown, usk: unknown): Promise<CryptoKey> {
+async function openCapsule(header: Header, recipientId: unknown, usk: unknown): Promise<AesKey> {
   if (typeof recipientId !== 'string') throw new InputError(ErrorCode.INVALID_INPUT, 'recipient id must be a string');
   const entry = header.recipients.get(recipientId);
   if (!entry) throw new InputError(ErrorCode.UNKNOWN_RECIPIENT, `recipient unknown: ${recipientId}`);
@@ -132,7 +133,7 @@ export class Unsealer extends VerifiedHeaderView {
 
 /** What random access into a streaming ciphertext needs: its key, opened for one recipient. */
 export interface SegmentAccess {
-  key: CryptoKey;
+  key: AesKey;
   iv: Uint8Array;
   segmentSize: number;
   /** The header signer (its signature verified): the sender the file claims. */
@@ -221,7 +222,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
     this.claimed = true;
     const { header, transcript, vk, publicPolicy } = this.verified;
     try {
-      let key: CryptoKey;
+      let key: AesKey;
       try {
         key = await openCapsule(header, recipientId, usk);
       } catch (error) {

@@ -19,9 +19,10 @@ export const SOURCE_ENTRIES: Readonly<Record<string, string>> = {
 const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
 /** Vite/Vitest aliases for SOURCE_ENTRIES (exact matches, so 'postguard-ts' does not swallow its subpaths). */
-export function sourceAliases(shake: 'node' | 'portable'): Array<{ find: RegExp; replacement: string }> {
+export function sourceAliases(platform: 'node' | 'portable'): Array<{ find: RegExp; replacement: string }> {
   return [
-    { find: /^#shake$/, replacement: root(`lib/crypto/shake-${shake}.ts`) },
+    { find: /^#aes$/, replacement: root(`lib/crypto/aes-${platform}.ts`) },
+    { find: /^#shake$/, replacement: root(`lib/crypto/shake-${platform}.ts`) },
     ...Object.entries(SOURCE_ENTRIES).map(([name, path]) => ({
       find: new RegExp(`^${name.replace(/[/.]/g, '\\$&')}$`),
       replacement: root(path),

@@ -17,8 +17,14 @@ import { embeddedWasmBytesModule } from './wasm-bytes.js';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
-/** '#shake' is the platform seam: in browsers the WebAssembly Keccak with its noble fallback. */
-export const browserAlias = { '#shake': here('../crypto/shake-portable.ts') };
+/**
+ * The platform seams in browsers: '#shake' is the WebAssembly Keccak with its noble fallback,
+ * '#aes' is WebCrypto.
+ */
+export const browserAlias = {
+  '#aes': here('../crypto/aes-portable.ts'),
+  '#shake': here('../crypto/shake-portable.ts'),
+};
 
 /** The scripts carry the WebAssembly bytes, not the emitters (lib/crypto/wasm-bytes.ts). */
 const embeddedWasm = (): Plugin => {

@@ -5,7 +5,8 @@ import { bytesToNumberLE, numberToBytesLE } from '@noble/curves/utils.js';
 import { sha3_512, shake256 } from '@noble/hashes/sha3.js';
 import { randomBytes } from '@noble/hashes/utils.js';
 import { AuthenticationError, ErrorCode, InputError, invalidKey, malformed, type PostGuardError } from '../errors.js';
-import { aesGcmOpen, aesGcmSeal, importAesKey, AES_KEY_BYTES, GCM_IV_BYTES, GCM_TAG_BYTES } from './aes.js';
+import { aesGcmOpen, aesGcmSeal, importAesKey } from '#aes';
+import { AES_KEY_BYTES, GCM_IV_BYTES, GCM_TAG_BYTES } from './aes.js';
 import { compressGt, decompressGt, GtPowBase, gtEquals, gtGenerator, GT_ONE, lexFp, lexFp2, R } from './gt.js';
 
 /**
