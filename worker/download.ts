@@ -41,13 +41,13 @@ export interface DownloadOptions {
   /** Ciphertext bytes, for a stream source (Blob and URL sources know theirs): enables Content-Length. */
   size?: number;
   /**
-   * How long the URL waits to be fetched (default 5 minutes); for a `seekable` download, its whole
-   * lifetime (default 30 minutes). At most 1 hour.
+   * How long the URL waits to be fetched (default 5 minutes); for a `seekable` download, how long it
+   * lives after its last request (default 30 minutes: a video that plays or seeks keeps it). At most 1 hour.
    */
   ttlMs?: number;
   /**
    * Answer Range requests, so that a `<video>` or `<audio>` previewing the file can seek: the URL
-   * then answers any number of requests until `ttlMs` has passed (or `revoke()`). A range is
+   * then answers any number of requests until none came for `ttlMs` (or `revoke()`). A range is
    * decrypted from just the segments that hold it, each authenticated under the file's key, but
    * the sender's signatures are verified only by a full (non-range) response: `onRange` reports
    * each range served that way. Only a Blob or a URL whose server answers ranges can seek; a
@@ -325,8 +325,15 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   });
   const { id, url, seekable } = await Promise.race([registered, timeout]).finally(() => clearTimeout(timer));
   if (seekable) {
-    // The worker says when the lifetime is over; this bounds it should the worker be gone.
-    const bound = setTimeout(ended, ttl + SILENCE_MS);
+    // The worker says when the lifetime is over; this bounds it should the worker be gone. Each
+    // request the worker answers starts the lifetime again there, and its messages here.
+    let bound = setTimeout(ended, ttl + SILENCE_MS);
+    const previous = channel.port1.onmessage;
+    channel.port1.onmessage = (event: MessageEvent<DownloadEvent>) => {
+      clearTimeout(bound);
+      bound = setTimeout(ended, ttl + SILENCE_MS);
+      previous?.call(channel.port1, event);
+    };
     void lifetime.then(() => clearTimeout(bound));
   }
   trackDownload(worker, seekable ? lifetime : done);

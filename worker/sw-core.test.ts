@@ -899,16 +899,29 @@ describe('range requests (seekable)', () => {
     expect(same(await bytesOf(res), plain)).toBe(true);
   });
 
-  it('a seekable registration lives for its lifetime, used or not, then says so', async () => {
+  it('a seekable registration lives while it is requested (each request starts its lifetime again), then says so', async () => {
     const w = worker();
-    const { reply, end } = await w.register({ seekable: true, ttlMs: 300 });
+    const ttlMs = 400;
+    const { reply, end, events } = await w.register({ seekable: true, ttlMs });
     const url = registeredUrl(reply);
-    expect((await ranged(w, url, 'bytes=0-9')).status).toBe(206);
-    expect((await ranged(w, url, 'bytes=0-9')).status).toBe(206);
+    const born = Date.now();
+    // Requests every ~150 ms for three lifetimes: a video that plays. HEAD renews too.
+    let lastRequest = born;
+    while (Date.now() - born < 3 * ttlMs) {
+      expect((await ranged(w, url, 'bytes=0-9')).status).toBe(206);
+      lastRequest = Date.now();
+      expect((await w.get(url, 'HEAD').response).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    // The page hears of each renewal (download.ts bounds the registration's life by the same lifetime).
+    expect(events.filter((e) => e.type === 'alive').length).toBeGreaterThanOrEqual(10);
     expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({
       code: 'INVALID_STATE',
       message: expect.stringMatching(/lifetime/),
     });
+    // Left alone, it ended one lifetime after its last request (timers may fire a little late).
+    expect(Date.now() - lastRequest).toBeGreaterThanOrEqual(ttlMs - 20);
+    expect(Date.now() - born).toBeGreaterThan(3 * ttlMs);
     expect((await ranged(w, url, 'bytes=0-9')).status).toBe(404);
     const refused = await w.register({ seekable: true, paced: true });
     expect(reviveError((refused.reply as { error: unknown }).error)).toMatchObject({ code: 'INVALID_INPUT' });

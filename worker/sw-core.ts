@@ -31,7 +31,8 @@ import {
  *
  * Registrations live in memory only (keys never touch storage), are single-use and expire. A
  * seekable one (a Blob or URL source registered with `seekable`) answers Range requests from the
- * segments that hold them (sw-seek.ts) and any number of requests until its lifetime ends.
+ * segments that hold them (sw-seek.ts) and any number of requests until it has gone unrequested
+ * for its lifetime (a video that plays or seeks keeps it; one left alone lets its keys go).
  */
 
 export interface DecrypterOptions {
@@ -40,7 +41,10 @@ export interface DecrypterOptions {
   /** Lifetime of an unused registration. 5 minutes by default, at most 1 hour. */
   defaultTtlMs?: number;
   maxTtlMs?: number;
-  /** Whole lifetime of a seekable registration (used or not). 30 minutes by default, at most `maxTtlMs`. */
+  /**
+   * Lifetime of a seekable registration, counted again from each request it answers (a playing
+   * video keeps it). 30 minutes by default, at most `maxTtlMs`.
+   */
   seekableTtlMs?: number;
   /** Most registrations waiting at once. 64. */
   maxRegistrations?: number;
@@ -69,8 +73,9 @@ interface Registration {
   id: string;
   request: RegisterRequest;
   reply: MessagePort;
-  expiresAt: number;
   timer: ReturnType<typeof setTimeout>;
+  /** A seekable registration's lifetime starts again: each request it answers calls this. */
+  renew?: () => void;
   /** Answers Range requests and many requests (a Blob or URL source registered with `seekable`). */
   seekable: boolean;
   /** A seekable registration's file, opened by its first range request and kept for the others; undefined inside: the source cannot seek. */
@@ -247,15 +252,23 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       );
       void cancelSource(entry.request.source);
     };
-    registrations.set(id, {
+    const entry: Registration = {
       id,
       request,
       reply,
-      expiresAt: Date.now() + ttl,
       timer: setTimeout(expire, ttl),
       seekable,
       abort: new AbortController(),
-    });
+    };
+    if (seekable) {
+      entry.renew = () => {
+        clearTimeout(entry.timer);
+        entry.timer = setTimeout(expire, ttl);
+        // The page bounds the registration's life by the same lifetime (download.ts): it hears of the renewal.
+        post(reply, { type: 'alive' });
+      };
+    }
+    registrations.set(id, entry);
     const url = new URL(`${path}${id}/${encodeURIComponent(safeFilename(request.filename))}`, scope.registration.scope)
       .href;
     post(reply, { type: 'registered', ok: true, id, url, seekable } satisfies RegisterReply);
@@ -742,6 +755,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     const id = url.pathname.slice(prefix.length).split('/')[0] ?? '';
     if (event.request.method === 'HEAD') {
       const known = registrations.get(id);
+      known?.renew?.();
       event.respondWith(
         known === undefined
           ? errorResponse(404, 'UNKNOWN_DOWNLOAD', 'no such download (unknown, already used, or expired)')
@@ -754,6 +768,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
     // Single use: whatever happens next, this id is spent (a seekable one lives on until its lifetime ends).
     const found = registrations.get(id);
     const entry = found?.seekable === true ? found : drop(id);
+    entry?.renew?.();
     if (entry === undefined) {
       event.respondWith(errorResponse(404, 'UNKNOWN_DOWNLOAD', 'no such download (unknown, already used, or expired)'));
       return;
