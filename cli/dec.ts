@@ -1,4 +1,4 @@
-import { ErrorCode, FormatError, StreamUnsealer, type Policy } from 'postguard-ts';
+import { ErrorCode, FormatError, StreamUnsealer, startHashThread, type Policy } from 'postguard-ts';
 import { PREAMBLE_BYTES, decodeHeader, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
 import type { DisclosureAttribute } from 'postguard-ts/pkg';
 import {
@@ -12,7 +12,14 @@ import {
   type CliIo,
 } from './args.js';
 import { Exit, usage, type ExitCode } from './exit.js';
-import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput, type InputFile } from './files.js';
+import {
+  createAtomicOutput,
+  HASH_THREAD_FROM_BYTES,
+  openInput,
+  refuseExisting,
+  type AtomicOutput,
+  type InputFile,
+} from './files.js';
 import { defaultValue, describePolicy, hiddenValue, matchesHint, parseAttrs } from './identity.js';
 import { identitySession, pkgClient } from './pkg.js';
 import { Prompter } from './prompt.js';
@@ -60,6 +67,8 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
   const interactive = io.stdin.isTTY === true;
   let prompter: Prompter | undefined;
   const input = await openInput(file);
+  // As enc: a large file's transcript is hashed on a thread of its own, started while the PKG is asked.
+  const hashThread = input.size >= HASH_THREAD_FROM_BYTES ? startHashThread() : undefined;
   let out: AtomicOutput | undefined;
   try {
     // Garbage is refused before the PKG is asked or the output path is looked at.
@@ -71,6 +80,7 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     let progress: Progress | undefined;
     let readBeforeProgress = 0;
     const onRead = (bytes: number) => (progress === undefined ? (readBeforeProgress += bytes) : progress.add(bytes));
+    await hashThread;
     const unsealer = await StreamUnsealer.new(input.readable(onRead, signal), vk);
 
     const recipients = unsealer.inspect_header();

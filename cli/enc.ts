@@ -1,4 +1,4 @@
-import { sealStream, type SealOptions } from 'postguard-ts';
+import { sealStream, startHashThread, type SealOptions } from 'postguard-ts';
 import type { Policy } from 'postguard-ts';
 import type { SigningKeys } from 'postguard-ts/pkg';
 import {
@@ -13,7 +13,7 @@ import {
   type CliIo,
 } from './args.js';
 import { Exit, usage, type ExitCode } from './exit.js';
-import { createAtomicOutput, openInput, refuseExisting, type AtomicOutput } from './files.js';
+import { createAtomicOutput, HASH_THREAD_FROM_BYTES, openInput, refuseExisting, type AtomicOutput } from './files.js';
 import { describePolicy, parseRecipients, parseSignId, signingDisclosure } from './identity.js';
 import { identitySession, pkgClient } from './pkg.js';
 import { Progress } from './terminal.js';
@@ -71,6 +71,8 @@ export async function enc(argv: readonly string[], io: CliIo): Promise<ExitCode>
 
   const { signal } = io;
   const input = await openInput(file);
+  // A large file's transcript is hashed on a thread of its own; it starts while the PKG is asked.
+  const hashThread = input.size >= HASH_THREAD_FROM_BYTES ? startHashThread() : undefined;
   let out: AtomicOutput | undefined;
   try {
     await refuseExisting(output, settings.force);
@@ -98,6 +100,7 @@ export async function enc(argv: readonly string[], io: CliIo): Promise<ExitCode>
     const options: SealOptions = { policy, pubSignKey: keys.pubSignKey };
     if (keys.privSignKey !== undefined) options.privSignKey = keys.privSignKey;
 
+    await hashThread;
     out = await createAtomicOutput(output, { force: settings.force, mode: 0o666 });
     const progress = settings.progress ? new Progress(io.stderr, 'Encrypting', input.size) : undefined;
     await sealStream(

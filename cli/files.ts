@@ -13,6 +13,12 @@ import { fileProblem } from './exit.js';
  * then takes the target name. Any failure, and a signal (see removeTempFilesSync), removes it.
  */
 
+/**
+ * From this input size the transcript is hashed on a thread of its own (postguard-ts's
+ * startHashThread): below it, the thread's start (tens of ms) buys little.
+ */
+export const HASH_THREAD_FROM_BYTES = 8 * 1024 * 1024;
+
 /** Input read size: four 256 KiB segments per read keeps syscalls few and memory flat. */
 export const READ_CHUNK_BYTES = 1 << 20;
 

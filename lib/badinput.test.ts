@@ -16,6 +16,7 @@ import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } f
 import { SegmentSealer, SEGMENT_OVERHEAD } from './segments.js';
 import { prepareSeal } from './seal.js';
 import { pumpSegments } from './pump.js';
+import { inlineSegmentHasher } from './crypto/segment-hasher.js';
 
 /**
  * Every kind of bad input gets a PostGuardError with a stable code, promptly; streaming
@@ -385,7 +386,8 @@ describe('segment sizes other than the default (crafted by a key holder)', () =>
     const ctx = await prepareSeal(mpk, options, { type: 'Streaming', segmentSize, sizeHint: [0n, undefined] });
     const out = collector();
     const source = chunkedSource(message, 777).getReader();
-    await pumpSegments(source, out.writable.getWriter(), ctx.frame, new SegmentSealer(ctx, segmentSize));
+    const hasher = inlineSegmentHasher(ctx.transcript);
+    await pumpSegments(source, out.writable.getWriter(), ctx.frame, new SegmentSealer({ ...ctx, hasher }, segmentSize));
     return out.bytes();
   }
 

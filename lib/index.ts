@@ -4,6 +4,7 @@
  * typed (PostGuardError with a stable `code`) and objects are reusable.
  */
 export { seal, sealStream, prepareSeal, MAX_IN_MEMORY_BYTES } from './seal.js';
+export { startHashThread } from '#shake';
 export type { SealOptions, SigningKeyInput } from './seal.js';
 export { Unsealer, StreamUnsealer } from './unseal.js';
 export type { VerificationResult } from './signatures.js';

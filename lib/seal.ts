@@ -1,5 +1,5 @@
 import { sha3_256 } from '@noble/hashes/sha3.js';
-import { loadShake128 } from '#shake';
+import { loadShake128, segmentHasher } from '#shake';
 import { loadGgAcceleration } from './crypto/gg.js';
 import { multiEncaps } from './crypto/cgwkv.js';
 import { aesGcmSeal, importAesKey } from '#aes';
@@ -53,6 +53,8 @@ export interface SealContext {
   readonly frame: Uint8Array;
   readonly iv: Uint8Array;
   readonly key: AesKey;
+  /** The header bytes, which start the transcript. */
+  readonly header: Uint8Array;
   /** SHAKE128 that has absorbed the header bytes. */
   readonly transcript: Xof;
   /** Signs the payload: the private key if given, else the public one. */
@@ -157,6 +159,7 @@ export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): P
     frame: encodeFrame(header, headerSignature),
     iv,
     key,
+    header,
     transcript,
     signer: payloadSigner,
     sender: publicSigner.policy,
@@ -199,8 +202,12 @@ export async function sealStream(
       segmentSize: DEFAULT_SEGMENT_SIZE,
       sizeHint: [0n, undefined],
     });
-    const sealer = new SegmentSealer(ctx, DEFAULT_SEGMENT_SIZE);
-    await pumpSegments(reader, writer, ctx.frame, sealer);
+    const hasher = segmentHasher(ctx.transcript, ctx.header);
+    try {
+      await pumpSegments(reader, writer, ctx.frame, new SegmentSealer({ ...ctx, hasher }, DEFAULT_SEGMENT_SIZE));
+    } finally {
+      hasher.close();
+    }
   } catch (error) {
     await abortBoth(reader, writer, error);
     throw error;

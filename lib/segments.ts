@@ -1,14 +1,14 @@
 import { aesGcmOpen, aesGcmSeal } from '#aes';
 import { GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
-import type { Xof } from './crypto/xof.js';
+import type { SegmentHasher } from './crypto/segment-hasher.js';
 import { ErrorCode, FormatError, invalidPolicy, malformed, tampered } from './errors.js';
 import { decodeSignerBlock, encodeSignerBlock, senderBound } from './payload.js';
 import type { Policy } from './policy.js';
 import {
   SIGNATURE_BYTES,
   SignatureVerifier,
-  signSegment,
+  startSegmentSignature,
   verificationResult,
   type Signer,
   type VerificationResult,
@@ -20,9 +20,9 @@ import {
  * soon as it is full, and whatever remains at the end (possibly nothing) is the final segment.
  * Each segment is AES-GCM(region ‖ signature) under the nonce IV[0..7] ‖ BE32(counter) ‖ flag.
  *
- * Both directions accept input in chunks of any size. Hashing and signing (sealer) or
- * verifying (opener) happen strictly in order; AES-GCM runs concurrently, so the caller can
- * keep several segments in flight.
+ * Both directions accept input in chunks of any size. The transcript absorbs segments strictly
+ * in order (segment-hasher.ts, possibly on another thread); AES-GCM, signing and verifying run
+ * beside it, so the caller keeps several segments in flight.
  */
 
 const NONCE_PREFIX_BYTES = 7;
@@ -55,7 +55,8 @@ const quiet = <T>(p: Promise<T>): Promise<T> => {
 export interface SegmentSealContext {
   readonly iv: Uint8Array;
   readonly key: AesKey;
-  readonly transcript: Xof;
+  /** The transcript after the header bytes, continued over the segments. */
+  readonly hasher: SegmentHasher;
   readonly signer: Signer;
   /** The public sender, sealed into segment 0's signer block (payload.ts). */
   readonly sender: Policy;
@@ -75,7 +76,7 @@ export class SegmentSealer implements Segmenter {
     const block = encodeSignerBlock(ctx.signer.policy, ctx.sender);
     const prefixLength = block.length;
     if (prefixLength > segmentSize) throw invalidPolicy('the signing policies do not fit in a segment');
-    this.region = new Uint8Array(segmentSize + SIGNATURE_BYTES);
+    this.region = this.freshRegion();
     this.region.set(block, 0);
     this.fill = prefixLength;
     this.messageStart = prefixLength;
@@ -98,21 +99,29 @@ export class SegmentSealer implements Segmenter {
     return [this.seal(true)];
   }
 
+  /** Each segment fills a region of its own: the last one may be on the hashing thread, or waiting for its digest. */
+  private freshRegion(): Uint8Array {
+    return new Uint8Array(this.segmentSize + SIGNATURE_BYTES);
+  }
+
   private seal(final: boolean): Promise<Uint8Array> {
     if (this.counter === MAX_COUNTER && !final) {
       throw new FormatError(ErrorCode.TOO_LARGE, 'stream exceeds the 2^32 segments the format can count');
     }
-    const { transcript, signer, key, iv } = this.ctx;
-    transcript.update(this.region.subarray(this.messageStart, this.fill));
-    const signature = signSegment(signer, transcript, this.counter, final);
-    this.region.set(signature, this.fill);
-    const plaintext = this.region.subarray(0, this.fill + SIGNATURE_BYTES);
-    // WebCrypto copies its input when called, so the region can be refilled right away.
-    const sealed = quiet(aesGcmSeal(key, segmentNonce(iv, this.counter, final), plaintext));
+    const { hasher, signer, key, iv } = this.ctx;
+    const { fill, counter } = this;
+    const signature = startSegmentSignature(signer, counter, final);
+    const sealed = hasher
+      .absorbAndFork(this.region, this.messageStart, fill, [signature.tail])
+      .then(({ buffer, digests }) => {
+        buffer.set(signature.finish(digests[0]!), fill);
+        return aesGcmSeal(key, segmentNonce(iv, counter, final), buffer.subarray(0, fill + SIGNATURE_BYTES));
+      });
     this.counter++;
     this.fill = 0;
     this.messageStart = 0;
-    return sealed;
+    this.region = final ? new Uint8Array(0) : this.freshRegion();
+    return quiet(sealed);
   }
 }
 
@@ -145,8 +154,8 @@ export async function openSegmentAlone(
 export interface SegmentOpenContext {
   readonly iv: Uint8Array;
   readonly key: AesKey;
-  /** SHAKE128 that has absorbed the header bytes. */
-  readonly transcript: Xof;
+  /** The transcript after the header bytes, continued over the segments. */
+  readonly hasher: SegmentHasher;
   readonly vk: GgVerifyingKey;
   /** The verified header signer, to decide `private` in the result. */
   readonly publicPolicy: Policy;
@@ -157,6 +166,8 @@ export class SegmentOpener implements Segmenter {
   private readonly buffer: Uint8Array;
   private fill = 0;
   private counter = 0;
+  /** Resolves when every segment handed out so far has gone to the transcript (in order). */
+  private absorbed: Promise<void> = Promise.resolve();
   /** Resolves when every segment handed out so far has been verified. */
   private verified: Promise<void> = Promise.resolve();
   private verifier: SignatureVerifier | undefined;
@@ -212,7 +223,9 @@ export class SegmentOpener implements Segmenter {
       return quiet(this.verified.then(() => Promise.reject(error)));
     }
     const decrypted = quiet(aesGcmOpen(this.ctx.key, segmentNonce(this.ctx.iv, counter, final), sealed));
-    const message = this.verified.then(async () => {
+    // The transcript takes each segment once it is decrypted and the one before has gone in, without
+    // waiting for that one's verdict: the hashing of one overlaps the decryption of the next.
+    const forked = this.absorbed.then(async () => {
       const plain = await decrypted;
       if (plain === undefined) {
         throw tampered(
@@ -221,27 +234,35 @@ export class SegmentOpener implements Segmenter {
             : `segment ${counter} does not authenticate (the ciphertext was modified, reordered or truncated)`,
         );
       }
-      return this.verify(plain, counter, final);
+      return this.absorb(plain, counter, final);
+    });
+    this.absorbed = quiet(forked.then(() => undefined));
+    const message = this.verified.then(async () => {
+      const { hashed, start, end, check } = await forked;
+      const { buffer, digests } = await hashed;
+      check(digests);
+      if (final) this.done = verificationResult(this.ctx.publicPolicy, this.verifier!.policy, this.bound);
+      return buffer.subarray(start, end);
     });
     this.verified = quiet(message.then(() => undefined));
     return quiet(message);
   }
 
-  private verify(plain: Uint8Array, counter: number, final: boolean): Uint8Array {
+  /** Hands a decrypted segment's message bytes to the transcript, with the tails its signature needs. */
+  private absorb(plain: Uint8Array, counter: number, final: boolean) {
     if (plain.length < SIGNATURE_BYTES) throw malformed(`segment ${counter} is shorter than a signature`);
-    const dataEnd = plain.length - SIGNATURE_BYTES;
+    const end = plain.length - SIGNATURE_BYTES;
     let start = 0;
     if (counter === 0) {
-      const { signer, senderCopy, length } = decodeSignerBlock(plain.subarray(0, dataEnd));
+      const { signer, senderCopy, length } = decodeSignerBlock(plain.subarray(0, end));
       this.bound = senderBound(senderCopy, this.ctx.publicPolicy);
       this.verifier = new SignatureVerifier(this.ctx.vk, signer);
       start = length;
     }
-    const message = plain.subarray(start, dataEnd);
-    const { transcript } = this.ctx;
-    transcript.update(message);
-    this.verifier!.verifySegment(plain.subarray(dataEnd), transcript, counter, final);
-    if (final) this.done = verificationResult(this.ctx.publicPolicy, this.verifier!.policy, this.bound);
-    return message;
+    // A copy: the segment's buffer may move to the hashing thread.
+    const signature = plain.slice(end);
+    const { tails, check } = this.verifier!.segmentCheck(signature, counter, final);
+    const hashed = quiet(this.ctx.hasher.absorbAndFork(plain, start, end, tails));
+    return { hashed, start, end, check };
   }
 }

@@ -1,6 +1,6 @@
 import { Reader } from './bincode.js';
 import { badSignature } from './errors.js';
-import { GgBoundVerifier, ggSign, type GgSigningKey, type GgVerifyingKey } from './crypto/gg.js';
+import { GgBoundVerifier, ggSign, ggSignLater, type GgSigningKey, type GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
 import { signingIdentityCandidates } from './identity.js';
 import { encodePolicy, policiesEqual, policyToJs, readPolicy, type Policy } from './policy.js';
@@ -46,10 +46,12 @@ export function segmentSuffix(counter: number, final: boolean): Uint8Array {
 
 export const signTranscript = (signer: Signer, transcript: Xof): Uint8Array => ggSign(signer.key, transcript);
 
-/** Signs a fork of the transcript with the segment suffix appended. */
-export function signSegment(signer: Signer, transcript: Xof, counter: number, final: boolean): Uint8Array {
-  return ggSign(signer.key, transcript.clone().update(segmentSuffix(counter, final)));
-}
+/**
+ * Signs segment `counter` with its transcript hashed elsewhere (segment-hasher.ts): `tail` goes
+ * after the fork of the transcript, `finish` takes the fork's digest.
+ */
+export const startSegmentSignature = (signer: Signer, counter: number, final: boolean) =>
+  ggSignLater(signer.key, segmentSuffix(counter, final));
 
 /**
  * A verifier bound to one claimed signer policy, as written in the file. Its identity is the
@@ -76,8 +78,29 @@ export class SignatureVerifier {
     throw badSignature(`${what} does not verify`);
   }
 
-  verifySegment(signature: Uint8Array, transcript: Xof, counter: number, final: boolean): void {
-    this.verify(signature, transcript.clone().update(segmentSuffix(counter, final)), `segment ${counter} signature`);
+  /**
+   * The same check with the transcript hashed elsewhere: one tail per candidate identity to
+   * append to the fork, and `check` with their digests, in that order (it throws BAD_SIGNATURE).
+   */
+  segmentCheck(
+    signature: Uint8Array,
+    counter: number,
+    final: boolean,
+  ): { tails: Uint8Array[]; check(digests: Uint8Array[]): void } {
+    const what = `segment ${counter} signature`;
+    const suffix = segmentSuffix(counter, final);
+    // Fixed now: an earlier segment's check may narrow the candidates before this one's digests arrive.
+    const candidates = this.bound;
+    const tails = candidates.map((c) => c.tail(suffix, signature));
+    if (tails.some((t) => t === undefined)) throw badSignature(`${what} does not verify`);
+    return {
+      tails: tails as Uint8Array[],
+      check: (digests) => {
+        const i = candidates.findIndex((c, at) => c.verifyDigest(signature, digests[at]!));
+        if (i < 0) throw badSignature(`${what} does not verify`);
+        this.bound = [candidates[i]!];
+      },
+    };
   }
 }
 

@@ -1,4 +1,5 @@
-import { loadShake128 } from '#shake';
+import { loadShake128, segmentHasher } from '#shake';
+import type { SegmentHasher } from './crypto/segment-hasher.js';
 import { loadGgAcceleration } from './crypto/gg.js';
 import { multiDecaps, parseMkemCiphertext } from './crypto/cgwkv.js';
 import { aesGcmOpen, importAesKey } from '#aes';
@@ -36,6 +37,7 @@ interface VerifiedHeader {
   readonly vk: GgVerifyingKey;
   /** SHAKE128 that has absorbed the header bytes; clone before use. */
   readonly transcript: Xof;
+  readonly headerBytes: Uint8Array;
 }
 
 async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array, vk: unknown): Promise<VerifiedHeader> {
@@ -44,7 +46,7 @@ async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array,
   const [createShake] = await Promise.all([loadShake128(), loadGgAcceleration()]);
   const transcript = createShake().update(headerBytes);
   new SignatureVerifier(verifyingKey, policy).verify(signature, transcript, 'header signature');
-  return { header: decodeHeader(headerBytes), publicPolicy: policy, vk: verifyingKey, transcript };
+  return { header: decodeHeader(headerBytes), publicPolicy: policy, vk: verifyingKey, transcript, headerBytes };
 }
 
 /** Recipient lookup and key decapsulation: the payload's AES key for this recipient. */
@@ -220,7 +222,8 @@ export class StreamUnsealer extends VerifiedHeaderView {
       throw error;
     }
     this.claimed = true;
-    const { header, transcript, vk, publicPolicy } = this.verified;
+    const { header, transcript, vk, publicPolicy, headerBytes } = this.verified;
+    let hasher: SegmentHasher | undefined;
     try {
       let key: AesKey;
       try {
@@ -230,10 +233,8 @@ export class StreamUnsealer extends VerifiedHeaderView {
         throw error;
       }
       this.consumed = true;
-      const opener = new SegmentOpener(
-        { iv: header.iv, key, transcript: transcript.clone(), vk, publicPolicy },
-        this.segmentSize,
-      );
+      hasher = segmentHasher(transcript.clone(), headerBytes);
+      const opener = new SegmentOpener({ iv: header.iv, key, hasher, vk, publicPolicy }, this.segmentSize);
       await pumpSegments(this.reader.chunkSource(), writer, undefined, opener);
       if (!opener.result) throw malformed('the stream ended without a final segment');
       return opener.result;
@@ -242,6 +243,8 @@ export class StreamUnsealer extends VerifiedHeaderView {
       const source = this.consumed ? this.reader : { cancel: async () => undefined };
       await abortBoth(source, writer, error);
       throw error;
+    } finally {
+      hasher?.close();
     }
   }
 }

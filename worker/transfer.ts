@@ -19,7 +19,7 @@ import { portToReadable, portToWritable, readableToPort, writableToPort } from '
  * that makes this safe is theirs: lib/ never touches a buffer after writing it to a WritableStream,
  * and writes each buffer once. sealStream writes the frame (a fresh array from encodeFrame) and then
  * each segment's fresh WebCrypto output; StreamUnsealer writes one subarray of each segment's fresh
- * WebCrypto output (lib/segments.ts SegmentSealer.seal / SegmentOpener.verify, written by
+ * WebCrypto output (lib/segments.ts SegmentSealer.seal / SegmentOpener.open, written by
  * lib/pump.ts). A change in lib/ that writes a buffer it later reuses, or two views of one buffer,
  * must copy before writing (the second view of a transferred buffer fails with INVALID_STATE rather
  * than arrive empty). The whole buffer moves: for StreamUnsealer that includes, around the plaintext

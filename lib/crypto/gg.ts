@@ -67,9 +67,15 @@ function hashH(gr: Uint8Array, id: Uint8Array): bigint {
   return wide(sha3_512.create().update(gr).update(id).digest());
 }
 
-function hashG(transcript: Xof, id: Uint8Array, ga: Uint8Array): bigint {
-  return wide(transcript.clone().update(id).update(ga).digest(64));
-}
+/** The digest G hashes: the transcript's fork with `tail` = (segment suffix ‖) id ‖ enc(ga) appended. */
+export const GG_DIGEST_BYTES = 64;
+
+const concatBytes = (...parts: Uint8Array[]): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) (out.set(p, at), (at += p.length));
+  return out;
+};
 
 /**
  * The WebAssembly ristretto255 backend (lib/crypto/ristretto-wasm.ts), about 10x faster than
@@ -194,17 +200,39 @@ function unwrap<T>(value: unknown, cls: new (...args: never[]) => T, what: strin
 
 /** Signs what the transcript has absorbed so far; the transcript itself is left untouched. */
 export function ggSign(key: GgSigningKey, transcript: Xof): Uint8Array {
+  const pending = ggSignLater(key, new Uint8Array(0));
+  return pending.finish(transcript.clone().update(pending.tail).digest(GG_DIGEST_BYTES));
+}
+
+/**
+ * A signature whose transcript is hashed elsewhere (another thread): `tail` is what to append
+ * to a fork of the transcript (after `prefix`, a segment's suffix), and `finish` takes that
+ * fork's 64-byte digest. The secret nonce stays inside; each `finish` may be called once.
+ */
+export function ggSignLater(
+  key: GgSigningKey,
+  prefix: Uint8Array,
+): { tail: Uint8Array; finish(digest: Uint8Array): Uint8Array } {
   const k = unwrap(key, SigningKey, 'GgSigningKey');
   const a = randomNonZero();
   // a is secret: both backends multiply in constant time.
   const ga = accel ? accel.baseMulEncode(scalarBytes(a)) : Point.BASE.multiply(a).toBytes();
-  const d = hashG(transcript, k.id, ga);
-  const b = (a + k.y * d) % L;
-  const sig = new Uint8Array(GG_SIGNATURE_BYTES);
-  sig.set(ga, 0);
-  sig.set(scalarBytes(b), 32);
-  sig.set(k.gr, 64);
-  return sig;
+  let used = false;
+  return {
+    tail: concatBytes(prefix, k.id, ga),
+    finish(digest) {
+      // A nonce signs one digest only: two signatures with one nonce would give away the key.
+      if (used) throw new Error('this signature was already finished');
+      used = true;
+      const d = wide(digest);
+      const b = (a + k.y * d) % L;
+      const sig = new Uint8Array(GG_SIGNATURE_BYTES);
+      sig.set(ga, 0);
+      sig.set(scalarBytes(b), 32);
+      sig.set(k.gr, 64);
+      return sig;
+    },
+  };
 }
 
 /**
@@ -223,7 +251,7 @@ export function ggVerify(vk: GgVerifyingKey, id: Uint8Array, sig: Uint8Array, tr
   const gr = readPoint(grBytes);
   if (!ga || b === undefined || !gr) return false;
   const c = hashH(grBytes, id);
-  const d = hashG(transcript, id, gaBytes);
+  const d = wide(transcript.clone().update(id).update(gaBytes).digest(GG_DIGEST_BYTES));
   // Public data only, so the variable-time multiplications are fine.
   const rhs = ga.add(gr.multiplyUnsafe(d)).add(pk.multiplyUnsafe((c * d) % L));
   return Point.BASE.multiplyUnsafe(b).equals(rhs);
@@ -267,13 +295,29 @@ export class GgBoundVerifier {
 
   /** Same contract as ggVerify. */
   verify(sig: Uint8Array, transcript: Xof): boolean {
-    if (!(sig instanceof Uint8Array) || sig.length !== GG_SIGNATURE_BYTES) return false;
+    const tail = this.tail(new Uint8Array(0), sig);
+    return tail !== undefined && this.verifyDigest(sig, transcript.clone().update(tail).digest(GG_DIGEST_BYTES));
+  }
+
+  /**
+   * For a transcript hashed elsewhere: what to append to its fork (after `prefix`, a segment's
+   * suffix) to check `sig`, or undefined for a signature that cannot verify whatever the digest.
+   */
+  tail(prefix: Uint8Array, sig: Uint8Array): Uint8Array | undefined {
+    if (!(sig instanceof Uint8Array) || sig.length !== GG_SIGNATURE_BYTES) return undefined;
+    return concatBytes(prefix, this.id, sig.subarray(0, 32));
+  }
+
+  /** Whether `sig` verifies, given the 64-byte digest of the transcript's fork with its `tail`. */
+  verifyDigest(sig: Uint8Array, digest: Uint8Array): boolean {
+    if (!(sig instanceof Uint8Array) || sig.length !== GG_SIGNATURE_BYTES || digest.length !== GG_DIGEST_BYTES)
+      return false;
     const gaBytes = sig.subarray(0, 32);
     const b = readScalar(sig.subarray(32, 64));
     if (b === undefined) return false;
     const q = this.signerPoint(sig.subarray(64, 96));
     if (!q) return false;
-    const d = hashG(transcript, this.id, gaBytes);
+    const d = wide(digest);
     if (accel) {
       const bBytes = sig.subarray(32, 64);
       if (this.prepared) return this.prepared.check(bBytes, scalarBytes(d), gaBytes);

@@ -26,3 +26,5 @@ export const shakeBackend = 'node:crypto';
 export const createShake128: XofFactory = () => new NodeShake128(createHash('shake128'));
 
 export const loadShake128 = async (): Promise<XofFactory> => createShake128;
+
+export { segmentHasher, startHashThread } from './segment-hasher-node.js';

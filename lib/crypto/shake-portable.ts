@@ -1,5 +1,6 @@
 import { shake128 } from '@noble/hashes/sha3.js';
 import { loadKeccakWasm } from './keccak-wasm.js';
+import { inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
 import type { Xof, XofFactory } from './xof.js';
 
 /**
@@ -57,3 +58,12 @@ let selected: Promise<XofFactory> | undefined;
 
 /** Resolves to the fastest available factory; tries WebAssembly once per realm. Never rejects. */
 export const loadShake128 = (): Promise<XofFactory> => (selected ??= selectBackend());
+
+/**
+ * A stream's segment transcript, here on the calling thread (a browser's crypto already runs in
+ * a worker of its own; a second one for the hashing, as Node has, is not built).
+ */
+export const segmentHasher = (transcript: Xof, _absorbed: Uint8Array): SegmentHasher => inlineSegmentHasher(transcript);
+
+/** Node starts a thread for the hashing here (startHashThread); elsewhere there is none to start. */
+export const startHashThread = (): Promise<boolean> => Promise.resolve(false);
