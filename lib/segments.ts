@@ -1,7 +1,7 @@
 import { aesGcmOpen, aesGcmSeal } from '#aes';
 import { GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
-import type { SegmentHasher } from './crypto/segment-hasher.js';
+import type { Forked, SegmentHasher } from './crypto/segment-hasher.js';
 import { ErrorCode, FormatError, invalidPolicy, malformed, tampered } from './errors.js';
 import { decodeSignerBlock, encodeSignerBlock, senderBound } from './payload.js';
 import type { Policy } from './policy.js';
@@ -99,7 +99,6 @@ export class SegmentSealer implements Segmenter {
     return [this.seal(true)];
   }
 
-  /** Each segment fills a region of its own: the last one may be on the hashing thread, or waiting for its digest. */
   private freshRegion(): Uint8Array {
     return new Uint8Array(this.segmentSize + SIGNATURE_BYTES);
   }
@@ -111,16 +110,18 @@ export class SegmentSealer implements Segmenter {
     const { hasher, signer, key, iv } = this.ctx;
     const { fill, counter } = this;
     const signature = startSegmentSignature(signer, counter, final);
-    const sealed = hasher
-      .absorbAndFork(this.region, this.messageStart, fill, [signature.tail])
-      .then(({ buffer, digests }) => {
-        buffer.set(signature.finish(digests[0]!), fill);
-        return aesGcmSeal(key, segmentNonce(iv, counter, final), buffer.subarray(0, fill + SIGNATURE_BYTES));
-      });
+    const encrypt = ({ buffer, digests }: Forked) => {
+      buffer.set(signature.finish(digests[0]!), fill);
+      return aesGcmSeal(key, segmentNonce(iv, counter, final), buffer.subarray(0, fill + SIGNATURE_BYTES));
+    };
+    const forked = hasher.absorbAndFork(this.region, this.messageStart, fill, [signature.tail]);
+    const sealed = forked instanceof Promise ? forked.then(encrypt) : encrypt(forked);
     this.counter++;
     this.fill = 0;
     this.messageStart = 0;
-    this.region = final ? new Uint8Array(0) : this.freshRegion();
+    // Answered at once, the region was encrypted already (AES-GCM copies its input when called) and
+    // is free again; one on the hashing thread, or waiting for its digest, is not: take another.
+    if (forked instanceof Promise && !final) this.region = this.freshRegion();
     return quiet(sealed);
   }
 }
@@ -262,7 +263,7 @@ export class SegmentOpener implements Segmenter {
     // A copy: the segment's buffer may move to the hashing thread.
     const signature = plain.slice(end);
     const { tails, check } = this.verifier!.segmentCheck(signature, counter, final);
-    const hashed = quiet(this.ctx.hasher.absorbAndFork(plain, start, end, tails));
+    const hashed = quiet(Promise.resolve(this.ctx.hasher.absorbAndFork(plain, start, end, tails)));
     return { hashed, start, end, check };
   }
 }

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { ErrorCode, PostGuardError } from '../errors.js';
-import { FORK_DIGEST_BYTES, inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
+import { FORK_DIGEST_BYTES, inlineSegmentHasher, type Forked, type SegmentHasher } from './segment-hasher.js';
 import type { Xof } from './xof.js';
 
 /**
@@ -36,7 +36,7 @@ parentPort.on('message', (m) => {
 `;
 
 interface Pending {
-  resolve(r: { buffer: Uint8Array; digests: Uint8Array[] }): void;
+  resolve(r: Forked): void;
   reject(e: unknown): void;
   byteOffset: number;
   length: number;
@@ -107,12 +107,7 @@ class ThreadedSegmentHasher implements SegmentHasher {
     private readonly id: number,
   ) {}
 
-  absorbAndFork(
-    buffer: Uint8Array,
-    start: number,
-    end: number,
-    tails: readonly Uint8Array[],
-  ): Promise<{ buffer: Uint8Array; digests: Uint8Array[] }> {
+  absorbAndFork(buffer: Uint8Array, start: number, end: number, tails: readonly Uint8Array[]): Promise<Forked> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     // Only a buffer the view owns whole can move to the thread; another is copied first.
     const owned =
