@@ -87,10 +87,10 @@ describe('the segment transcript on a thread of its own (Node)', () => {
   it('close rejects what is pending and what comes after, with INVALID_STATE', async () => {
     expect(await startHashThread()).toBe(true);
     const hasher = segmentHasher(started(), header);
-    const pending = hasher.absorbAndFork(new Uint8Array(1 << 20), 0, 1 << 20, [new Uint8Array(1)]);
+    const pending = Promise.resolve(hasher.absorbAndFork(new Uint8Array(1 << 20), 0, 1 << 20, [new Uint8Array(1)]));
     hasher.close();
     await expect(pending).rejects.toMatchObject({ code: ErrorCode.INVALID_STATE });
-    await expect(hasher.absorbAndFork(new Uint8Array(8), 0, 8, [])).rejects.toMatchObject({
+    await expect(Promise.resolve(hasher.absorbAndFork(new Uint8Array(8), 0, 8, []))).rejects.toMatchObject({
       code: ErrorCode.INVALID_STATE,
     });
   });
@@ -99,14 +99,14 @@ describe('the segment transcript on a thread of its own (Node)', () => {
     expect(await startHashThread()).toBe(true);
     const hasher = segmentHasher(started(), header);
     const pending = Array.from({ length: 8 }, () =>
-      hasher.absorbAndFork(new Uint8Array(1 << 20), 0, 1 << 20, [new Uint8Array(1)]),
+      Promise.resolve(hasher.absorbAndFork(new Uint8Array(1 << 20), 0, 1 << 20, [new Uint8Array(1)])),
     );
     await stopHashThread();
     // Every call settles: answered if the thread got to it first, else INVALID_STATE; none waits on.
     for (const r of await Promise.allSettled(pending)) {
       if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: ErrorCode.INVALID_STATE });
     }
-    await expect(hasher.absorbAndFork(new Uint8Array(8), 0, 8, [])).rejects.toMatchObject({
+    await expect(Promise.resolve(hasher.absorbAndFork(new Uint8Array(8), 0, 8, []))).rejects.toMatchObject({
       code: ErrorCode.INVALID_STATE,
     });
     expect(await startHashThread()).toBe(true);
