@@ -100,6 +100,9 @@ export async function openSource(
   const reader = raw.stream.getReader();
   let read = 0;
   let failure: PostGuardError | undefined;
+  // Cancelled by its reader (the unsealer failed, or the download was dropped): a read that was in
+  // flight then ends early, which is not the source's fault and must not become its failure.
+  let cancelled = false;
   const fail = (error: PostGuardError): never => {
     failure ??= error;
     void reader.cancel(error).catch(() => undefined);
@@ -126,7 +129,7 @@ export async function openSource(
           ),
         );
         if (next.done) {
-          if (raw.size !== undefined && read < raw.size) {
+          if (raw.size !== undefined && read < raw.size && !cancelled) {
             fail(
               new PostGuardError(
                 ErrorCode.TRUNCATED,
@@ -146,6 +149,7 @@ export async function openSource(
         controller.enqueue(next.value);
       },
       async cancel(reason) {
+        cancelled = true;
         await reader.cancel(reason).catch(() => undefined);
       },
     },

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { openSource } from './sw-source.js';
+
+const noFetch = (() => Promise.reject(new Error('no network here'))) as typeof fetch;
+
+describe('the watched source', () => {
+  it('a source that ends short of its size is TRUNCATED', async () => {
+    const raw = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new Uint8Array(10));
+        c.close();
+      },
+    });
+    const opened = await openSource({ kind: 'stream', stream: raw }, 100, noFetch, new AbortController().signal, 5000);
+    const reader = opened.stream.getReader();
+    await reader.read();
+    await expect(reader.read()).rejects.toMatchObject({ code: 'TRUNCATED' });
+    expect(opened.failure).toMatchObject({ code: 'TRUNCATED' });
+  });
+
+  it('cancelled by its reader while a read is in flight, it is not called TRUNCATED (the reader failed, not the source)', async () => {
+    // The underlying source answers its pending read only when cancelled, as a Blob's stream does.
+    let answer: (() => void) | undefined;
+    const raw = new ReadableStream<Uint8Array>(
+      {
+        pull: () => new Promise<void>((resolve) => (answer = resolve)),
+        cancel: () => answer?.(),
+      },
+      { highWaterMark: 0 },
+    );
+    const opened = await openSource({ kind: 'stream', stream: raw }, 100, noFetch, new AbortController().signal, 5000);
+    const reader = opened.stream.getReader();
+    const inFlight = reader.read().catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 10));
+    await reader.cancel(new Error('the unsealer found a tampered segment'));
+    await inFlight;
+    expect(opened.failure).toBeUndefined();
+  });
+});
