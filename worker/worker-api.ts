@@ -1,6 +1,7 @@
 import { proxy, transfer } from 'comlink';
 import { loadShake128, shakeBackend } from '#shake';
 import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
+import { ownedBytes } from '../lib/owned-bytes.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
 import { installTransferHandlers } from './transfer.js';
@@ -13,10 +14,7 @@ import { installTransferHandlers } from './transfer.js';
  */
 
 /** Moves a freshly made array back to the page without a copy (copies if it is a view into a larger buffer). */
-function handOver(bytes: Uint8Array): Uint8Array {
-  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
-  return own;
-}
+const handOver = ownedBytes;
 
 class UnsealerHandle implements RemoteUnsealer {
   constructor(private readonly inner: Unsealer) {}

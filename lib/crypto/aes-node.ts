@@ -1,4 +1,5 @@
 import { createDecipheriv, createSecretKey, webcrypto, type KeyObject } from 'node:crypto';
+import { ownedBytes } from '../owned-bytes.js';
 import { checkAesKeyLength, GCM_TAG_BYTES, type AesKey } from './aes.js';
 
 /**
@@ -21,15 +22,6 @@ const unwrap = (key: AesKey): NodeAesKey => {
   if (!(key instanceof NodeAesKey)) throw new TypeError('expected an AES key made by this module');
   return key;
 };
-
-/**
- * A Uint8Array that owns its ArrayBuffer. Node may hand out Buffers that share one pooled
- * ArrayBuffer; a caller that transfers the result's buffer (to a worker) must not take others' bytes.
- */
-const owned = (b: Buffer): Uint8Array =>
-  b.byteOffset === 0 && b.buffer.byteLength === b.length ? new Uint8Array(b.buffer, 0, b.length) : new Uint8Array(b);
-
-export const aesBackend = 'WebCrypto (seal), node:crypto (open)';
 
 export async function importAesKey(raw: Uint8Array): Promise<AesKey> {
   checkAesKeyLength(raw);
@@ -61,5 +53,7 @@ export function aesGcmOpen(key: AesKey, iv: Uint8Array, sealed: Uint8Array): Pro
     // Only the tag check fails here: key, nonce and tag lengths were accepted above.
     return Promise.resolve(undefined);
   }
-  return Promise.resolve(owned(plaintext));
+  // Its buffer may be transferred later (to the hashing thread, to a page): one it owns whole.
+  const bytes = ownedBytes(plaintext);
+  return Promise.resolve(bytes === plaintext ? new Uint8Array(bytes.buffer, 0, bytes.length) : bytes);
 }

@@ -11,8 +11,6 @@ const subtle = (): SubtleCrypto => {
   return s;
 };
 
-export const aesBackend = 'WebCrypto';
-
 export async function importAesKey(raw: Uint8Array): Promise<AesKey> {
   checkAesKeyLength(raw);
   return subtle().importKey('raw', raw as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt']);

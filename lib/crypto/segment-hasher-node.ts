@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { ErrorCode, PostGuardError } from '../errors.js';
+import { ownedBytes } from '../owned-bytes.js';
 import { FORK_DIGEST_BYTES, inlineSegmentHasher, type Forked, type SegmentHasher } from './segment-hasher.js';
 import type { Xof } from './xof.js';
 
@@ -38,7 +39,6 @@ parentPort.on('message', (m) => {
 interface Pending {
   resolve(r: Forked): void;
   reject(e: unknown): void;
-  byteOffset: number;
   length: number;
 }
 
@@ -110,12 +110,9 @@ class ThreadedSegmentHasher implements SegmentHasher {
   absorbAndFork(buffer: Uint8Array, start: number, end: number, tails: readonly Uint8Array[]): Promise<Forked> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     // Only a buffer the view owns whole can move to the thread; another is copied first.
-    const owned =
-      buffer.byteOffset === 0 && buffer.buffer.byteLength === buffer.length && buffer.buffer instanceof ArrayBuffer
-        ? buffer
-        : buffer.slice();
+    const owned = ownedBytes(buffer);
     return new Promise((resolve, reject) => {
-      this.pending.push({ resolve, reject, byteOffset: 0, length: owned.length });
+      this.pending.push({ resolve, reject, length: owned.length });
       this.thread.awaiting(1);
       const transfer = owned.buffer as ArrayBuffer;
       this.thread.worker.postMessage({ op: 'absorb', id: this.id, buffer: transfer, start, end, tails }, [transfer]);
@@ -127,7 +124,7 @@ class ThreadedSegmentHasher implements SegmentHasher {
     if (p === undefined) return;
     this.thread.awaiting(-1);
     p.resolve({
-      buffer: new Uint8Array(buffer, p.byteOffset, p.length),
+      buffer: new Uint8Array(buffer, 0, p.length),
       digests: digests.map((d) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength)),
     });
   }
@@ -154,7 +151,7 @@ function startThread(): HashThread | undefined {
     try {
       thread = new HashThread();
     } catch {
-      // A runtime without worker threads (or one that forbids eval): hash inline, always.
+      // A runtime without worker threads (or one that refuses a data: URL module): hash inline, always.
       unavailable = true;
     }
   }
