@@ -130,6 +130,8 @@ describe('point encoding', () => {
   it("equals noble's encoding for random points, projective or affine, and the identity", () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 1n, max: R - 1n }), fc.bigInt({ min: 1n, max: R - 1n }), (a, b) => {
+        // fast-check likes edge values, and a + b = R gives the identity, which is checked below.
+        fc.pre((a + b) % R !== 0n);
         const p = G1.BASE.multiply(a).add(G1.BASE.multiply(b)); // projective, Z != 1
         const q = G2.BASE.multiply(a).add(G2.BASE.multiply(b));
         expect(hex(encodeG1(p))).toBe(hex(p.toBytes(true)));
