@@ -130,12 +130,15 @@ export async function profileDuring<T>(
       profilers.set(name, await pageProfiler(page, intervalUs));
       continue;
     }
-    const target = targetInfos.find((t) => t.type === 'worker' && (t.title === name || t.url.includes(name)));
+    const optional = name.startsWith('?');
+    const wanted = optional ? name.slice(1) : name;
+    const target = targetInfos.find((t) => t.type === 'worker' && (t.title === wanted || t.url.includes(wanted)));
+    if (!target && optional) continue;
     if (!target) {
       const seen = targetInfos.map((t) => `${t.type}:${t.title || t.url}`).join(', ');
       throw new Error(`no worker target named ${name} (targets: ${seen})`);
     }
-    profilers.set(name, await workerProfiler(browserSession, target, intervalUs));
+    profilers.set(wanted, await workerProfiler(browserSession, target, intervalUs));
   }
   for (const p of profilers.values()) await p.start();
   const value = await step();

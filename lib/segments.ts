@@ -68,6 +68,8 @@ export class SegmentSealer implements Segmenter {
   /** Where message bytes start in the current region (after the policy prefix in segment 0). */
   private messageStart: number;
   private counter = 0;
+  /** A region back from the hashing thread and already encrypted, ready for reuse. */
+  private spare: Uint8Array | undefined;
 
   constructor(
     private readonly ctx: SegmentSealContext,
@@ -112,7 +114,10 @@ export class SegmentSealer implements Segmenter {
     const signature = startSegmentSignature(signer, counter, final);
     const encrypt = ({ buffer, digests }: Forked) => {
       buffer.set(signature.finish(digests[0]!), fill);
-      return aesGcmSeal(key, segmentNonce(iv, counter, final), buffer.subarray(0, fill + SIGNATURE_BYTES));
+      const sealed = aesGcmSeal(key, segmentNonce(iv, counter, final), buffer.subarray(0, fill + SIGNATURE_BYTES));
+      // AES-GCM has copied its input: a buffer back from the hashing thread can be the next region.
+      if (buffer !== this.region && buffer.length === this.region.length) this.spare = buffer;
+      return sealed;
     };
     const forked = hasher.absorbAndFork(this.region, this.messageStart, fill, [signature.tail]);
     const sealed = forked instanceof Promise ? forked.then(encrypt) : encrypt(forked);
@@ -121,7 +126,10 @@ export class SegmentSealer implements Segmenter {
     this.messageStart = 0;
     // Answered at once, the region was encrypted already (AES-GCM copies its input when called) and
     // is free again; one on the hashing thread, or waiting for its digest, is not: take another.
-    if (forked instanceof Promise && !final) this.region = this.freshRegion();
+    if (forked instanceof Promise && !final) {
+      this.region = this.spare ?? this.freshRegion();
+      this.spare = undefined;
+    }
     return quiet(sealed);
   }
 }

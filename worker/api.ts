@@ -33,4 +33,6 @@ export interface CryptoWorkerApi {
   streamUnsealer(readable: ReadableStream<Uint8Array>, vk: string): Promise<RemoteStreamUnsealer>;
   /** Which SHAKE128 backend the worker runs ('wasm' normally). */
   shakeBackend(): Promise<string>;
+  /** Whether streams' SHAKE128 transcripts run on a thread of their own (a nested worker here). */
+  hashesOnOwnThread(): Promise<boolean>;
 }

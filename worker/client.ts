@@ -178,6 +178,11 @@ export class PostGuardWorker {
     return this.remote.shakeBackend();
   }
 
+  /** Whether the worker hashes streams' transcripts on a nested worker of its own (false where it cannot start one). */
+  hashesOnOwnThread(): Promise<boolean> {
+    return this.remote.hashesOnOwnThread();
+  }
+
   /** Stops the worker; pending calls never settle. */
   terminate(): void {
     this.remote[releaseProxy]();

@@ -1,10 +1,24 @@
 /// <reference lib="webworker" />
 import { expose } from 'comlink';
 import { loadShake128 } from '#shake';
+import { HASH_WORKER_NAME, serveHashing, startHashWorker } from '../lib/crypto/hash-worker.js';
 import { cryptoWorkerApi } from './worker-api.js';
 
-/** The crypto worker's entry: serves worker-api.ts to the page that started it (client.ts). */
+/**
+ * The crypto worker's entry: serves worker-api.ts to the page that started it (client.ts). The
+ * same script, started by the crypto worker under HASH_WORKER_NAME, is its hashing worker
+ * (lib/crypto/hash-worker.ts): the streams' SHAKE128 transcripts run there, beside the AES-GCM,
+ * signing and relaying here.
+ */
 
-// Start compiling the WebAssembly Keccak now, not on the first seal.
-void loadShake128();
-expose(cryptoWorkerApi());
+declare const self: DedicatedWorkerGlobalScope;
+
+if (self.name === HASH_WORKER_NAME) {
+  void loadShake128().then((createShake) => serveHashing(self, createShake));
+} else {
+  // Start compiling the WebAssembly Keccak now, not on the first seal.
+  void loadShake128();
+  // A module worker may start another from its own URL (Vite's dev server and bundles alike).
+  void startHashWorker(() => new Worker(self.location.href, { type: 'module', name: HASH_WORKER_NAME }));
+  expose(cryptoWorkerApi());
+}

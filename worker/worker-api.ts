@@ -1,5 +1,5 @@
 import { proxy, transfer } from 'comlink';
-import { loadShake128, shakeBackend } from '#shake';
+import { loadShake128, shakeBackend, startHashThread } from '#shake';
 import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
 import { ownedBytes } from '../lib/owned-bytes.js';
 import type { SealOptions } from '../lib/seal.js';
@@ -69,5 +69,6 @@ export function cryptoWorkerApi(): CryptoWorkerApi {
       await loadShake128();
       return shakeBackend;
     },
+    hashesOnOwnThread: () => startHashThread(),
   };
 }

@@ -113,15 +113,17 @@ async function init(k: BenchKeys, wasmUrl: string, windowBytes = WINDOW) {
       name: 'bench-ours-ahead',
     }),
   });
-  const [shake] = await Promise.all([
+  const [shake, ownThread] = await Promise.all([
     ours.shakeBackend(),
+    // Absent in a --ref commit from before the hashing worker.
+    'hashesOnOwnThread' in ours ? ours.hashesOnOwnThread() : false,
     ahead.shakeBackend(),
     callWorker({ op: 'init', wasmUrl }),
     callRelay({ op: 'warm', offloadAes: false }),
     callRelayAes({ op: 'warm', offloadAes: true }),
     pgInit({ module_or_path: wasmUrl }),
   ]);
-  return { userAgent: navigator.userAgent, shakeBackend: shake };
+  return { userAgent: navigator.userAgent, shakeBackend: ownThread ? `${shake}, on a hashing worker` : shake };
 }
 
 /**

@@ -48,6 +48,8 @@ test('the crypto worker: seal and unseal in memory and as relayed streams; error
   runtimeApp,
 }) => {
   await openApp(tab, runtimeApp, false);
+  // Every engine here runs nested workers: the streams below hash on the crypto worker's own one.
+  expect(await tab.evaluate(() => pgt.hashesOnOwnThread())).toBe(true);
   const memory = await tab.evaluate(([k, size]) => pgt.memoryRoundTrip(k.mpk, k.options, k.id, k.usk, k.vk, size), [
     keys,
     1_000_000,

@@ -1,7 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import { ErrorCode, PostGuardError } from '../errors.js';
-import { ownedBytes } from '../owned-bytes.js';
-import { FORK_DIGEST_BYTES, inlineSegmentHasher, type Forked, type SegmentHasher } from './segment-hasher.js';
+import { FORK_DIGEST_BYTES, inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
+import { RemoteHashing, type HashReply } from './segment-hasher-remote.js';
 import type { Xof } from './xof.js';
 
 /**
@@ -36,110 +35,42 @@ parentPort.on('message', (m) => {
 });
 `;
 
-interface Pending {
-  resolve(r: Forked): void;
-  reject(e: unknown): void;
-  length: number;
-}
-
 class HashThread {
   readonly worker: Worker;
   ready = false;
   readonly online: Promise<boolean>;
-  dead = false;
-  private readonly streams = new Map<number, ThreadedSegmentHasher>();
-  private nextId = 1;
-  private waiting = 0;
+  readonly hashing: RemoteHashing;
 
   constructor() {
     // No execArgv: the thread needs none of the process's loaders (tsx, ...), which would slow its start.
     this.worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(THREAD_SOURCE)}`), { execArgv: [] });
+    const worker = this.worker;
+    let waiting = false;
+    this.hashing = new RemoteHashing({
+      post: (request, transfer) => worker.postMessage(request, transfer as never),
+      hold: (on) => {
+        waiting = on;
+        // Until it is online the thread keeps the process alive (for `startHashThread()`'s answer).
+        if (on) worker.ref();
+        else if (this.ready) worker.unref();
+      },
+    });
     this.online = new Promise((resolve) => {
-      this.worker.once('online', () => {
+      worker.once('online', () => {
         this.ready = true;
         // Up and idle: from now on only an awaited reply keeps the process alive.
-        if (this.waiting === 0) this.worker.unref();
+        if (!waiting) worker.unref();
         resolve(true);
       });
-      this.worker.once('exit', () => resolve(false));
+      worker.once('exit', () => resolve(false));
     });
-    this.worker.on('message', (m: { id: number; buffer: ArrayBuffer; digests: Uint8Array[] }) =>
-      this.streams.get(m.id)?.answer(m.buffer, m.digests),
-    );
+    worker.on('message', (m: HashReply) => this.hashing.receive(m));
     const stop = (why: string) => {
-      if (this.dead) return;
-      this.dead = true;
       if (thread === this) thread = undefined;
-      const error = new PostGuardError(ErrorCode.INVALID_STATE, `the hashing thread stopped (${why})`);
-      for (const stream of [...this.streams.values()]) stream.fail(error);
+      this.hashing.stop(why);
     };
-    this.worker.on('error', (e) => stop(String(e)));
-    this.worker.on('exit', (code) => stop(`exit code ${code}`));
-    // Until it is online the thread keeps the process alive (for `startHashThread()`'s answer); see above.
-  }
-
-  open(absorbed: Uint8Array): ThreadedSegmentHasher {
-    const id = this.nextId++;
-    const stream = new ThreadedSegmentHasher(this, id);
-    this.streams.set(id, stream);
-    this.worker.postMessage({ op: 'open', id, absorbed });
-    return stream;
-  }
-
-  forget(id: number): void {
-    if (this.streams.delete(id) && !this.dead) this.worker.postMessage({ op: 'close', id });
-  }
-
-  /** Keeps the process alive exactly while some reply is awaited. */
-  awaiting(delta: 1 | -1): void {
-    this.waiting += delta;
-    if (this.waiting === 1 && delta === 1) this.worker.ref();
-    if (this.waiting === 0) this.worker.unref();
-  }
-}
-
-class ThreadedSegmentHasher implements SegmentHasher {
-  private readonly pending: Pending[] = [];
-  private failure: unknown;
-
-  constructor(
-    private readonly thread: HashThread,
-    private readonly id: number,
-  ) {}
-
-  absorbAndFork(buffer: Uint8Array, start: number, end: number, tails: readonly Uint8Array[]): Promise<Forked> {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
-    // Only a buffer the view owns whole can move to the thread; another is copied first.
-    const owned = ownedBytes(buffer);
-    return new Promise((resolve, reject) => {
-      this.pending.push({ resolve, reject, length: owned.length });
-      this.thread.awaiting(1);
-      const transfer = owned.buffer as ArrayBuffer;
-      this.thread.worker.postMessage({ op: 'absorb', id: this.id, buffer: transfer, start, end, tails }, [transfer]);
-    });
-  }
-
-  answer(buffer: ArrayBuffer, digests: Uint8Array[]): void {
-    const p = this.pending.shift();
-    if (p === undefined) return;
-    this.thread.awaiting(-1);
-    p.resolve({
-      buffer: new Uint8Array(buffer, 0, p.length),
-      digests: digests.map((d) => new Uint8Array(d.buffer, d.byteOffset, d.byteLength)),
-    });
-  }
-
-  fail(error: unknown): void {
-    this.failure ??= error;
-    for (const p of this.pending.splice(0)) {
-      this.thread.awaiting(-1);
-      p.reject(error);
-    }
-    this.thread.forget(this.id);
-  }
-
-  close(): void {
-    this.fail(new PostGuardError(ErrorCode.INVALID_STATE, 'the stream’s transcript was closed'));
+    worker.on('error', (e) => stop(String(e)));
+    worker.on('exit', (code) => stop(`exit code ${code}`));
   }
 }
 
@@ -176,5 +107,5 @@ export async function stopHashThread(): Promise<void> {
  */
 export function segmentHasher(transcript: Xof, absorbed: Uint8Array): SegmentHasher {
   const t = startThread();
-  return t?.ready === true && !t.dead ? t.open(absorbed) : inlineSegmentHasher(transcript);
+  return t?.ready === true && !t.hashing.stopped ? t.hashing.open(absorbed) : inlineSegmentHasher(transcript);
 }

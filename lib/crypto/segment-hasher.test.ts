@@ -26,9 +26,9 @@ afterAll(() => stopHashThread());
 describe('the segment transcript on a thread of its own (Node)', () => {
   it('starts with the first stream and answers true once up; until then streams hash inline', async () => {
     await stopHashThread();
-    expect(segmentHasher(started(), header).constructor.name).not.toBe('ThreadedSegmentHasher');
+    expect(segmentHasher(started(), header).constructor.name).not.toBe('RemoteSegmentHasher');
     expect(await startHashThread()).toBe(true);
-    expect(segmentHasher(started(), header).constructor.name).toBe('ThreadedSegmentHasher');
+    expect(segmentHasher(started(), header).constructor.name).toBe('RemoteSegmentHasher');
   });
 
   it('property: the same digests as the transcript on this thread, and every byte handed back', async () => {

@@ -1,5 +1,6 @@
 import { shake128 } from '@noble/hashes/sha3.js';
 import { loadKeccakWasm } from './keccak-wasm.js';
+import { hashWorker, hashWorkerOnline } from './hash-worker.js';
 import { inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
 import type { Xof, XofFactory } from './xof.js';
 
@@ -60,10 +61,15 @@ let selected: Promise<XofFactory> | undefined;
 export const loadShake128 = (): Promise<XofFactory> => (selected ??= selectBackend());
 
 /**
- * A stream's segment transcript, here on the calling thread (a browser's crypto already runs in
- * a worker of its own; a second one for the hashing, as Node has, is not built).
+ * A stream's segment transcript: on the hashing worker when the crypto worker has started one
+ * (hash-worker.ts), on the calling thread otherwise.
  */
-export const segmentHasher = (transcript: Xof, _absorbed: Uint8Array): SegmentHasher => inlineSegmentHasher(transcript);
+export const segmentHasher = (transcript: Xof, absorbed: Uint8Array): SegmentHasher =>
+  hashWorker()?.open(absorbed) ?? inlineSegmentHasher(transcript);
 
-/** Node starts a thread for the hashing here (startHashThread); elsewhere there is none to start. */
-export const startHashThread = (): Promise<boolean> => Promise.resolve(false);
+/**
+ * Node starts a thread for the hashing here (startHashThread). In a browser a worker can only be
+ * started from a script URL, which the library does not know: the crypto worker starts it
+ * (hash-worker.ts `startHashWorker`); this resolves true once that one is up.
+ */
+export const startHashThread = (): Promise<boolean> => hashWorkerOnline();

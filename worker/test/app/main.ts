@@ -147,6 +147,9 @@ const pgt = {
     return pg.shakeBackend();
   },
 
+  /** Whether the crypto worker hashes streams on its nested hashing worker. */
+  hashesOnOwnThread: (): Promise<boolean> => pg.hashesOnOwnThread(),
+
   /**
    * The stream relay's rules through the real worker: a source that reuses its buffer, a chunk
    * that is not bytes, a failing sink in this page, a cancel from the worker (tampered segment).
