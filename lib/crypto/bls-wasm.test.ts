@@ -1,0 +1,274 @@
+import { bls12_381 } from '@noble/curves/bls12-381.js';
+import { randomBytes } from '@noble/hashes/utils.js';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { instantiatePairingWasm, type PairingWasm } from './bls-wasm.js';
+import {
+  cgwkvSetup,
+  decaps,
+  encaps,
+  encodeG2,
+  extractUsk,
+  loadPairingAcceleration,
+  multiDecaps,
+  multiEncaps,
+  pairingBackend,
+  parseCgwkvCiphertext,
+  parseMasterPublicKey,
+  parseMkemCiphertext,
+  parseUserSecretKey,
+  setPairingBackend,
+} from './cgwkv.js';
+import { compressGt, R } from './gt.js';
+
+/**
+ * The WebAssembly pairing backend against @noble/curves: G2 decoding (what it accepts, what it
+ * refuses), the multi-pairing, and decapsulation through either backend.
+ */
+
+const { Fp, Fp2, Fp12 } = bls12_381.fields;
+const G1 = bls12_381.G1.Point;
+const G2 = bls12_381.G2.Point;
+const arbScalar = fc.bigInt({ min: 1n, max: R - 1n });
+
+let wasm: PairingWasm;
+let previous: PairingWasm | undefined;
+beforeAll(async () => {
+  wasm = await instantiatePairingWasm();
+  previous = setPairingBackend(undefined);
+});
+afterAll(() => {
+  setPairingBackend(previous);
+});
+
+const g2Bytes = (q: InstanceType<typeof G2>) => encodeG2(q);
+
+/** A compressed G2 encoding of a point on the twist outside G2 (noble will not encode it). */
+function g2OutsideSubgroup(): Uint8Array {
+  for (let c = 1n; ; c++) {
+    const x = Fp2.create({ c0: c, c1: 0n });
+    let y;
+    try {
+      y = Fp2.sqrt(Fp2.add(Fp2.mul(Fp2.sqr(x), x), Fp2.create({ c0: 4n, c1: 4n })));
+    } catch {
+      continue;
+    }
+    const q = G2.fromAffine({ x, y });
+    if (q.isTorsionFree()) continue;
+    return encodeG2(q);
+  }
+}
+
+/** A compressed G2 x with no point on the twist. */
+function g2OffCurve(): Uint8Array {
+  for (let c = 1n; ; c++) {
+    const x = Fp2.create({ c0: c, c1: 1n });
+    try {
+      Fp2.sqrt(Fp2.add(Fp2.mul(Fp2.sqr(x), x), Fp2.create({ c0: 4n, c1: 4n })));
+    } catch {
+      const out = new Uint8Array(96);
+      out.set(Fp.toBytes(x.c1), 0);
+      out.set(Fp.toBytes(x.c0), 48);
+      out[0]! |= 0x80;
+      return out;
+    }
+  }
+}
+
+describe('G2 decoding', () => {
+  it("accepts noble's encodings of random points, with noble's lines' pairing", () => {
+    fc.assert(
+      fc.property(arbScalar, arbScalar, (k, a) => {
+        const q = G2.BASE.multiply(k);
+        for (const point of [q, q.negate()]) {
+          const lines = wasm.prepareG2(g2Bytes(point), 1);
+          expect(lines).toBeInstanceOf(Uint8Array);
+          const p = G1.BASE.multiply(a);
+          const ours = wasm.pairing(lines as Uint8Array, [p.toAffine()]);
+          expect(Fp12.eql(ours, bls12_381.pairing(p, point))).toBe(true);
+        }
+      }),
+      { numRuns: 6 },
+    );
+  });
+
+  it('refuses what noble refuses: flags, x ≥ p, off the twist, outside G2, the identity', () => {
+    const valid = g2Bytes(G2.BASE.multiply(12345n));
+    const refused = (bytes: Uint8Array, why: RegExp, identity = false) => {
+      let noble = true;
+      try {
+        G2.fromBytes(bytes).assertValidity();
+      } catch {
+        noble = false;
+      }
+      const ours = wasm.prepareG2(bytes, 1);
+      expect(ours).not.toBeInstanceOf(Uint8Array);
+      const r = ours as { why: string; identity: boolean };
+      expect(r.why).toMatch(why);
+      expect(r.identity).toBe(identity);
+      if (!identity) expect(noble).toBe(false);
+    };
+    const patched = (f: (b: Uint8Array) => void) => {
+      const b = valid.slice();
+      f(b);
+      return b;
+    };
+    refused(
+      patched((b) => (b[0]! &= 0x7f)),
+      /compressed/,
+    );
+    refused(
+      patched((b) => (b[0]! |= 0x40)),
+      /identity/,
+    );
+    const identity = new Uint8Array(96);
+    identity[0] = 0xc0;
+    refused(identity, /identity/, true);
+    refused(
+      patched((b) => b.set([0xe0], 0)),
+      /identity/,
+    );
+    // x.c1 = p (flags kept) and x.c0 = p: not canonical.
+    const P_BE = new Uint8Array(48);
+    let v = Fp.ORDER;
+    for (let i = 47; i >= 0; i--, v >>= 8n) P_BE[i] = Number(v & 0xffn);
+    refused(
+      patched((b) => (b.set(P_BE, 0), (b[0]! |= 0x80))),
+      /field modulus/,
+    );
+    refused(
+      patched((b) => b.set(P_BE, 48)),
+      /field modulus/,
+    );
+    refused(g2OffCurve(), /not on the curve/);
+    refused(g2OutsideSubgroup(), /subgroup/);
+  });
+
+  it('refuses random bit flips whenever noble does, and otherwise decodes the same point', () => {
+    const valid = g2Bytes(G2.BASE.multiply(987654321n));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 96 * 8 - 1 }), (bit) => {
+        const b = valid.slice();
+        b[bit >> 3]! ^= 1 << (bit & 7);
+        let noble: InstanceType<typeof G2> | undefined;
+        try {
+          noble = G2.fromBytes(b);
+          noble.assertValidity();
+          if (noble.is0()) noble = undefined;
+        } catch {
+          noble = undefined;
+        }
+        const ours = wasm.prepareG2(b, 1);
+        expect(ours instanceof Uint8Array).toBe(noble !== undefined);
+        if (noble) {
+          const p = G1.BASE.multiply(5n);
+          expect(Fp12.eql(wasm.pairing(ours as Uint8Array, [p.toAffine()]), bls12_381.pairing(p, noble))).toBe(true);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('multi-pairing', () => {
+  it('equals noble for up to six pairs, and compresses the same', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(arbScalar, arbScalar), { minLength: 1, maxLength: 6 }), (ks) => {
+        const qs = ks.map(([, b]) => G2.BASE.multiply(b));
+        const ps = ks.map(([a]) => G1.BASE.multiply(a));
+        const bytes = new Uint8Array(96 * qs.length);
+        qs.forEach((q, i) => bytes.set(g2Bytes(q), 96 * i));
+        const lines = wasm.prepareG2(bytes, qs.length) as Uint8Array;
+        const ours = wasm.pairing(
+          lines,
+          ps.map((p) => p.toAffine()),
+        );
+        const theirs = bls12_381.pairingBatch(ps.map((g1, i) => ({ g1, g2: qs[i]! })));
+        expect(Fp12.eql(ours, theirs)).toBe(true);
+        expect(compressGt(ours)).toEqual(compressGt(theirs));
+      }),
+      { numRuns: 4 },
+    );
+  });
+
+  it('is bilinear: e(aP, bQ) = e(abP, Q) and e(P, Q)·e(−P, Q) = 1', () => {
+    const [a, b] = [0x1234567n, 0x89abcdef0123n];
+    const q = G2.BASE.multiply(7n);
+    const p = G1.BASE.multiply(11n);
+    const bq = wasm.prepareG2(g2Bytes(q.multiply(b)), 1) as Uint8Array;
+    const qLines = wasm.prepareG2(g2Bytes(q), 1) as Uint8Array;
+    const lhs = wasm.pairing(bq, [p.multiply(a).toAffine()]);
+    const rhs = wasm.pairing(qLines, [p.multiply((a * b) % R).toAffine()]);
+    expect(Fp12.eql(lhs, rhs)).toBe(true);
+    const both = new Uint8Array(2 * qLines.length);
+    both.set(qLines, 0);
+    both.set(qLines, qLines.length);
+    const one = wasm.pairing(both, [p.toAffine(), p.negate().toAffine()]);
+    expect(Fp12.eql(one, Fp12.ONE)).toBe(true);
+  });
+});
+
+describe('decapsulation through either backend', () => {
+  it('parses keys and derives the same secrets with and without WebAssembly', async () => {
+    const { mpk, msk } = cgwkvSetup();
+    const key = parseMasterPublicKey(mpk);
+    for (let i = 0; i < 3; i++) {
+      const id = randomBytes(64);
+      const uskBytes = extractUsk(msk, id);
+      const { ct, ss } = encaps(key, id);
+      setPairingBackend(undefined);
+      expect(pairingBackend()).toBe('@noble/curves');
+      const nobleKey = parseUserSecretKey(uskBytes);
+      const viaNoble = decaps(nobleKey, parseCgwkvCiphertext(ct));
+      setPairingBackend(wasm);
+      expect(pairingBackend()).toBe('wasm');
+      const wasmKey = parseUserSecretKey(uskBytes);
+      expect(decaps(wasmKey, parseCgwkvCiphertext(ct))).toEqual(viaNoble);
+      // A key parsed by noble switches to the loaded backend on its next use.
+      expect(decaps(nobleKey, ct)).toEqual(viaNoble);
+      expect(viaNoble).toEqual(ss);
+      // A wrong key gives the same wrong secret both ways.
+      const other = parseUserSecretKey(extractUsk(msk, randomBytes(64)));
+      const wrong = decaps(other, ct);
+      setPairingBackend(undefined);
+      expect(decaps(parseUserSecretKey(extractUsk(msk, id)), ct)).toEqual(ss);
+      expect(wrong).not.toEqual(ss);
+    }
+    setPairingBackend(wasm);
+    const ids = [randomBytes(64), randomBytes(64)];
+    const { ss, cts } = await multiEncaps(key, ids);
+    expect(await multiDecaps(parseUserSecretKey(extractUsk(msk, ids[1]!)), parseMkemCiphertext(cts[1]!))).toEqual(ss);
+  });
+
+  it('refuses the same user secret keys with the same messages', () => {
+    const { msk } = cgwkvSetup();
+    const usk = extractUsk(msk, randomBytes(64));
+    const identity = usk.slice();
+    identity.fill(0, 480, 576);
+    identity[480] = 0xc0;
+    const outside = usk.slice();
+    outside.set(g2OutsideSubgroup(), 96);
+    const flipped = usk.slice();
+    flipped[200]! ^= 1;
+    for (const bad of [identity, outside, flipped]) {
+      const message = (backend: PairingWasm | undefined) => {
+        setPairingBackend(backend);
+        try {
+          parseUserSecretKey(bad);
+        } catch (e) {
+          return (e as Error).message.replace(/\(.*\)/, '');
+        }
+        return 'accepted';
+      };
+      expect(message(wasm)).toBe(message(undefined));
+    }
+    setPairingBackend(undefined);
+  });
+
+  it('loadPairingAcceleration loads the backend', async () => {
+    setPairingBackend(previous);
+    await loadPairingAcceleration();
+    expect(pairingBackend()).toBe('wasm');
+    previous = setPairingBackend(undefined);
+  });
+});
