@@ -98,6 +98,7 @@ export function blsLayout(): BlsLayout {
 // ---- constants ------------------------------------------------------------------------------
 
 const Fp2N = bls12_381.fields.Fp2;
+const G1_BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
 type Fp2V = { c0: bigint; c1: bigint };
 
 const CONST_ONE = 0;
@@ -111,7 +112,11 @@ const CONST_PSI_Y = CONST_PSI_X + FP2_BYTES;
 const CONST_FROB = CONST_PSI_Y + FP2_BYTES; // 3 rows (Fp6 c1, Fp6 c2, Fp12) × powers 1..3
 const frobAt = (row: number, power: number) => CONST_FROB + (row * 3 + power - 1) * FP2_BYTES;
 const CONST_FP12_ONE = frobAt(2, 3) + FP2_BYTES;
-const CONST_END = CONST_FP12_ONE + FP12_BYTES;
+const CONST_G1_B = CONST_FP12_ONE + FP12_BYTES; // b = 4
+const CONST_G1_B3 = CONST_G1_B + FP_BYTES;
+const CONST_BETA = CONST_G1_B3 + FP_BYTES; // a cube root of unity: φ(x, y) = (β·x, −y) is λ = x² on G1
+const ZERO_FP = CONST_BETA + FP_BYTES; // stays zero
+const CONST_END = ZERO_FP + FP_BYTES;
 
 function fp2Bytes(x: Fp2V): Uint8Array {
   const out = new Uint8Array(FP2_BYTES);
@@ -126,6 +131,9 @@ function constantsSegment(): Uint8Array {
   const put = (at: number, x: Fp2V) => out.set(fp2Bytes(x), at);
   put(CONST_FP2_ONE, { c0: 1n, c1: 0n });
   put(CONST_FP12_ONE, { c0: 1n, c1: 0n });
+  out.set(fpBytes(4n), CONST_G1_B);
+  out.set(fpBytes(12n), CONST_G1_B3);
+  out.set(fpBytes(G1_BETA), CONST_BETA);
   put(CONST_B2, { c0: 4n, c1: 4n });
   put(CONST_B3, { c0: 12n, c1: 12n });
   put(CONST_HALF, { c0: (P + 1n) / 2n, c1: 0n });
@@ -640,6 +648,36 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(F.fp2Eq, t, A1);
   }
 
+  // Complete projective formulas (Renes–Costello–Batina 2015, a = 0) for both groups, so that
+  // no input, however malformed, hits an exceptional case in the subgroup checks.
+  const g1 = rcb(m, {
+    mul: F.fpMul,
+    sqr: F.fpSqr,
+    add: F.fpAdd,
+    sub: F.fpSub,
+    copy: F.fpCopy,
+    bytes: FP_BYTES,
+    b3: CONST_G1_B3,
+  });
+  const g2 = rcb(m, {
+    mul: fp2Mul,
+    sqr: fp2Sqr,
+    add: fp2Add,
+    sub: fp2Sub,
+    copy: fp2Copy,
+    bytes: FP2_BYTES,
+    b3: CONST_B3,
+  });
+
+  /** acc = [|x|]·acc for a projective point (q is scratch for the base). */
+  const mulByX = (c: Call, curve: Rcb, acc: number, q: number) => {
+    c(curve.copy3, q, acc);
+    for (const bit of BLS_X.toString(2).slice(1)) {
+      c(curve.dbl, acc);
+      if (bit === '1') c(curve.add, acc, q);
+    }
+  };
+
   const g2Decompress = m.fn('g2_decompress', [I32, I32], [I32]); // (out = x ‖ y, plain x limbs)
   {
     const f = g2Decompress;
@@ -654,88 +692,12 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(fp2Add, rhs, rhs, CONST_B2);
     c(fp2Sqrt, Y, rhs);
     f.op(Op.i32Eqz).if().i32Const(1).op(Op.return).op(Op.end);
-    // In G2 iff ψ(P) = [x]P (noble's check), i.e. [|x|]P = −ψ(P), with complete projective
-    // formulas (Renes–Costello–Batina, a = 0) so that no input, however malformed, hits an
-    // exceptional case.
+    // In G2 iff ψ(P) = [x]P (noble's check), i.e. [|x|]P = −ψ(P).
     const [acc, q] = [s6(), s6()];
-    const [t0, t1, t2, t3, t4, x3, y3, z3] = [s2(), s2(), s2(), s2(), s2(), s2(), s2(), s2()];
-    const X3 = c6(acc, 0);
-    const Y3 = c6(acc, 1);
-    const Z3 = c6(acc, 2);
-    const b3 = CONST_B3;
-    // Doubling (RCB algorithm 9) of acc in place.
-    const dbl = () => {
-      c(fp2Sqr, t0, Y3);
-      c(fp2Add, z3, t0, t0);
-      c(fp2Add, z3, z3, z3);
-      c(fp2Add, z3, z3, z3);
-      c(fp2Mul, t1, Y3, Z3);
-      c(fp2Sqr, t2, Z3);
-      c(fp2Mul, t2, t2, b3);
-      c(fp2Mul, x3, t2, z3);
-      c(fp2Add, y3, t0, t2);
-      c(fp2Mul, z3, t1, z3);
-      c(fp2Add, t1, t2, t2);
-      c(fp2Add, t2, t1, t2);
-      c(fp2Sub, t0, t0, t2);
-      c(fp2Mul, y3, t0, y3);
-      c(fp2Add, y3, x3, y3);
-      c(fp2Mul, t1, X3, Y3);
-      c(fp2Mul, x3, t0, t1);
-      c(fp2Add, x3, x3, x3);
-      c(fp2Copy, X3, x3);
-      c(fp2Copy, Y3, y3);
-      c(fp2Copy, Z3, z3);
-    };
-    // Addition (RCB algorithm 7) of q = (X2, Y2, Z2) to acc in place.
-    const add = () => {
-      const [X1, Y1, Z1] = [X3, Y3, Z3];
-      const [X2, Y2, Z2] = [c6(q, 0), c6(q, 1), c6(q, 2)];
-      c(fp2Mul, t0, X1, X2);
-      c(fp2Mul, t1, Y1, Y2);
-      c(fp2Mul, t2, Z1, Z2);
-      c(fp2Add, t3, X1, Y1);
-      c(fp2Add, t4, X2, Y2);
-      c(fp2Mul, t3, t3, t4);
-      c(fp2Add, t4, t0, t1);
-      c(fp2Sub, t3, t3, t4);
-      c(fp2Add, t4, Y1, Z1);
-      c(fp2Add, x3, Y2, Z2);
-      c(fp2Mul, t4, t4, x3);
-      c(fp2Add, x3, t1, t2);
-      c(fp2Sub, t4, t4, x3);
-      c(fp2Add, x3, X1, Z1);
-      c(fp2Add, y3, X2, Z2);
-      c(fp2Mul, x3, x3, y3);
-      c(fp2Add, y3, t0, t2);
-      c(fp2Sub, y3, x3, y3);
-      c(fp2Add, x3, t0, t0);
-      c(fp2Add, t0, x3, t0);
-      c(fp2Mul, t2, t2, b3);
-      c(fp2Add, z3, t1, t2);
-      c(fp2Sub, t1, t1, t2);
-      c(fp2Mul, y3, y3, b3);
-      c(fp2Mul, x3, t4, y3);
-      c(fp2Mul, t2, t3, t1);
-      c(fp2Sub, x3, t2, x3);
-      c(fp2Mul, y3, y3, t0);
-      c(fp2Mul, t1, t1, z3);
-      c(fp2Add, y3, t1, y3);
-      c(fp2Mul, t0, t0, t3);
-      c(fp2Mul, z3, z3, t4);
-      c(fp2Add, z3, z3, t0);
-      c(fp2Copy, X3, x3);
-      c(fp2Copy, Y3, y3);
-      c(fp2Copy, Z3, z3);
-    };
-    c(fp2Copy, c6(q, 0), X);
-    c(fp2Copy, c6(q, 1), Y);
-    c(fp2Copy, c6(q, 2), CONST_FP2_ONE);
-    c(fp6Copy, acc, q);
-    for (const bit of BLS_X.toString(2).slice(1)) {
-      dbl();
-      if (bit === '1') add();
-    }
+    c(fp2Copy, c6(acc, 0), X);
+    c(fp2Copy, c6(acc, 1), Y);
+    c(fp2Copy, c6(acc, 2), CONST_FP2_ONE);
+    mulByX(c, g2, acc, q);
     // −ψ(P) = (x̅·ψx, −y̅·ψy); compare with acc projectively: X = x'·Z, Y = y'·Z.
     const [px, py] = [s2(), s2()];
     c(fp2Conj, px, X);
@@ -743,12 +705,83 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(fp2Conj, py, Y);
     c(fp2Mul, py, py, CONST_PSI_Y);
     c(fp2Neg, py, py);
-    c(fp2Mul, px, px, Z3);
-    c(fp2Mul, py, py, Z3);
-    c(F.fp2Eq, px, X3);
-    c(F.fp2Eq, py, Y3);
+    c(fp2Mul, px, px, c6(acc, 2));
+    c(fp2Mul, py, py, c6(acc, 2));
+    c(F.fp2Eq, px, c6(acc, 0));
+    c(F.fp2Eq, py, c6(acc, 1));
     f.op(Op.i32And).if().i32Const(0).op(Op.return).op(Op.end);
     f.i32Const(2);
+  }
+
+  const s1 = () => m.scratch(FP_BYTES);
+  const g1Decompress = m.fn('g1_decompress', [I32, I32], [I32]); // (out = x ‖ y, plain x limbs)
+  {
+    const f = g1Decompress;
+    const c = caller(f);
+    const X = A0;
+    const Y = at(A0, FP_BYTES);
+    const [rhs, t] = [s1(), s1()];
+    c(F.fpToMont, X, A1);
+    c(F.fpSqr, rhs, X);
+    c(F.fpMul, rhs, rhs, X);
+    c(F.fpAdd, rhs, rhs, CONST_G1_B);
+    c(F.fpSqrtCandidate, Y, rhs);
+    c(F.fpSqr, t, Y);
+    c(F.fpEq, t, rhs);
+    f.op(Op.i32Eqz).if().i32Const(1).op(Op.return).op(Op.end);
+    // In G1 iff [x²]P = φ(P) with φ(x, y) = (β·x, −y) (noble's check, eprint 2021/1130).
+    const acc = m.scratch(3 * FP_BYTES);
+    const q = m.scratch(3 * FP_BYTES);
+    c(F.fpCopy, acc, X);
+    c(F.fpCopy, acc + FP_BYTES, Y);
+    c(F.fpCopy, acc + 2 * FP_BYTES, CONST_ONE);
+    mulByX(c, g1, acc, q);
+    mulByX(c, g1, acc, q);
+    const [px, py] = [s1(), s1()];
+    c(F.fpMul, px, X, CONST_BETA);
+    c(F.fpNeg, py, Y);
+    c(F.fpMul, px, px, acc + 2 * FP_BYTES);
+    c(F.fpMul, py, py, acc + 2 * FP_BYTES);
+    c(F.fpEq, px, acc);
+    c(F.fpEq, py, acc + FP_BYTES);
+    f.op(Op.i32And).if().i32Const(0).op(Op.return).op(Op.end);
+    f.i32Const(2);
+  }
+
+  /**
+   * (out, p, k) → i32: out = k·p in affine coordinates for an affine p and a 32-byte
+   * little-endian scalar k; returns 0 if the result is the identity. Double-and-add over the
+   * bits of k: variable time, for public scalars only.
+   */
+  const g1Mul = m.fn('g1_mul', [I32, I32, I32], [I32]);
+  {
+    const f = g1Mul;
+    const c = caller(f);
+    const acc = m.scratch(3 * FP_BYTES);
+    const q = m.scratch(3 * FP_BYTES);
+    const zi = s1();
+    const i = f.local(I32);
+    c(F.fpCopy, q, A1);
+    c(F.fpCopy, q + FP_BYTES, at(A1, FP_BYTES));
+    c(F.fpCopy, q + 2 * FP_BYTES, CONST_ONE);
+    c(F.fpCopy, acc, ZERO_FP);
+    c(F.fpCopy, acc + FP_BYTES, CONST_ONE);
+    c(F.fpCopy, acc + 2 * FP_BYTES, ZERO_FP);
+    f.i32Const(255).set(i);
+    f.loop();
+    c(g1.dbl, acc);
+    f.get(2).get(i).i32Const(3).op(Op.i32ShrU).op(Op.i32Add).mem(Op.i32Load8U, 0, 0);
+    f.get(i).i32Const(7).op(Op.i32And).op(Op.i32ShrU).i32Const(1).op(Op.i32And);
+    f.if();
+    c(g1.add, acc, q);
+    f.op(Op.end);
+    f.get(i).i32Const(1).op(Op.i32Sub).tee(i).i32Const(0).op(Op.i32GeS).brIf(0);
+    f.op(Op.end);
+    c(F.fpInv, zi, acc + 2 * FP_BYTES);
+    c(F.fpMul, A0, acc, zi);
+    c(F.fpMul, at(A0, FP_BYTES), acc + FP_BYTES, zi);
+    c(F.fpIsZero, acc + 2 * FP_BYTES);
+    f.op(Op.i32Eqz);
   }
 
   const bytes = encodeModule({
@@ -758,4 +791,103 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     data: [{ offset: 0, bytes: constantsSegment() }],
   });
   return { bytes, layout };
+}
+
+interface CurveField {
+  readonly mul: FunctionBody;
+  readonly sqr: FunctionBody;
+  readonly add: FunctionBody;
+  readonly sub: FunctionBody;
+  readonly copy: FunctionBody;
+  readonly bytes: number;
+  /** Address of 3b. */
+  readonly b3: number;
+}
+
+interface Rcb {
+  /** (acc): acc = 2·acc */ readonly dbl: FunctionBody;
+  /** (acc, q): acc = acc + q */ readonly add: FunctionBody;
+  /** (h, a): copy a projective point */ readonly copy3: FunctionBody;
+}
+
+/** Projective (X : Y : Z) doubling and addition on y² = x³ + b, complete (RCB algorithms 7, 9). */
+function rcb(m: ModuleBuilder, F: CurveField): Rcb {
+  const n = F.bytes;
+  const s = () => m.scratch(n);
+  const [t0, t1, t2, t3, t4, x3, y3, z3] = [s(), s(), s(), s(), s(), s(), s(), s()];
+  const store = (c: Call) => {
+    c(F.copy, [0, 0], x3);
+    c(F.copy, [0, n], y3);
+    c(F.copy, [0, 2 * n], z3);
+  };
+
+  const dbl = m.fn(undefined, [I32]);
+  {
+    const c = caller(dbl);
+    const [X, Y, Z] = [0, n, 2 * n].map((o): Addr => [0, o]) as [Addr, Addr, Addr];
+    c(F.sqr, t0, Y);
+    c(F.add, z3, t0, t0);
+    c(F.add, z3, z3, z3);
+    c(F.add, z3, z3, z3);
+    c(F.mul, t1, Y, Z);
+    c(F.sqr, t2, Z);
+    c(F.mul, t2, t2, F.b3);
+    c(F.mul, x3, t2, z3);
+    c(F.add, y3, t0, t2);
+    c(F.mul, z3, t1, z3);
+    c(F.add, t1, t2, t2);
+    c(F.add, t2, t1, t2);
+    c(F.sub, t0, t0, t2);
+    c(F.mul, y3, t0, y3);
+    c(F.add, y3, x3, y3);
+    c(F.mul, t1, X, Y);
+    c(F.mul, x3, t0, t1);
+    c(F.add, x3, x3, x3);
+    store(c);
+  }
+
+  const add = m.fn(undefined, [I32, I32]);
+  {
+    const c = caller(add);
+    const [X1, Y1, Z1] = [0, n, 2 * n].map((o): Addr => [0, o]) as [Addr, Addr, Addr];
+    const [X2, Y2, Z2] = [0, n, 2 * n].map((o): Addr => [1, o]) as [Addr, Addr, Addr];
+    c(F.mul, t0, X1, X2);
+    c(F.mul, t1, Y1, Y2);
+    c(F.mul, t2, Z1, Z2);
+    c(F.add, t3, X1, Y1);
+    c(F.add, t4, X2, Y2);
+    c(F.mul, t3, t3, t4);
+    c(F.add, t4, t0, t1);
+    c(F.sub, t3, t3, t4);
+    c(F.add, t4, Y1, Z1);
+    c(F.add, x3, Y2, Z2);
+    c(F.mul, t4, t4, x3);
+    c(F.add, x3, t1, t2);
+    c(F.sub, t4, t4, x3);
+    c(F.add, x3, X1, Z1);
+    c(F.add, y3, X2, Z2);
+    c(F.mul, x3, x3, y3);
+    c(F.add, y3, t0, t2);
+    c(F.sub, y3, x3, y3);
+    c(F.add, x3, t0, t0);
+    c(F.add, t0, x3, t0);
+    c(F.mul, t2, t2, F.b3);
+    c(F.add, z3, t1, t2);
+    c(F.sub, t1, t1, t2);
+    c(F.mul, y3, y3, F.b3);
+    c(F.mul, x3, t4, y3);
+    c(F.mul, t2, t3, t1);
+    c(F.sub, x3, t2, x3);
+    c(F.mul, y3, y3, t0);
+    c(F.mul, t1, t1, z3);
+    c(F.add, y3, t1, y3);
+    c(F.mul, t0, t0, t3);
+    c(F.mul, z3, z3, t4);
+    c(F.add, z3, z3, t0);
+    store(c);
+  }
+
+  const copy3 = m.fn(undefined, [I32, I32]);
+  for (let i = 0; i < 3 * n; i += 8) copy3.get(0).get(1).load64(i).store64(i);
+  return { dbl, add, copy3 };
 }

@@ -170,6 +170,91 @@ describe('G2 decoding', () => {
   });
 });
 
+/** A compressed G1 encoding of a curve point outside G1 (no cofactor clearing). */
+function g1OutsideSubgroup(): Uint8Array {
+  for (let x = 1n; ; x++) {
+    let y: bigint;
+    try {
+      y = Fp.sqrt(Fp.add(Fp.pow(x, 3n), 4n));
+    } catch {
+      continue;
+    }
+    if (G1.fromAffine({ x, y }).isTorsionFree()) continue;
+    const bytes = Fp.toBytes(x);
+    bytes[0]! |= 0x80 | (y > (Fp.ORDER - 1n) / 2n ? 0x20 : 0);
+    return bytes;
+  }
+}
+
+describe('G1 decoding and multiplication', () => {
+  it("decodes noble's encodings of random points to the same point", () => {
+    fc.assert(
+      fc.property(arbScalar, (k) => {
+        const p = G1.BASE.multiply(k);
+        for (const point of [p, p.negate()]) {
+          const bytes = new Uint8Array(60);
+          bytes.set(point.toBytes(true), 5);
+          expect(wasm.decodeG1(bytes, 5)).toEqual(point.toAffine());
+        }
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it('refuses what noble refuses, and bit flips whenever noble does', () => {
+    const valid = G1.BASE.multiply(4242n).toBytes(true);
+    const refusedBoth = (b: Uint8Array, why: RegExp) => {
+      expect(() => G1.fromBytes(b).assertValidity()).toThrow();
+      expect((wasm.decodeG1(b, 0) as { why: string }).why).toMatch(why);
+    };
+    refusedBoth(g1OutsideSubgroup(), /subgroup/);
+    const pBytes = Fp.toBytes(0n);
+    let v = Fp.ORDER;
+    for (let i = 47; i >= 0; i--, v >>= 8n) pBytes[i] = Number(v & 0xffn);
+    pBytes[0]! |= 0x80;
+    refusedBoth(pBytes, /modulus/);
+    const uncompressed = valid.slice();
+    uncompressed[0]! &= 0x7f;
+    refusedBoth(uncompressed, /compressed/);
+    const identity = new Uint8Array(48);
+    identity[0] = 0xc0;
+    expect(wasm.decodeG1(identity, 0)).toEqual({ why: 'the identity', identity: true });
+    let offCurve = 0;
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 48 * 8 - 1 }), (bit) => {
+        const b = valid.slice();
+        b[bit >> 3]! ^= 1 << (bit & 7);
+        let noble;
+        try {
+          noble = G1.fromBytes(b);
+          noble.assertValidity();
+          if (noble.is0()) noble = undefined;
+        } catch {
+          noble = undefined;
+        }
+        const ours = wasm.decodeG1(b, 0);
+        if ('why' in ours && /not on the curve/.test(ours.why)) offCurve++;
+        expect(ours).toEqual(noble ? noble.toAffine() : expect.objectContaining({ why: expect.any(String) }));
+      }),
+      { numRuns: 100 },
+    );
+    expect(offCurve).toBeGreaterThan(0);
+  });
+
+  it('multiplies by public scalars like noble', () => {
+    fc.assert(
+      fc.property(arbScalar, arbScalar, (a, k) => {
+        const p = G1.BASE.multiply(a);
+        expect(wasm.g1MulPublic(p.toAffine(), k)).toEqual(p.multiply(k).toAffine());
+      }),
+      { numRuns: 20 },
+    );
+    const p = G1.BASE.multiply(3n);
+    expect(wasm.g1MulPublic(p.toAffine(), 1n)).toEqual(p.toAffine());
+    expect(wasm.g1MulPublic(p.toAffine(), R - 1n)).toEqual(p.negate().toAffine());
+  });
+});
+
 describe('multi-pairing', () => {
   it('equals noble for up to six pairs, and compresses the same', () => {
     fc.assert(
@@ -238,6 +323,31 @@ describe('decapsulation through either backend', () => {
     const ids = [randomBytes(64), randomBytes(64)];
     const { ss, cts } = await multiEncaps(key, ids);
     expect(await multiDecaps(parseUserSecretKey(extractUsk(msk, ids[1]!)), parseMkemCiphertext(cts[1]!))).toEqual(ss);
+  });
+
+  it('refuses the same ciphertexts with the same messages', () => {
+    const { mpk } = cgwkvSetup();
+    const { ct } = encaps(parseMasterPublicKey(mpk), randomBytes(64));
+    const outside = ct.slice();
+    outside.set(g1OutsideSubgroup(), 48);
+    const identity = ct.slice();
+    identity.fill(0, 96, 144);
+    identity[96] = 0xc0;
+    const flipped = ct.slice();
+    flipped[150]! ^= 4;
+    for (const bad of [outside, identity, flipped]) {
+      const message = (backend: PairingWasm | undefined) => {
+        setPairingBackend(backend);
+        try {
+          parseCgwkvCiphertext(bad);
+        } catch (e) {
+          return (e as Error).message.replace(/\(.*\)/, '');
+        }
+        return 'accepted';
+      };
+      expect(message(wasm)).toBe(message(undefined));
+    }
+    setPairingBackend(undefined);
   });
 
   it('refuses the same user secret keys with the same messages', () => {

@@ -30,12 +30,23 @@ export interface PairingWasm {
    * (as prepareG2 returns them, or a prefix) and P_i affine, not the identity.
    */
   pairing(lines: Uint8Array, points: readonly G1Affine[]): Fp12;
+  /**
+   * Decodes a 48-byte compressed G1 point (ZCash encoding) at bytes[offset..] with the
+   * subgroup check; or why it is refused.
+   */
+  decodeG1(bytes: Uint8Array, offset: number): G1Affine | { why: string; identity: boolean };
+  /** k·P for a public scalar 0 < k < r and P in G1, not the identity. Variable time. */
+  g1MulPublic(p: G1Affine, k: bigint): G1Affine;
 }
+
+export type Refusal = { why: string; identity: boolean };
 
 interface Exports {
   readonly memory: WebAssembly.Memory;
   readonly g2_decompress: (out: number, x: number) => number;
   readonly g2_prepare: (lines: number, q: number) => void;
+  readonly g1_decompress: (out: number, x: number) => number;
+  readonly g1_mul: (out: number, p: number, k: number) => number;
   readonly miller: (f: number, lines: number, points: number, n: number) => void;
   readonly final_exp: (h: number, f: number) => void;
   readonly fp_from_mont: (h: number, a: number) => void;
@@ -51,6 +62,19 @@ function leBytes(x: bigint): Uint8Array {
   const out = new Uint8Array(FP_BYTES);
   for (let i = 0; i < FP_BYTES; i++, x >>= 8n) out[i] = Number(x & 0xffn);
   return out;
+}
+
+const HALF_P = (P - 1n) >> 1n;
+
+/** Flags of a compressed encoding: refused unless compressed and not (an encoding of) the identity. */
+function checkFlags(bytes: Uint8Array, o: number, length: number): Refusal | undefined {
+  const flags = bytes[o]! & 0xe0;
+  if ((flags & 0x80) === 0) return { why: 'not in compressed form', identity: false };
+  if ((flags & 0x40) === 0) return undefined;
+  let rest = bytes[o]! & 0x1f;
+  for (let k = 1; k < length; k++) rest |= bytes[o + k]!;
+  const identity = rest === 0 && (flags & 0x20) === 0;
+  return { why: identity ? 'the identity' : 'a malformed encoding of the identity', identity };
 }
 
 /** a > b for little-endian byte strings of FP_BYTES at the given offsets. */
@@ -89,13 +113,8 @@ class Engine implements PairingWasm {
       const o = i * G2_BYTES;
       const flags = bytes[o]! & 0xe0;
       const first = bytes[o]! & 0x1f;
-      if ((flags & 0x80) === 0) return { index: i, why: 'not in compressed form', identity: false };
-      if (flags & 0x40) {
-        let rest = first;
-        for (let k = 1; k < G2_BYTES; k++) rest |= bytes[o + k]!;
-        const identity = rest === 0 && (flags & 0x20) === 0;
-        return { index: i, why: identity ? 'the identity' : 'a malformed encoding of the identity', identity };
-      }
+      const refused = checkFlags(bytes, o, G2_BYTES);
+      if (refused) return { index: i, ...refused };
       if (!canonicalBE(bytes, o, first) || !canonicalBE(bytes, o + FP_BYTES, bytes[o + FP_BYTES]!)) {
         return { index: i, why: 'a coordinate is not below the field modulus', identity: false };
       }
@@ -123,6 +142,32 @@ class Engine implements PairingWasm {
     mem.fill(0, layout.q, layout.q + 4 * FP_BYTES);
     mem.fill(0, layout.lines, layout.lines + count * layout.linesBytes);
     return lines;
+  }
+
+  decodeG1(bytes: Uint8Array, offset: number): G1Affine | Refusal {
+    const { mem, wasm, layout } = this;
+    const refused = checkFlags(bytes, offset, FP_BYTES);
+    if (refused) return refused;
+    const first = bytes[offset]! & 0x1f;
+    if (!canonicalBE(bytes, offset, first)) return { why: 'x is not below the field modulus', identity: false };
+    for (let k = 0; k < FP_BYTES; k++)
+      mem[layout.xIn + k] = k === FP_BYTES - 1 ? first : bytes[offset + FP_BYTES - 1 - k]!;
+    const status = wasm.g1_decompress(layout.q, layout.xIn);
+    if (status === 1) return { why: 'not on the curve', identity: false };
+    if (status === 2) return { why: 'not in the prime-order subgroup', identity: false };
+    const x = fpValue(mem, layout.q);
+    let y = fpValue(mem, layout.q + FP_BYTES);
+    if (y > HALF_P !== ((bytes[offset]! & 0x20) !== 0)) y = y === 0n ? y : P - y;
+    return { x, y };
+  }
+
+  g1MulPublic(p: G1Affine, k: bigint): G1Affine {
+    const { mem, wasm, layout } = this;
+    mem.set(fpBytes(p.x), layout.q);
+    mem.set(fpBytes(p.y), layout.q + FP_BYTES);
+    for (let i = 0; i < 32; i++, k >>= 8n) mem[layout.buf + i] = Number(k & 0xffn);
+    if (wasm.g1_mul(layout.q + 2 * FP_BYTES, layout.q, layout.buf) !== 1) throw new RangeError('k·P is the identity');
+    return { x: fpValue(mem, layout.q + 2 * FP_BYTES), y: fpValue(mem, layout.q + 3 * FP_BYTES) };
   }
 
   pairing(lines: Uint8Array, points: readonly G1Affine[]): Fp12 {

@@ -121,6 +121,7 @@ export function g1MulSum(table: G1[], scalars: bigint[]): G1 {
 
 /** k·P for a public scalar: variable-time, two 128-bit halves through noble's Strauss–Shamir. */
 function g1MulPublic(p: G1, k: bigint): G1 {
+  if (pairingAccel) return G1Point.fromAffine(pairingAccel.g1MulPublic(p.toAffine(), k));
   return p.mulAddUnsafe(k % GLV_LAMBDA, g1Endomorphism(p), k / GLV_LAMBDA);
 }
 
@@ -222,6 +223,13 @@ export function setPairingBackend(wasm: PairingWasm | undefined): PairingWasm | 
 // Point decoding
 
 function decodeG1(bytes: Uint8Array, offset: number): G1 | string {
+  if (pairingAccel) {
+    const a = pairingAccel.decodeG1(bytes, offset);
+    if ('x' in a) return G1Point.fromAffine(a);
+    return a.identity
+      ? `G1 point at offset ${offset} is the identity`
+      : `G1 point at offset ${offset} is invalid (${a.why})`;
+  }
   let p: G1;
   try {
     p = G1Point.fromBytes(bytes.subarray(offset, offset + G1_BYTES));
