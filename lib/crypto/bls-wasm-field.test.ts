@@ -166,4 +166,18 @@ describe('Fp2 = Fp[u]/(u² + 1) in WebAssembly', () => {
       { numRuns: 100 },
     );
   });
+
+  it('square roots of purely real and purely imaginary squares (c1 = 0, c0 a square or not)', () => {
+    fc.assert(
+      fc.property(arbFp, (a) => {
+        for (const s of [modP(a * a), modP(-a * a)]) {
+          put2(0, [s, 0n]);
+          expect(wasm.fp2_sqrt!(slot(2), slot(0))).toBe(1);
+          const [r0, r1] = get2(2);
+          expect([modP(r0 * r0 - r1 * r1), modP(2n * r0 * r1)]).toEqual([s, 0n]);
+        }
+      }),
+      { numRuns: 50 },
+    );
+  });
 });

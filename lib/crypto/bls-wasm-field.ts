@@ -127,6 +127,7 @@ export interface BlsFieldFunctions {
   /** (a, b, c): a = c ? b : a for c ∈ {0, 1} */ readonly fpCmov: FunctionBody;
   /** (h, a): h = a^(p−2) */ readonly fpInv: FunctionBody;
   /** (h, a): h = a^((p+1)/4), a square root when one exists */ readonly fpSqrtCandidate: FunctionBody;
+  /** (h, a): h = a^((p−3)/4), which gives √a and 1/√a at once */ readonly fpPowP34: FunctionBody;
   /** (h, a): from plain limbs into Montgomery form */ readonly fpToMont: FunctionBody;
   /** (h, a): out of Montgomery form */ readonly fpFromMont: FunctionBody;
   readonly fp2Mul: FunctionBody;
@@ -317,6 +318,8 @@ export function buildBlsField(m: ModuleBuilder, consts: FieldConstants): BlsFiel
   emitPow(fpInv, m, P - 2n, fpMul, fpSqr, fpCopy, FP_BYTES);
   const fpSqrtCandidate = m.fn('fp_sqrt_candidate', [I32, I32]);
   emitPow(fpSqrtCandidate, m, (P + 1n) / 4n, fpMul, fpSqr, fpCopy, FP_BYTES);
+  const fpPowP34 = m.fn('fp_pow_p34', [I32, I32]);
+  emitPow(fpPowP34, m, (P - 3n) / 4n, fpMul, fpSqr, fpCopy, FP_BYTES);
 
   // ---- Fp2 ---------------------------------------------------------------------------------
   const H = FP_BYTES;
@@ -394,15 +397,16 @@ export function buildBlsField(m: ModuleBuilder, consts: FieldConstants): BlsFiel
   }
 
   return {
-    ...{ fpMul, fpSqr, fpAdd, fpSub, fpNeg, fpCopy, fpIsZero, fpEq, fpCmov, fpInv, fpSqrtCandidate },
+    ...{ fpMul, fpSqr, fpAdd, fpSub, fpNeg, fpCopy, fpIsZero, fpEq, fpCmov, fpInv, fpSqrtCandidate, fpPowP34 },
     ...{ fpToMont, fpFromMont, fp2Mul, fp2Sqr, fp2Add, fp2Sub, fp2Neg, fp2Copy, fp2MulNr, fp2Conj },
     ...{ fp2MulFp, fp2Inv, fp2IsZero, fp2Eq, fp2Cmov },
   };
 }
 
 /**
- * h = a^e for a fixed public exponent, left to right, straight-line: the same sequence of
- * squarings and multiplications for every a. Params of `f` are (h, a); h may alias a.
+ * h = a^e for a fixed public exponent: fixed 4-bit windows over a table of a^1..a^15, so the
+ * sequence of squarings and multiplications is the same for every a. Params of `f` are (h, a);
+ * h may alias a.
  */
 export function emitPow(
   f: FunctionBody,
@@ -413,18 +417,23 @@ export function emitPow(
   copy: FunctionBody,
   bytes: number,
 ): void {
+  const WINDOW = 4;
+  const table = Array.from({ length: 1 << WINDOW }, (_, i) => (i === 0 ? -1 : m.scratch(bytes)));
   const acc = m.scratch(bytes);
-  const base = m.scratch(bytes);
-  f.i32Const(base).get(1).call(copy);
-  const bits = e.toString(2);
-  let started = false;
-  for (const bit of bits) {
-    if (started) f.i32Const(acc).i32Const(acc).call(sqr);
-    if (bit === '1') {
-      if (started) f.i32Const(acc).i32Const(acc).i32Const(base).call(mul);
-      else f.i32Const(acc).i32Const(base).call(copy);
-      started = true;
-    }
+  const entry = (i: number) => table[i]!;
+  f.i32Const(entry(1)).get(1).call(copy);
+  f.i32Const(entry(2)).i32Const(entry(1)).call(sqr);
+  for (let i = 3; i < 1 << WINDOW; i++)
+    f.i32Const(entry(i))
+      .i32Const(entry(i - 1))
+      .i32Const(entry(1))
+      .call(mul);
+  const digits: number[] = [];
+  for (let k = e; k > 0n; k >>= BigInt(WINDOW)) digits.unshift(Number(k & BigInt((1 << WINDOW) - 1)));
+  f.i32Const(acc).i32Const(entry(digits[0]!)).call(copy);
+  for (const d of digits.slice(1)) {
+    for (let i = 0; i < WINDOW; i++) f.i32Const(acc).i32Const(acc).call(sqr);
+    if (d !== 0) f.i32Const(acc).i32Const(acc).i32Const(entry(d)).call(mul);
   }
   f.get(0).i32Const(acc).call(copy);
 }

@@ -173,6 +173,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
   const m = new ModuleBuilder(SCRATCH_START, SCRATCH_END);
   const F = buildBlsField(m, { one: CONST_ONE, r2: CONST_R2 });
   const { fp2Mul, fp2Sqr, fp2Add, fp2Sub, fp2Neg, fp2Copy, fp2MulNr, fp2Conj, fp2MulFp } = F;
+  const s1 = () => m.scratch(FP_BYTES);
   const s2 = () => m.scratch(FP2_BYTES);
   const s6 = () => m.scratch(FP6_BYTES);
   const s12 = () => m.scratch(FP12_BYTES);
@@ -614,38 +615,50 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
 
   // ---- G2 decompression and subgroup check ----------------------------------------------
   /**
-   * (h, a) → i32: h = √a when a is a square in Fp2 (returns 1), else 0. Algorithm 9 of
-   * eprint 2012/685 for p ≡ 3 (mod 4), with both branches computed and selected by mask
-   * (noble branches there; we need not).
+   * (h, a) → i32: h = √a when a is a square in Fp2 (returns 1), else 0 (h is then garbage).
+   * Through Fp: with n = a0² + a1², s = √n and d = (a0 + s)/2, one exponentiation
+   * t = d^((p−3)/4) gives both √d = t·d and 1/√d = t when d is a square (t²d = 1), and when it
+   * is not, d' = (a0 − s)/2 = −(a1/2)²/d is, with √d' = a1·t/2 and 1/√d' = −t·d. The root is
+   * then √d + (a1/(2√d))·u. d = 0 only for a1 = 0, where d = a0 serves instead. Both cases are
+   * computed and selected by mask (noble branches on them); the final check catches non-squares.
    */
   const fp2Sqrt = m.fn('fp2_sqrt', [I32, I32], [I32]);
   {
     const f = fp2Sqrt;
     const c = caller(f);
-    const [a1, alpha, x0, b, t, cand] = [s2(), s2(), s2(), s2(), s2(), s2()];
-    const pow = (name: string, e: bigint) => {
-      const g = m.fn(name === '' ? undefined : name, [I32, I32]);
-      emitPow(g, m, e, fp2Mul, fp2Sqr, fp2Copy, FP2_BYTES);
-      return g;
-    };
-    c(pow('', (P - 3n) / 4n), a1, A1);
-    c(fp2Sqr, alpha, a1);
-    c(fp2Mul, alpha, alpha, A1);
-    c(fp2Mul, x0, a1, A1);
-    // alpha = −1: root = u·x0 = (−x0.c1, x0.c0)
-    c(F.fpNeg, cand, at(x0, FP_BYTES));
-    c(F.fpCopy, at(cand, FP_BYTES), x0);
-    c(fp2Add, b, alpha, CONST_FP2_ONE);
-    c(pow('', (P - 1n) / 2n), b, b);
-    c(fp2Mul, b, b, x0);
-    c(fp2Neg, t, CONST_FP2_ONE);
-    pushAddr(f, b);
-    pushAddr(f, cand);
-    c(F.fp2Eq, alpha, t);
-    f.call(F.fp2Cmov);
-    c(fp2Sqr, t, b);
-    c(fp2Copy, A0, b);
-    c(F.fp2Eq, t, A1);
+    const [n, sq, d, t, td, h1, chk] = [s1(), s1(), s1(), s1(), s1(), s1(), s1()];
+    const root = s2();
+    const check = s2();
+    c(F.fpSqr, n, A1);
+    c(F.fpSqr, sq, at(A1, FP_BYTES));
+    c(F.fpAdd, n, n, sq);
+    c(F.fpSqrtCandidate, sq, n);
+    c(F.fpAdd, d, A1, sq);
+    c(F.fpMul, d, d, CONST_HALF);
+    pushAddr(f, d);
+    pushAddr(f, A1);
+    c(F.fpIsZero, d);
+    f.call(F.fpCmov);
+    c(F.fpPowP34, t, d);
+    c(F.fpMul, td, t, d);
+    c(F.fpMul, chk, td, t);
+    c(F.fpMul, h1, at(A1, FP_BYTES), t);
+    c(F.fpMul, h1, h1, CONST_HALF);
+    // Not a square: (a1·t/2) + (−t·d)·u; a square: (t·d) + (a1·t/2)·u.
+    c(F.fpCopy, root, h1);
+    c(F.fpNeg, at(root, FP_BYTES), td);
+    const isSquare = () => c(F.fpEq, chk, CONST_ONE);
+    pushAddr(f, root);
+    pushAddr(f, td);
+    isSquare();
+    f.call(F.fpCmov);
+    pushAddr(f, at(root, FP_BYTES));
+    pushAddr(f, h1);
+    isSquare();
+    f.call(F.fpCmov);
+    c(fp2Sqr, check, root);
+    c(fp2Copy, A0, root);
+    c(F.fp2Eq, check, A1);
   }
 
   // Complete projective formulas (Renes–Costello–Batina 2015, a = 0) for both groups, so that
@@ -713,7 +726,6 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     f.i32Const(2);
   }
 
-  const s1 = () => m.scratch(FP_BYTES);
   const g1Decompress = m.fn('g1_decompress', [I32, I32], [I32]); // (out = x ‖ y, plain x limbs)
   {
     const f = g1Decompress;
