@@ -761,31 +761,48 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
   }
 
   /**
-   * (out, p, k) → i32: out = k·p in affine coordinates for an affine p and a 32-byte
-   * little-endian scalar k; returns 0 if the result is the identity. Double-and-add over the
-   * bits of k: variable time, for public scalars only.
+   * (out, p, k) → i32: out = k·p in affine coordinates for an affine p in G1, where k is given
+   * by its GLV halves k = k0 + k1·x² (two 16-byte little-endian integers at k and k + 16; the
+   * caller splits it); returns 0 if the result is the identity. φ(P) = (β·x, −y) = [x²]P on G1,
+   * so one chain of 128 doublings adds P, φ(P) or P + φ(P) by the bits of k0 and k1: variable
+   * time, for public scalars only.
    */
   const g1Mul = m.fn('g1_mul', [I32, I32, I32], [I32]);
   {
     const f = g1Mul;
     const c = caller(f);
-    const acc = m.scratch(3 * FP_BYTES);
-    const q = m.scratch(3 * FP_BYTES);
+    const POINT = 3 * FP_BYTES;
+    const acc = m.scratch(POINT);
+    const table = m.scratch(4 * POINT); // entry i at table + i·POINT, i = 1..3
     const zi = s1();
     const i = f.local(I32);
-    c(F.fpCopy, q, A1);
-    c(F.fpCopy, q + FP_BYTES, at(A1, FP_BYTES));
-    c(F.fpCopy, q + 2 * FP_BYTES, CONST_ONE);
+    const idx = f.local(I32);
+    const bit = (offset: number) => {
+      f.get(2).get(i).i32Const(3).op(Op.i32ShrU).op(Op.i32Add).mem(Op.i32Load8U, 0, offset);
+      f.get(i).i32Const(7).op(Op.i32And).op(Op.i32ShrU).i32Const(1).op(Op.i32And);
+    };
+    const P1 = table + POINT;
+    const P2 = table + 2 * POINT;
+    const P3 = table + 3 * POINT;
+    c(F.fpCopy, P1, A1);
+    c(F.fpCopy, P1 + FP_BYTES, at(A1, FP_BYTES));
+    c(F.fpCopy, P1 + 2 * FP_BYTES, CONST_ONE);
+    c(F.fpMul, P2, A1, CONST_BETA);
+    c(F.fpNeg, P2 + FP_BYTES, at(A1, FP_BYTES));
+    c(F.fpCopy, P2 + 2 * FP_BYTES, CONST_ONE);
+    c(g1.copy3, P3, P1);
+    c(g1.add, P3, P2);
     c(F.fpCopy, acc, ZERO_FP);
     c(F.fpCopy, acc + FP_BYTES, CONST_ONE);
     c(F.fpCopy, acc + 2 * FP_BYTES, ZERO_FP);
-    f.i32Const(255).set(i);
+    f.i32Const(127).set(i);
     f.loop();
     c(g1.dbl, acc);
-    f.get(2).get(i).i32Const(3).op(Op.i32ShrU).op(Op.i32Add).mem(Op.i32Load8U, 0, 0);
-    f.get(i).i32Const(7).op(Op.i32And).op(Op.i32ShrU).i32Const(1).op(Op.i32And);
+    bit(0);
+    bit(16);
+    f.i32Const(1).op(Op.i32Shl).op(Op.i32Or).tee(idx);
     f.if();
-    c(g1.add, acc, q);
+    f.i32Const(acc).get(idx).i32Const(POINT).op(Op.i32Mul).i32Const(table).op(Op.i32Add).call(g1.add);
     f.op(Op.end);
     f.get(i).i32Const(1).op(Op.i32Sub).tee(i).i32Const(0).op(Op.i32GeS).brIf(0);
     f.op(Op.end);

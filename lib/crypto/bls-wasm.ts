@@ -1,6 +1,6 @@
 import type { Fp12 } from '@noble/curves/abstract/tower.js';
 import { FP_BYTES, fpBytes, fpValue, P } from './bls-wasm-field.js';
-import { blsLayout, MAX_PAIRS, type BlsLayout } from './bls-wasm-module.js';
+import { BLS_X, blsLayout, MAX_PAIRS, type BlsLayout } from './bls-wasm-module.js';
 import { blsWasmBytes } from './wasm-bytes.js';
 
 /**
@@ -54,6 +54,7 @@ interface Exports {
 }
 
 const G2_BYTES = 96;
+const GLV_LAMBDA = BLS_X * BLS_X;
 /** (p − 1)/2 little-endian: y is "lexicographically largest" when above it (lexFp in gt.ts). */
 const HALF_P_LE = leBytes((P - 1n) >> 1n);
 const P_BE = leBytes(P).reverse();
@@ -165,7 +166,13 @@ class Engine implements PairingWasm {
     const { mem, wasm, layout } = this;
     mem.set(fpBytes(p.x), layout.q);
     mem.set(fpBytes(p.y), layout.q + FP_BYTES);
-    for (let i = 0; i < 32; i++, k >>= 8n) mem[layout.buf + i] = Number(k & 0xffn);
+    // GLV halves, each below 2^128: k < r < λ²·2^-0.4 and λ = x² ≈ 2^127.7.
+    let k0 = k % GLV_LAMBDA;
+    let k1 = k / GLV_LAMBDA;
+    for (let i = 0; i < 16; i++, k0 >>= 8n, k1 >>= 8n) {
+      mem[layout.buf + i] = Number(k0 & 0xffn);
+      mem[layout.buf + 16 + i] = Number(k1 & 0xffn);
+    }
     if (wasm.g1_mul(layout.q + 2 * FP_BYTES, layout.q, layout.buf) !== 1) throw new RangeError('k·P is the identity');
     return { x: fpValue(mem, layout.q + 2 * FP_BYTES), y: fpValue(mem, layout.q + 3 * FP_BYTES) };
   }

@@ -15,7 +15,7 @@ import * as emitted from './wasm-bytes.js';
 const PINNED = {
   keccak: '48dc5e1205bbc01544552aaab734b34aaa27aef49c6fe9f6e68b6d2c7d611f4d',
   ristretto: '9d12f2285a4ff133146be325d309485548592e5871ecbc0204b53018b4bc82e7',
-  bls: '33d23d62d7873f806aa9676329d959e6e01c6b6c41a07b669053711b6906f939',
+  bls: '40e46ffdafef7b17adefe8421217400017a8a123b8227dca6738079a011887e2',
 };
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
