@@ -62,6 +62,8 @@ describe('Fp in WebAssembly', () => {
         expect(get(2)).toBe(modP(a * b));
         wasm.fp_sqr!(slot(2), slot(0));
         expect(get(2)).toBe(modP(a * a));
+        wasm.fp_half!(slot(2), slot(0));
+        expect(modP(2n * get(2))).toBe(a);
         // Aliased output.
         wasm.fp_mul!(slot(0), slot(0), slot(0));
         expect(get(0)).toBe(modP(a * a));

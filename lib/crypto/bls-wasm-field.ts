@@ -122,6 +122,7 @@ export interface BlsFieldFunctions {
   readonly fpSub: FunctionBody;
   readonly fpNeg: FunctionBody;
   readonly fpCopy: FunctionBody;
+  /** (h, a): h = a/2 */ readonly fpHalf: FunctionBody;
   /** (a) → i32: a = 0 */ readonly fpIsZero: FunctionBody;
   /** (a, b) → i32: a = b */ readonly fpEq: FunctionBody;
   /** (a, b, c): a = c ? b : a for c ∈ {0, 1} */ readonly fpCmov: FunctionBody;
@@ -266,6 +267,36 @@ export function buildBlsField(m: ModuleBuilder, consts: FieldConstants): BlsFiel
     storeLimbs(f, 0, A);
   }
 
+  /** (h, a): h = a/2, i.e. (a + p·(a mod 2))/2, with the parity applied as a mask. */
+  const fpHalf = m.fn('fp_half', [I32, I32]);
+  {
+    const f = fpHalf;
+    const A = loadLimbs(f, 1);
+    const mask = f.local(I64);
+    const c = f.local(I64);
+    f.i64Const(0n).get(A[0]!).i64Const(1n).op(Op.i64And).op(Op.i64Sub).set(mask);
+    f.i64Const(0n).set(c);
+    A.forEach((a, i) => {
+      f.get(a).i64Const(P_LIMBS[i]!).get(mask).op(Op.i64And).op(Op.i64Add).get(c).op(Op.i64Add).tee(c);
+      lo(f).set(a);
+      f.get(c);
+      hi(f).set(c);
+    });
+    // a + p < 2^382: the top carry is 0, and the shifted-in bit of the top limb is 0.
+    A.forEach((a, i) => {
+      f.get(a).i64Const(1n).op(Op.i64ShrU);
+      if (i + 1 < LIMBS)
+        f.get(A[i + 1]!)
+          .i64Const(31n)
+          .op(Op.i64Shl)
+          .i64Const(MASK32)
+          .op(Op.i64And)
+          .op(Op.i64Or);
+      f.set(a);
+    });
+    storeLimbs(f, 0, A);
+  }
+
   const zeroAddr = m.scratch(FP_BYTES); // stays zero: nothing writes it
   const fpNeg = m.fn('fp_neg', [I32, I32]);
   fpNeg.get(0).i32Const(zeroAddr).get(1).call(fpSub);
@@ -397,7 +428,7 @@ export function buildBlsField(m: ModuleBuilder, consts: FieldConstants): BlsFiel
   }
 
   return {
-    ...{ fpMul, fpSqr, fpAdd, fpSub, fpNeg, fpCopy, fpIsZero, fpEq, fpCmov, fpInv, fpSqrtCandidate, fpPowP34 },
+    ...{ fpMul, fpSqr, fpAdd, fpSub, fpNeg, fpCopy, fpHalf, fpIsZero, fpEq, fpCmov, fpInv, fpSqrtCandidate, fpPowP34 },
     ...{ fpToMont, fpFromMont, fp2Mul, fp2Sqr, fp2Add, fp2Sub, fp2Neg, fp2Copy, fp2MulNr, fp2Conj },
     ...{ fp2MulFp, fp2Inv, fp2IsZero, fp2Eq, fp2Cmov },
   };

@@ -105,16 +105,13 @@ const CONST_ONE = 0;
 const CONST_R2 = 48;
 const CONST_FP2_ONE = 96;
 const CONST_B2 = CONST_FP2_ONE + FP2_BYTES; // b' = 4(u + 1)
-const CONST_B3 = CONST_B2 + FP2_BYTES; // 3b'
-const CONST_HALF = CONST_B3 + FP2_BYTES; // 1/2
-const CONST_PSI_X = CONST_HALF + FP2_BYTES;
+const CONST_PSI_X = CONST_B2 + FP2_BYTES;
 const CONST_PSI_Y = CONST_PSI_X + FP2_BYTES;
 const CONST_FROB = CONST_PSI_Y + FP2_BYTES; // 3 rows (Fp6 c1, Fp6 c2, Fp12) × powers 1..3
 const frobAt = (row: number, power: number) => CONST_FROB + (row * 3 + power - 1) * FP2_BYTES;
 const CONST_FP12_ONE = frobAt(2, 3) + FP2_BYTES;
 const CONST_G1_B = CONST_FP12_ONE + FP12_BYTES; // b = 4
-const CONST_G1_B3 = CONST_G1_B + FP_BYTES;
-const CONST_BETA = CONST_G1_B3 + FP_BYTES; // a cube root of unity: φ(x, y) = (β·x, −y) is λ = x² on G1
+const CONST_BETA = CONST_G1_B + FP_BYTES; // a cube root of unity: φ(x, y) = (β·x, −y) is λ = x² on G1
 const ZERO_FP = CONST_BETA + FP_BYTES; // stays zero
 const CONST_END = ZERO_FP + FP_BYTES;
 
@@ -132,11 +129,8 @@ function constantsSegment(): Uint8Array {
   put(CONST_FP2_ONE, { c0: 1n, c1: 0n });
   put(CONST_FP12_ONE, { c0: 1n, c1: 0n });
   out.set(fpBytes(4n), CONST_G1_B);
-  out.set(fpBytes(12n), CONST_G1_B3);
   out.set(fpBytes(G1_BETA), CONST_BETA);
   put(CONST_B2, { c0: 4n, c1: 4n });
-  put(CONST_B3, { c0: 12n, c1: 12n });
-  put(CONST_HALF, { c0: (P + 1n) / 2n, c1: 0n });
   // ψ(x, y) = (x̅·(u + 1)^−((p−1)/3), y̅·(u + 1)^−((p−1)/2)), noble's G2 endomorphism.
   const base = Fp2N.inv(Fp2N.NONRESIDUE);
   put(CONST_PSI_X, Fp2N.pow(base, (P - 1n) / 3n));
@@ -199,6 +193,39 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     }
     return f;
   };
+  // Multiplications by the small constants 1/2, b' = 4(u + 1), 3b' and 3b = 12 by additions.
+  const fp2Half = m.fn(undefined, [I32, I32]);
+  caller(fp2Half)(F.fpHalf, A0, A1);
+  caller(fp2Half)(F.fpHalf, at(A0, FP_BYTES), at(A1, FP_BYTES));
+  const fp2MulB2 = m.fn(undefined, [I32, I32]);
+  {
+    const c = caller(fp2MulB2);
+    const t = s1();
+    c(F.fpSub, t, A1, at(A1, FP_BYTES));
+    c(F.fpAdd, at(A0, FP_BYTES), A1, at(A1, FP_BYTES));
+    c(F.fpAdd, A0, t, t);
+    c(F.fpAdd, A0, A0, A0);
+    c(F.fpAdd, at(A0, FP_BYTES), at(A0, FP_BYTES), at(A0, FP_BYTES));
+    c(F.fpAdd, at(A0, FP_BYTES), at(A0, FP_BYTES), at(A0, FP_BYTES));
+  }
+  const fp2MulB3 = m.fn(undefined, [I32, I32]);
+  {
+    const c = caller(fp2MulB3);
+    const t = s2();
+    c(fp2MulB2, t, A1);
+    c(fp2Add, A0, t, t);
+    c(fp2Add, A0, A0, t);
+  }
+  const fpMulB3 = m.fn(undefined, [I32, I32]);
+  {
+    const c = caller(fpMulB3);
+    const t = s1();
+    c(F.fpAdd, t, A1, A1);
+    c(F.fpAdd, t, t, A1);
+    c(F.fpAdd, A0, t, t);
+    c(F.fpAdd, A0, A0, A0);
+  }
+
   const fp6Add = lift(undefined, fp2Add, 3, 2);
   const fp6Sub = lift(undefined, fp2Sub, 3, 2);
   const fp6Neg = lift(undefined, fp2Neg, 3, 1);
@@ -450,7 +477,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(fp2Sqr, t0, Ry);
     c(fp2Sqr, t1, Rz);
     times3(c, t2, t1, x);
-    c(fp2Mul, t2, t2, CONST_B2);
+    c(fp2MulB2, t2, t2);
     times3(c, t3, t2, x);
     c(fp2Add, t4, Ry, Rz);
     c(fp2Sqr, t4, t4);
@@ -464,9 +491,9 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(fp2Sub, x, t0, t3);
     c(fp2Mul, x, x, Rx);
     c(fp2Mul, x, x, Ry);
-    c(fp2Mul, Rx, x, CONST_HALF);
+    c(fp2Half, Rx, x);
     c(fp2Add, x, t0, t3);
-    c(fp2Mul, x, x, CONST_HALF);
+    c(fp2Half, x, x);
     c(fp2Sqr, x, x);
     c(fp2Sqr, y, t2);
     times3(c, y, y, t1);
@@ -634,7 +661,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(F.fpAdd, n, n, sq);
     c(F.fpSqrtCandidate, sq, n);
     c(F.fpAdd, d, A1, sq);
-    c(F.fpMul, d, d, CONST_HALF);
+    c(F.fpHalf, d, d);
     pushAddr(f, d);
     pushAddr(f, A1);
     c(F.fpIsZero, d);
@@ -643,7 +670,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(F.fpMul, td, t, d);
     c(F.fpMul, chk, td, t);
     c(F.fpMul, h1, at(A1, FP_BYTES), t);
-    c(F.fpMul, h1, h1, CONST_HALF);
+    c(F.fpHalf, h1, h1);
     // Not a square: (a1·t/2) + (−t·d)·u; a square: (t·d) + (a1·t/2)·u.
     c(F.fpCopy, root, h1);
     c(F.fpNeg, at(root, FP_BYTES), td);
@@ -670,7 +697,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     sub: F.fpSub,
     copy: F.fpCopy,
     bytes: FP_BYTES,
-    b3: CONST_G1_B3,
+    mulB3: fpMulB3,
   });
   const g2 = rcb(m, {
     mul: fp2Mul,
@@ -679,7 +706,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     sub: fp2Sub,
     copy: fp2Copy,
     bytes: FP2_BYTES,
-    b3: CONST_B3,
+    mulB3: fp2MulB3,
   });
 
   /** acc = [|x|]·acc for a projective point (q is scratch for the base). */
@@ -829,8 +856,8 @@ interface CurveField {
   readonly sub: FunctionBody;
   readonly copy: FunctionBody;
   readonly bytes: number;
-  /** Address of 3b. */
-  readonly b3: number;
+  /** (h, a): h = 3b·a */
+  readonly mulB3: FunctionBody;
 }
 
 interface Rcb {
@@ -860,7 +887,7 @@ function rcb(m: ModuleBuilder, F: CurveField): Rcb {
     c(F.add, z3, z3, z3);
     c(F.mul, t1, Y, Z);
     c(F.sqr, t2, Z);
-    c(F.mul, t2, t2, F.b3);
+    c(F.mulB3, t2, t2);
     c(F.mul, x3, t2, z3);
     c(F.add, y3, t0, t2);
     c(F.mul, z3, t1, z3);
@@ -900,10 +927,10 @@ function rcb(m: ModuleBuilder, F: CurveField): Rcb {
     c(F.sub, y3, x3, y3);
     c(F.add, x3, t0, t0);
     c(F.add, t0, x3, t0);
-    c(F.mul, t2, t2, F.b3);
+    c(F.mulB3, t2, t2);
     c(F.add, z3, t1, t2);
     c(F.sub, t1, t1, t2);
-    c(F.mul, y3, y3, F.b3);
+    c(F.mulB3, y3, y3);
     c(F.mul, x3, t4, y3);
     c(F.mul, t2, t3, t1);
     c(F.sub, x3, t2, x3);
