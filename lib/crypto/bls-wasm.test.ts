@@ -75,7 +75,49 @@ function g2OffCurve(): Uint8Array {
   }
 }
 
+/** Points of small order on the twist (13 and 23 divide its cofactor): the subgroup check's exceptional cases. */
+function g2SmallOrder(order: bigint): InstanceType<typeof G2>[] {
+  const h = (G2 as unknown as { CURVE(): { h: bigint } }).CURVE().h;
+  const mul = (p: InstanceType<typeof G2>, k: bigint) => {
+    let acc = G2.ZERO;
+    for (const bit of k.toString(2)) {
+      acc = acc.double();
+      if (bit === '1') acc = acc.add(p);
+    }
+    return acc;
+  };
+  // The order-part of the twist's group may not be cyclic: clear every other prime's part.
+  let k = h * R;
+  while (k % order === 0n) k /= order;
+  const out: InstanceType<typeof G2>[] = [];
+  for (let c = 1n; out.length < 2 && c < 200n; c++) {
+    const x = Fp2.create({ c0: c, c1: 1n });
+    let y;
+    try {
+      y = Fp2.sqrt(Fp2.add(Fp2.mul(Fp2.sqr(x), x), Fp2.create({ c0: 4n, c1: 4n })));
+    } catch {
+      continue;
+    }
+    const t = mul(G2.fromAffine({ x, y }), k);
+    if (!t.is0()) out.push(t);
+  }
+  expect(out.length).toBe(2);
+  return out;
+}
+
 describe('G2 decoding', () => {
+  it('refuses points of small order and G2 points plus a small-order part', () => {
+    for (const order of [13n, 23n]) {
+      for (const t of g2SmallOrder(order)) {
+        for (const p of [t, t.add(G2.BASE.multiply(order * 1000003n)), t.negate()]) {
+          const ours = wasm.prepareG2(encodeG2(p), 1);
+          expect(ours).toEqual({ index: 0, why: 'not in the prime-order subgroup', identity: false });
+          expect(p.isTorsionFree()).toBe(false);
+        }
+      }
+    }
+  });
+
   it("accepts noble's encodings of random points, with noble's lines' pairing", () => {
     fc.assert(
       fc.property(arbScalar, arbScalar, (k, a) => {

@@ -44,7 +44,7 @@ export type Refusal = { why: string; identity: boolean };
 interface Exports {
   readonly memory: WebAssembly.Memory;
   readonly g2_decompress: (out: number, x: number) => number;
-  readonly g2_prepare: (lines: number, q: number) => void;
+  readonly g2_prepare: (lines: number, q: number) => number;
   readonly g1_decompress: (out: number, x: number) => number;
   readonly g1_mul: (out: number, p: number, k: number) => number;
   readonly miller: (f: number, lines: number, points: number, n: number) => void;
@@ -125,8 +125,7 @@ class Engine implements PairingWasm {
         mem[layout.xIn + FP_BYTES + k] = k === FP_BYTES - 1 ? first : bytes[o + FP_BYTES - 1 - k]!;
       }
       const status = wasm.g2_decompress(layout.q, layout.xIn);
-      if (status === 1) return { index: i, why: 'not on the curve', identity: false };
-      if (status === 2) return { index: i, why: 'not in the prime-order subgroup', identity: false };
+      if (status !== 0) return { index: i, why: 'not on the curve', identity: false };
       // The sign of y: like noble (and pg-curve) we branch on it; the encoding states it anyway.
       const y = layout.q + 2 * FP_BYTES;
       wasm.fp_from_mont(layout.buf, y);
@@ -137,7 +136,9 @@ class Engine implements PairingWasm {
         greaterLE(mem, layout.buf + FP_BYTES, HALF_P_LE) || (c1Zero === 0 && greaterLE(mem, layout.buf, HALF_P_LE));
       if (largest !== ((flags & 0x20) !== 0)) wasm.fp2_neg(y, y);
       mem.fill(0, layout.buf, layout.buf + 2 * FP_BYTES);
-      wasm.g2_prepare(layout.lines + i * layout.linesBytes, layout.q);
+      if (wasm.g2_prepare(layout.lines + i * layout.linesBytes, layout.q) !== 0) {
+        return { index: i, why: 'not in the prime-order subgroup', identity: false };
+      }
     }
     const lines = mem.slice(layout.lines, layout.lines + count * layout.linesBytes);
     mem.fill(0, layout.q, layout.q + 4 * FP_BYTES);
