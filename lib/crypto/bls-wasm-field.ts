@@ -161,18 +161,6 @@ export function fieldConstantsSegment(): Uint8Array {
   return out;
 }
 
-/** Typed call helpers: `F.fp2Mul(h, a, b)` pushes the addresses and calls. */
-export class BlsOps {
-  constructor(
-    readonly f: FunctionBody,
-    readonly fns: BlsFieldFunctions,
-  ) {}
-  call(target: FunctionBody, ...args: Addr[]): void {
-    for (const a of args) pushAddr(this.f, a);
-    this.f.call(target);
-  }
-}
-
 export function buildBlsField(m: ModuleBuilder, consts: FieldConstants): BlsFieldFunctions {
   const fpMul = m.fn('fp_mul', [I32, I32, I32]);
   {
