@@ -194,7 +194,7 @@ function kemScalar(kemId: Uint8Array): bigint {
 
 // ---------------------------------------------------------------------------------------------
 // The WebAssembly pairing (lib/crypto/bls-wasm.ts): G2 decoding with its line coefficients and
-// the multi-pairing of decapsulation, about 5x faster than BigInt arithmetic. Parsing and
+// the multi-pairing and G1 work of decapsulation, 4-7x faster than BigInt arithmetic. Parsing and
 // decapsulation are synchronous, so the backend is loaded ahead of time by
 // `loadPairingAcceleration()` (unseal awaits it); until then, or where WebAssembly is
 // unavailable, @noble/curves does the work. Both give identical results.
