@@ -1,7 +1,7 @@
 import { loadShake128, segmentHasher } from '#shake';
 import type { SegmentHasher } from './crypto/segment-hasher.js';
 import { loadGgAcceleration } from './crypto/gg.js';
-import { multiDecaps, parseMkemCiphertext } from './crypto/cgwkv.js';
+import { loadPairingAcceleration, multiDecaps, parseMkemCiphertext } from './crypto/cgwkv.js';
 import { aesGcmOpen, importAesKey } from '#aes';
 import { AES_KEY_BYTES, GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
@@ -43,7 +43,7 @@ interface VerifiedHeader {
 async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array, vk: unknown): Promise<VerifiedHeader> {
   const verifyingKey = verifyingKeyFromBase64(vk);
   const { signature, policy } = decodeSignatureExt(signatureBytes);
-  const [createShake] = await Promise.all([loadShake128(), loadGgAcceleration()]);
+  const [createShake] = await Promise.all([loadShake128(), loadGgAcceleration(), loadPairingAcceleration()]);
   const transcript = createShake().update(headerBytes);
   new SignatureVerifier(verifyingKey, policy).verify(signature, transcript, 'header signature');
   return { header: decodeHeader(headerBytes), publicPolicy: policy, vk: verifyingKey, transcript, headerBytes };

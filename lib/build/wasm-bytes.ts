@@ -1,4 +1,4 @@
-import { keccakWasmBytes, ristrettoWasmBytes } from '../crypto/wasm-bytes.js';
+import { blsWasmBytes, keccakWasmBytes, ristrettoWasmBytes } from '../crypto/wasm-bytes.js';
 
 /**
  * The built form of lib/crypto/wasm-bytes.ts: the same exports, with the modules' bytes embedded
@@ -11,8 +11,10 @@ export function embeddedWasmBytesModule(): string {
 const decode = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 const KECCAK = ${JSON.stringify(b64(keccakWasmBytes()))};
 const RISTRETTO = ${JSON.stringify(b64(ristrettoWasmBytes()))};
+const BLS = ${JSON.stringify(b64(blsWasmBytes()))};
 export const wasmBytesOrigin = 'embedded';
 export const keccakWasmBytes = () => decode(KECCAK);
 export const ristrettoWasmBytes = () => decode(RISTRETTO);
+export const blsWasmBytes = () => decode(BLS);
 `;
 }

@@ -10,20 +10,23 @@ import * as emitted from './wasm-bytes.js';
 /**
  * The WebAssembly the library runs, pinned. A change to an emitter that changes these bytes fails
  * here first: update the hash in the same commit, after the differential tests (keccak-wasm,
- * ristretto-wasm) pass, so that the change to what browsers execute is a reviewed one.
+ * ristretto-wasm, bls-wasm) pass, so that the change to what browsers execute is a reviewed one.
  */
 const PINNED = {
   keccak: '48dc5e1205bbc01544552aaab734b34aaa27aef49c6fe9f6e68b6d2c7d611f4d',
   ristretto: '9d12f2285a4ff133146be325d309485548592e5871ecbc0204b53018b4bc82e7',
+  bls: '4c7eedf615fa2902fed6f518966041f9e8cdeeaa6e53c109066b812ba00af017',
 };
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 describe('the WebAssembly modules', () => {
   it('are the pinned bytes', () => {
-    expect({ keccak: sha256(emitted.keccakWasmBytes()), ristretto: sha256(emitted.ristrettoWasmBytes()) }).toEqual(
-      PINNED,
-    );
+    expect({
+      keccak: sha256(emitted.keccakWasmBytes()),
+      ristretto: sha256(emitted.ristrettoWasmBytes()),
+      bls: sha256(emitted.blsWasmBytes()),
+    }).toEqual(PINNED);
     expect(emitted.wasmBytesOrigin).toBe('emitted');
   });
 
@@ -37,10 +40,12 @@ describe('the WebAssembly modules', () => {
     expect(built.wasmBytesOrigin).toBe('embedded');
     expect(sha256(built.keccakWasmBytes())).toBe(PINNED.keccak);
     expect(sha256(built.ristrettoWasmBytes())).toBe(PINNED.ristretto);
+    expect(sha256(built.blsWasmBytes())).toBe(PINNED.bls);
     // Each call hands out its own copy: a caller that detaches or changes one cannot touch the next.
     const a = built.keccakWasmBytes();
     a[0] = 0xff;
     expect(built.keccakWasmBytes()[0]).toBe(0);
     expect(WebAssembly.validate(built.ristrettoWasmBytes() as Uint8Array<ArrayBuffer>)).toBe(true);
+    expect(WebAssembly.validate(built.blsWasmBytes() as Uint8Array<ArrayBuffer>)).toBe(true);
   });
 });

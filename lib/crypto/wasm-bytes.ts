@@ -1,9 +1,11 @@
+import { buildBlsModule } from './bls-wasm-module.js';
 import { keccakModuleBytes } from './keccak-wasm-module.js';
 import { ristrettoModule } from './ristretto-wasm-module.js';
 
 /**
- * The bytes of the library's two WebAssembly modules: Keccak-f[1600] (keccak-wasm-module.ts) and
- * ristretto255 (ristretto-wasm-module.ts), with their default options.
+ * The bytes of the library's WebAssembly modules: Keccak-f[1600] (keccak-wasm-module.ts),
+ * ristretto255 (ristretto-wasm-module.ts) with its default options, and BLS12-381
+ * (bls-wasm-module.ts).
  *
  * In the repository this module runs the emitters, so a change to an emitter takes effect at once.
  * The package build replaces it with the same bytes embedded (lib/build/wasm-bytes.ts), so a
@@ -17,3 +19,5 @@ export const wasmBytesOrigin: 'emitted' | 'embedded' = 'emitted';
 export const keccakWasmBytes = (): Uint8Array => keccakModuleBytes();
 
 export const ristrettoWasmBytes = (): Uint8Array => ristrettoModule().bytes;
+
+export const blsWasmBytes = (): Uint8Array => buildBlsModule().bytes;
