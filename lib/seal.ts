@@ -1,7 +1,7 @@
 import { sha3_256 } from '@noble/hashes/sha3.js';
 import { loadShake128, segmentHasher } from '#shake';
 import { loadGgAcceleration } from './crypto/gg.js';
-import { multiEncaps } from './crypto/cgwkv.js';
+import { loadPairingAcceleration, multiEncaps } from './crypto/cgwkv.js';
 import { aesGcmSeal, importAesKey } from '#aes';
 import { AES_KEY_BYTES, type AesKey } from './crypto/aes.js';
 import type { Xof } from './crypto/xof.js';
@@ -140,14 +140,12 @@ export async function prepareSeal(mpk: unknown, options: unknown, mode: Mode): P
     mode,
     publicSigner.policy,
   );
-  const [createShake, , { ss, cts }] = await Promise.all([
-    loadShake128(),
-    loadGgAcceleration(),
-    multiEncaps(
-      masterKey,
-      recipients.map(([, policy]) => kemIdentity(policy)),
-    ),
-  ]);
+  // Encapsulation runs on the WebAssembly pairing engine once it is loaded (once per realm).
+  const [createShake] = await Promise.all([loadShake128(), loadGgAcceleration(), loadPairingAcceleration()]);
+  const { ss, cts } = await multiEncaps(
+    masterKey,
+    recipients.map(([, policy]) => kemIdentity(policy)),
+  );
   const entries = new Map<string, RecipientHeader>();
   recipients.forEach(([id], i) => entries.set(id, { policy: hidden[i]!, capsule: cts[i]! }));
   const iv = randomBytes(IV_BYTES);

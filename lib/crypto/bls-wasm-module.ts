@@ -10,7 +10,7 @@ import {
   type BlsFieldFunctions,
 } from './bls-wasm-field.js';
 import { ModuleBuilder, pushAddr, type Addr } from './ristretto-wasm-field.js';
-import { encodeModule, FunctionBody, I32, Op } from './wasm-emit.js';
+import { encodeModule, FunctionBody, I32, I64, Op } from './wasm-emit.js';
 
 /**
  * Generates the BLS12-381 pairing module: the tower Fp2 ⊂ Fp6 = Fp2[v]/(v³ − (u + 1)) ⊂
@@ -80,7 +80,19 @@ export interface BlsLayout {
   readonly linesBytes: number;
   /** General purpose buffer for conversions (1024 bytes). */
   readonly buf: number;
+  /** A table for g1_msm (up to 64 projective G1 points) or gt_pow (16 Fp12 elements). */
+  readonly table: number;
+  /** One table index per step of g1_msm (128) or gt_pow (64). */
+  readonly digits: number;
 }
+
+/** Entries of a joint G1 table: two bases (P and φ(P)) per scalar, up to three scalars. */
+export const G1_TABLE_MAX = 64;
+export const G1_PROJECTIVE_BYTES = 3 * FP_BYTES;
+export const G1_MSM_STEPS = 128;
+export const GT_TABLE_ENTRIES = 16;
+export const GT_POW_STEPS = 64;
+const TABLE_BYTES = Math.max(G1_TABLE_MAX * G1_PROJECTIVE_BYTES, GT_TABLE_ENTRIES * FP12_BYTES);
 
 export function blsLayout(): BlsLayout {
   const f = IO;
@@ -91,8 +103,10 @@ export function blsLayout(): BlsLayout {
   const buf = points + MAX_PAIRS * 2 * FP_BYTES;
   const lines = buf + 1024;
   const linesBytes = LINES_PER_POINT * LINE_BYTES;
-  const end = lines + MAX_PAIRS * linesBytes;
-  return { pages: Math.ceil(end / PAGE), f, g, xIn, q, points, lines, linesBytes, buf };
+  const table = lines + MAX_PAIRS * linesBytes;
+  const digits = table + TABLE_BYTES;
+  const end = digits + G1_MSM_STEPS;
+  return { pages: Math.ceil(end / PAGE), f, g, xIn, q, points, lines, linesBytes, buf, table, digits };
 }
 
 // ---- constants ------------------------------------------------------------------------------
@@ -825,6 +839,126 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(F.fpMul, at(A0, FP_BYTES), acc + FP_BYTES, zi);
     c(F.fpIsZero, acc + 2 * FP_BYTES);
     f.op(Op.i32Eqz);
+  }
+
+  // ---- encapsulation: sums of fixed G1 bases and powers of KT, for secret scalars ------------
+  // The operation sequence and the addresses read do not depend on the scalars: every step reads
+  // every table entry and keeps the wanted one by masks (constant time, unlike BigInt).
+
+  /** (sel, table, count, d): sel = entry d of `count` entries of `bytes` each. */
+  const selectEntry = (bytes: number) => {
+    const f = m.fn(undefined, [I32, I32, I32, I32]);
+    const e = f.local(I32);
+    const p = f.local(I32);
+    const mask = f.local(I64);
+    const keep = f.local(I64);
+    f.i32Const(0).set(e);
+    f.get(1).set(p);
+    f.loop();
+    f.i64Const(0n).get(e).get(3).op(Op.i32Eq).op(Op.i64ExtendI32U).op(Op.i64Sub).tee(mask);
+    f.i64Const(-1n).op(Op.i64Xor).set(keep);
+    for (let w = 0; w < bytes; w += 8) {
+      f.get(0);
+      f.get(0).load64(w).get(keep).op(Op.i64And);
+      f.get(p).load64(w).get(mask).op(Op.i64And);
+      f.op(Op.i64Or).store64(w);
+    }
+    f.get(p).i32Const(bytes).op(Op.i32Add).set(p);
+    f.get(e).i32Const(1).op(Op.i32Add).tee(e).get(2).op(Op.i32LtU).brIf(0);
+    f.op(Op.end);
+    return f;
+  };
+  const clear = (f: FunctionBody, addr: number, bytes: number) => {
+    for (let w = 0; w < bytes; w += 8) f.i32Const(addr).i64Const(0n).store64(w);
+  };
+
+  /**
+   * (table, count): completes a joint table whose power-of-two entries (the bases, projective)
+   * and entry 0 (the identity) are set: entry m = Σ of the bases whose bits m has.
+   */
+  const g1TableFill = m.fn('g1_table_fill', [I32, I32]);
+  {
+    const f = g1TableFill;
+    const i = f.local(I32);
+    const low = f.local(I32);
+    const entry = (index: number) => f.get(0).get(index).i32Const(G1_PROJECTIVE_BYTES).op(Op.i32Mul).op(Op.i32Add);
+    f.i32Const(1).set(i);
+    f.loop();
+    f.get(i).i32Const(0).get(i).op(Op.i32Sub).op(Op.i32And).tee(low);
+    f.get(i).op(Op.i32Ne);
+    f.if();
+    entry(i);
+    f.get(0).get(i).get(i).i32Const(1).op(Op.i32Sub).op(Op.i32And).i32Const(G1_PROJECTIVE_BYTES).op(Op.i32Mul);
+    f.op(Op.i32Add).call(g1.copy3);
+    entry(i);
+    entry(low);
+    f.call(g1.add);
+    f.op(Op.end);
+    f.get(i).i32Const(1).op(Op.i32Add).tee(i).get(1).op(Op.i32LtU).brIf(0);
+    f.op(Op.end);
+  }
+
+  /**
+   * (out, table, digits, count) → i32: out = affine x ‖ y of the sum, one doubling and one
+   * addition of entry digits[step] per step (G1_MSM_STEPS, most significant first); returns 0
+   * when the sum is the identity.
+   */
+  const g1Msm = m.fn('g1_msm', [I32, I32, I32, I32], [I32]);
+  {
+    const f = g1Msm;
+    const c = caller(f);
+    const select = selectEntry(G1_PROJECTIVE_BYTES);
+    const acc = m.scratch(G1_PROJECTIVE_BYTES);
+    const sel = m.scratch(G1_PROJECTIVE_BYTES);
+    const zi = s1();
+    const i = f.local(I32);
+    c(F.fpCopy, acc, ZERO_FP);
+    c(F.fpCopy, acc + FP_BYTES, CONST_ONE);
+    c(F.fpCopy, acc + 2 * FP_BYTES, ZERO_FP);
+    f.i32Const(0).set(i);
+    f.loop();
+    c(g1.dbl, acc);
+    f.i32Const(sel).get(1).get(3);
+    f.get(2).get(i).op(Op.i32Add).mem(Op.i32Load8U, 0, 0);
+    f.call(select);
+    c(g1.add, acc, sel);
+    f.get(i).i32Const(1).op(Op.i32Add).tee(i).i32Const(G1_MSM_STEPS).op(Op.i32LtU).brIf(0);
+    f.op(Op.end);
+    c(F.fpInv, zi, acc + 2 * FP_BYTES);
+    c(F.fpMul, A0, acc, zi);
+    c(F.fpMul, at(A0, FP_BYTES), acc + FP_BYTES, zi);
+    c(F.fpIsZero, acc + 2 * FP_BYTES);
+    f.op(Op.i32Eqz);
+    clear(f, acc, G1_PROJECTIVE_BYTES);
+    clear(f, sel, G1_PROJECTIVE_BYTES);
+  }
+
+  /**
+   * (out, table, digits): out = Π over GT_POW_STEPS steps of a cyclotomic squaring and a
+   * multiplication by entry digits[step] of a 16-entry table (GtPowBase's in gt.ts).
+   */
+  const gtPow = m.fn('gt_pow', [I32, I32, I32]);
+  {
+    const f = gtPow;
+    const c = caller(f);
+    const select = selectEntry(FP12_BYTES);
+    const acc = s12();
+    const sq = s12();
+    const sel = s12();
+    const i = f.local(I32);
+    c(fp12Copy, acc, CONST_FP12_ONE);
+    f.i32Const(0).set(i);
+    f.loop();
+    c(fp12CycSqr, sq, acc);
+    f.i32Const(sel).get(1).i32Const(GT_TABLE_ENTRIES);
+    f.get(2).get(i).op(Op.i32Add).mem(Op.i32Load8U, 0, 0);
+    f.call(select);
+    c(fp12Mul, acc, sq, sel);
+    f.get(i).i32Const(1).op(Op.i32Add).tee(i).i32Const(GT_POW_STEPS).op(Op.i32LtU).brIf(0);
+    f.op(Op.end);
+    c(fp12Copy, A0, acc);
+    // The power is a KEM secret: nothing of it stays behind in scratch memory.
+    for (const region of [acc, sq, sel]) clear(f, region, FP12_BYTES);
   }
 
   const bytes = encodeModule({

@@ -1,6 +1,16 @@
 import type { Fp12 } from '@noble/curves/abstract/tower.js';
 import { FP_BYTES, fpBytes, fpValue, P } from './bls-wasm-field.js';
-import { BLS_X, blsLayout, MAX_PAIRS, type BlsLayout } from './bls-wasm-module.js';
+import {
+  BLS_X,
+  blsLayout,
+  G1_MSM_STEPS,
+  G1_PROJECTIVE_BYTES,
+  G1_TABLE_MAX,
+  GT_POW_STEPS,
+  GT_TABLE_ENTRIES,
+  MAX_PAIRS,
+  type BlsLayout,
+} from './bls-wasm-module.js';
 import { blsWasmBytes } from './wasm-bytes.js';
 
 /**
@@ -37,6 +47,17 @@ export interface PairingWasm {
   decodeG1(bytes: Uint8Array, offset: number): G1Affine | { why: string; identity: boolean };
   /** k·P for a public scalar 0 < k < r and P in G1, not the identity. Variable time. */
   g1MulPublic(p: G1Affine, k: bigint): G1Affine;
+  /**
+   * The joint table of `points` (affine, in G1) for g1MulSum: entry m is the sum of the bases
+   * whose bits m has, bit 2i for P_i and bit 2i+1 for φ(P_i) (cgwkv.ts g1JointTable's order).
+   */
+  g1Table(points: readonly G1Affine[]): Uint8Array;
+  /** The sum a g1Table's entries give for one digit per step (G1_MSM_STEPS); undefined: the identity. */
+  g1MulSum(table: Uint8Array, digits: Uint8Array): G1Affine | undefined;
+  /** GtPowBase's 16 table entries in the engine's form. */
+  gtTable(entries: readonly Fp12[]): Uint8Array;
+  /** The power a gtTable gives for one digit per step (GT_POW_STEPS). */
+  gtPow(table: Uint8Array, digits: Uint8Array): Fp12;
 }
 
 export type Refusal = { why: string; identity: boolean };
@@ -51,10 +72,15 @@ interface Exports {
   readonly final_exp: (h: number, f: number) => void;
   readonly fp_from_mont: (h: number, a: number) => void;
   readonly fp2_neg: (h: number, a: number) => void;
+  readonly g1_table_fill: (table: number, count: number) => void;
+  readonly g1_msm: (out: number, table: number, digits: number, count: number) => number;
+  readonly gt_pow: (out: number, table: number, digits: number) => void;
 }
 
 const G2_BYTES = 96;
 const GLV_LAMBDA = BLS_X * BLS_X;
+/** β of the endomorphism φ(x, y) = (β·x, −y) on G1 (cgwkv.ts g1Endomorphism). */
+const G1_BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
 /** (p − 1)/2 little-endian: y is "lexicographically largest" when above it (lexFp in gt.ts). */
 const HALF_P_LE = leBytes((P - 1n) >> 1n);
 const P_BE = leBytes(P).reverse();
@@ -194,6 +220,63 @@ class Engine implements PairingWasm {
     const fp2 = (k: number) => ({ c0: fp(2 * k), c1: fp(2 * k + 1) });
     const fp6 = (k: number) => ({ c0: fp2(3 * k), c1: fp2(3 * k + 1), c2: fp2(3 * k + 2) });
     return { c0: fp6(0), c1: fp6(1) };
+  }
+
+  g1Table(points: readonly G1Affine[]): Uint8Array {
+    const { mem, wasm, layout } = this;
+    const count = 1 << (2 * points.length);
+    if (count > G1_TABLE_MAX) throw new RangeError('too many bases for one table');
+    const entry = (i: number) => layout.table + i * G1_PROJECTIVE_BYTES;
+    const setPoint = (i: number, x: bigint, y: bigint, z: bigint) => {
+      mem.set(fpBytes(x), entry(i));
+      mem.set(fpBytes(y), entry(i) + FP_BYTES);
+      mem.set(fpBytes(z), entry(i) + 2 * FP_BYTES);
+    };
+    setPoint(0, 0n, 1n, 0n);
+    points.forEach((p, i) => {
+      setPoint(1 << (2 * i), p.x, p.y, 1n);
+      setPoint(1 << (2 * i + 1), (p.x * G1_BETA) % P, p.y === 0n ? 0n : P - p.y, 1n);
+    });
+    wasm.g1_table_fill(layout.table, count);
+    return mem.slice(layout.table, entry(count));
+  }
+
+  g1MulSum(table: Uint8Array, digits: Uint8Array): G1Affine | undefined {
+    const { mem, wasm, layout } = this;
+    if (digits.length !== G1_MSM_STEPS) throw new RangeError('one digit per step');
+    mem.set(table, layout.table);
+    mem.set(digits, layout.digits);
+    const nonZero = wasm.g1_msm(layout.q, layout.table, layout.digits, table.length / G1_PROJECTIVE_BYTES);
+    mem.fill(0, layout.digits, layout.digits + G1_MSM_STEPS);
+    const out = nonZero === 0 ? undefined : { x: fpValue(mem, layout.q), y: fpValue(mem, layout.q + FP_BYTES) };
+    mem.fill(0, layout.q, layout.q + 2 * FP_BYTES);
+    return out;
+  }
+
+  gtTable(entries: readonly Fp12[]): Uint8Array {
+    if (entries.length !== GT_TABLE_ENTRIES) throw new RangeError('a Gt table has 16 entries');
+    const out = new Uint8Array(GT_TABLE_ENTRIES * 12 * FP_BYTES);
+    entries.forEach((e, i) => {
+      const coefficients = [e.c0, e.c1].flatMap((f6) => [f6.c0, f6.c1, f6.c2]).flatMap((f2) => [f2.c0, f2.c1]);
+      coefficients.forEach((c, k) => out.set(fpBytes(c), (i * 12 + k) * FP_BYTES));
+    });
+    return out;
+  }
+
+  gtPow(table: Uint8Array, digits: Uint8Array): Fp12 {
+    const { mem, wasm, layout } = this;
+    if (digits.length !== GT_POW_STEPS) throw new RangeError('one digit per step');
+    mem.set(table, layout.table);
+    mem.set(digits, layout.digits);
+    wasm.gt_pow(layout.g, layout.table, layout.digits);
+    mem.fill(0, layout.digits, layout.digits + GT_POW_STEPS);
+    const fp = (k: number) => fpValue(mem, layout.g + k * FP_BYTES);
+    const fp2 = (k: number) => ({ c0: fp(2 * k), c1: fp(2 * k + 1) });
+    const fp6 = (k: number) => ({ c0: fp2(3 * k), c1: fp2(3 * k + 1), c2: fp2(3 * k + 2) });
+    const power = { c0: fp6(0), c1: fp6(1) };
+    // The power is a KEM secret.
+    mem.fill(0, layout.g, layout.g + 12 * FP_BYTES);
+    return power;
   }
 }
 

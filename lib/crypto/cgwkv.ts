@@ -95,23 +95,36 @@ export function g1JointTable(points: G1[]): G1[] {
 }
 
 /**
+ * The joint-table index of each step of Σ k_i·P_i, most significant first: bit 2i of a digit
+ * is a bit of k_i's low half, bit 2i+1 of its high half (k = k0 + k1·λ).
+ */
+export function g1SumDigits(scalars: bigint[]): Uint8Array {
+  const halves: bigint[] = [];
+  for (const k of scalars) {
+    if (k < 0n || k >= R) throw new RangeError('scalar out of range');
+    halves.push(k % GLV_LAMBDA, k / GLV_LAMBDA);
+  }
+  const digits = new Uint8Array(HALF_BITS);
+  for (let bit = HALF_BITS - 1; bit >= 0; bit--) {
+    const b = BigInt(bit);
+    let m = 0;
+    for (let i = 0; i < halves.length; i++) m |= Number((halves[i]! >> b) & 1n) << i;
+    digits[HALF_BITS - 1 - bit] = m;
+  }
+  return digits;
+}
+
+/**
  * Σ k_i·P_i for the points the table was built from, 0 <= k_i < r. The operation sequence
  * (128 doublings, 128 additions, full-scan table reads) does not depend on the scalars, which
  * may be secret.
  */
 export function g1MulSum(table: G1[], scalars: bigint[]): G1 {
   if (table.length !== 1 << (2 * scalars.length)) throw new RangeError('joint table does not fit the scalars');
-  const halves: bigint[] = [];
-  for (const k of scalars) {
-    if (k < 0n || k >= R) throw new RangeError('scalar out of range');
-    halves.push(k % GLV_LAMBDA, k / GLV_LAMBDA);
-  }
+  const digits = g1SumDigits(scalars);
   let acc = G1Point.ZERO;
-  for (let bit = HALF_BITS - 1; bit >= 0; bit--) {
+  for (const m of digits) {
     acc = acc.double();
-    const b = BigInt(bit);
-    let m = 0;
-    for (let i = 0; i < halves.length; i++) m |= Number((halves[i]! >> b) & 1n) << i;
     let sel = table[0]!;
     for (let i = 1; i < table.length; i++) sel = i === m ? table[i]! : sel;
     acc = acc.add(sel);
@@ -302,21 +315,48 @@ export interface MkemCiphertext {
 }
 
 class Mpk {
-  /** Joint tables for c0[j] = s·A[j]. */
-  readonly aTables: G1[][];
-  /** Joint tables for c1[j] = s·B0[j] + (s·x)·B1[j] + (s·x')·B'[j]. */
-  readonly bTables: G1[][];
   readonly kt: GtPowBase;
+  private noble: { a: G1[][]; b: G1[][] } | undefined;
+  private wasm: { engine: PairingWasm; a: Uint8Array[]; b: Uint8Array[]; kt: Uint8Array } | undefined;
 
   constructor(
     readonly bytes: Uint8Array,
-    points: G1[],
+    /** A[0], A[1], B0[0], B0[1], B1[0], B1[1], B'[0], B'[1]. */
+    readonly points: G1[],
     kt: ReturnType<typeof decompressGt>,
   ) {
-    const [a0, a1, b00, b01, b10, b11, bp0, bp1] = points as [G1, G1, G1, G1, G1, G1, G1, G1];
-    this.aTables = [g1JointTable([a0]), g1JointTable([a1])];
-    this.bTables = [g1JointTable([b00, b10, bp0]), g1JointTable([b01, b11, bp1])];
     this.kt = new GtPowBase(kt);
+  }
+
+  /** The bases of c0[j] = s·A[j] and of c1[j] = s·B0[j] + (s·x)·B1[j] + (s·x')·B'[j]. */
+  private bases(): { a: G1[][]; b: G1[][] } {
+    const [a0, a1, b00, b01, b10, b11, bp0, bp1] = this.points as [G1, G1, G1, G1, G1, G1, G1, G1];
+    return {
+      a: [[a0], [a1]],
+      b: [
+        [b00, b10, bp0],
+        [b01, b11, bp1],
+      ],
+    };
+  }
+
+  /** Joint tables for @noble/curves (built on first use: a key may only ever meet the wasm path). */
+  nobleTables(): { a: G1[][]; b: G1[][] } {
+    if (!this.noble) {
+      const { a, b } = this.bases();
+      this.noble = { a: a.map(g1JointTable), b: b.map(g1JointTable) };
+    }
+    return this.noble;
+  }
+
+  /** The same tables and KT's in the wasm engine's form, built by it on first use. */
+  wasmTables(engine: PairingWasm): { a: Uint8Array[]; b: Uint8Array[]; kt: Uint8Array } {
+    if (this.wasm?.engine !== engine) {
+      const { a, b } = this.bases();
+      const table = (ps: G1[]) => engine.g1Table(ps.map((p) => p.toAffine()));
+      this.wasm = { engine, a: a.map(table), b: b.map(table), kt: engine.gtTable(this.kt.entries) };
+    }
+    return this.wasm;
   }
 }
 
@@ -531,23 +571,53 @@ export function extractUsk(msk: Uint8Array, kemId: Uint8Array): Uint8Array {
 /** Single-recipient encapsulation: a 224-byte ciphertext and its 32-byte secret. */
 export function encaps(mpk: MasterPublicKey, kemId: Uint8Array): { ct: Uint8Array; ss: Uint8Array } {
   const key = unwrap(mpk, Mpk, 'MasterPublicKey');
-  const x = kemScalar(kemId);
-  const s = randomScalar();
+  return encapsWith(key, kemScalar(kemId), randomScalar(), randomBytes(KK_BYTES), pairingAccel);
+}
+
+/** Encapsulation with its randomness given (s, kk), on the wasm engine when one is given. */
+function encapsWith(
+  key: Mpk,
+  x: bigint,
+  s: bigint,
+  kk: Uint8Array,
+  engine: PairingWasm | undefined,
+): { ct: Uint8Array; ss: Uint8Array } {
+  let sum: (j: number, which: 'a' | 'b', scalars: bigint[]) => G1;
+  let pow: (k: bigint) => ReturnType<typeof decompressGt>;
+  if (engine) {
+    const tables = key.wasmTables(engine);
+    sum = (j, which, scalars) => {
+      const p = engine.g1MulSum(tables[which][j]!, g1SumDigits(scalars));
+      return p ? G1Point.fromAffine(p) : G1Point.ZERO;
+    };
+    pow = (k) => engine.gtPow(tables.kt, key.kt.digits(k));
+  } else {
+    const tables = key.nobleTables();
+    sum = (j, which, scalars) => g1MulSum(tables[which][j]!, scalars);
+    pow = (k) => key.kt.pow(k);
+  }
   // Affine once for both points: encoding needs affine coordinates, and an inversion costs
-  // about as much as a third of a scalar multiplication.
-  const c0 = normalizeZ(G1Point, [g1MulSum(key.aTables[0]!, [s]), g1MulSum(key.aTables[1]!, [s])]) as [G1, G1];
-  const kk = randomBytes(KK_BYTES);
+  // about as much as a third of a scalar multiplication (the wasm sums are affine already).
+  const c0 = normalizeZ(G1Point, [sum(0, 'a', [s]), sum(1, 'a', [s])]) as [G1, G1];
   const xPrime = rpc(kk, c0);
   const sx = mod(s * x);
   const sxPrime = mod(s * xPrime);
-  const c1 = normalizeZ(
-    G1Point,
-    key.bTables.map((t) => g1MulSum(t, [s, sx, sxPrime])),
-  );
+  const c1 = normalizeZ(G1Point, [sum(0, 'b', [s, sx, sxPrime]), sum(1, 'b', [s, sx, sxPrime])]);
   const ct = new Uint8Array(CGWKV_CT_BYTES);
   [...c0, ...c1].forEach((p, i) => ct.set(encodeG1(p), i * G1_BYTES));
   ct.set(kk, 4 * G1_BYTES);
-  return { ct, ss: sharedSecret(key.kt.pow(s)) };
+  return { ct, ss: sharedSecret(pow(s)) };
+}
+
+/** For tests: encapsulation with given randomness on a given backend (undefined: @noble/curves). */
+export function encapsDeterministic(
+  mpk: MasterPublicKey,
+  kemId: Uint8Array,
+  s: bigint,
+  kk: Uint8Array,
+  engine: PairingWasm | undefined,
+): { ct: Uint8Array; ss: Uint8Array } {
+  return encapsWith(unwrap(mpk, Mpk, 'MasterPublicKey'), kemScalar(kemId), s, kk, engine);
 }
 
 /**
@@ -635,7 +705,7 @@ export async function multiDecaps(usk: UserSecretKey, ct: MkemCiphertext): Promi
 export function kemKeysMatch(mpk: MasterPublicKey, msk: Uint8Array): boolean {
   const key = unwrap(mpk, Mpk, 'MasterPublicKey');
   const m = parseMsk(msk);
-  const a = key.aTables.map((t) => t[1]!) as [G1, G1];
+  const a = [key.points[0]!, key.points[1]!] as [G1, G1];
   const points = decodePoints(key.bytes, 8, G1_BYTES, decodeG1, mpkError);
   // MSK scalars are secret: constant-time multiplications only.
   const mul = (p: G1, k: bigint) => (k === 0n ? G1Point.ZERO : p.multiply(k));

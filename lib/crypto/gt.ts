@@ -211,23 +211,39 @@ export class GtPowBase {
    * so k may be secret, within what BigInt arithmetic allows.
    */
   pow(k: bigint): Fp12 {
-    if (k < 0n || k >= R) throw new RangeError('Gt exponent out of range');
-    const d0 = k % X_ABS;
-    const d1 = (k / X_ABS) % X_ABS;
-    const d2 = (k / X_ABS / X_ABS) % X_ABS;
-    const d3 = k / X_ABS / X_ABS / X_ABS;
     const { table } = this;
     let acc = F12.ONE;
-    for (let bit = 63n; bit >= 0n; bit--) {
+    for (const m of this.digits(k)) {
       acc = F12._cyclotomicSquare(acc);
-      const m = Number(
-        ((d0 >> bit) & 1n) | (((d1 >> bit) & 1n) << 1n) | (((d2 >> bit) & 1n) << 2n) | (((d3 >> bit) & 1n) << 3n),
-      );
       let sel = table[0]!;
       for (let i = 1; i < 16; i++) sel = i === m ? table[i]! : sel;
       acc = F12.mul(acc, sel);
     }
     return acc;
+  }
+
+  /** The table entries, for another backend (bls-wasm.ts) that runs the same steps. */
+  get entries(): readonly Fp12[] {
+    return this.table;
+  }
+
+  /**
+   * The table index of each of pow's 64 steps, most significant first: k in base |x| (k < r <
+   * |x|^4), bit j of step i's index is bit 63 - i of digit j.
+   */
+  digits(k: bigint): Uint8Array {
+    if (k < 0n || k >= R) throw new RangeError('Gt exponent out of range');
+    const d = [k % X_ABS, (k / X_ABS) % X_ABS, (k / X_ABS / X_ABS) % X_ABS, k / X_ABS / X_ABS / X_ABS];
+    const out = new Uint8Array(64);
+    for (let bit = 63n, i = 0; bit >= 0n; bit--, i++) {
+      out[i] = Number(
+        ((d[0]! >> bit) & 1n) |
+          (((d[1]! >> bit) & 1n) << 1n) |
+          (((d[2]! >> bit) & 1n) << 2n) |
+          (((d[3]! >> bit) & 1n) << 3n),
+      );
+    }
+    return out;
   }
 }
 

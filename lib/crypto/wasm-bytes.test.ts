@@ -15,7 +15,7 @@ import * as emitted from './wasm-bytes.js';
 const PINNED = {
   keccak: '48dc5e1205bbc01544552aaab734b34aaa27aef49c6fe9f6e68b6d2c7d611f4d',
   ristretto: '9d12f2285a4ff133146be325d309485548592e5871ecbc0204b53018b4bc82e7',
-  bls: '4c7eedf615fa2902fed6f518966041f9e8cdeeaa6e53c109066b812ba00af017',
+  bls: 'a92f09b749fc975ac3f69be27b0bfcf7b877e0464f9de71b6a6b6364a502889d',
 };
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
