@@ -1,9 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from '@noble/hashes/utils.js';
-import { chromium, type Browser, type Page } from '@playwright/test';
-import { build, type Plugin } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumLaunchOptions } from '../../test/chromium.js';
+import { bundlePage, openBundledPage, type BundledPage } from '../../test/bundled-page.js';
 import {
   cgwkvSetup,
   decaps,
@@ -22,7 +20,6 @@ import {
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
-const PAGE_ENTRY = 'virtual:bls-page';
 const pageSource = (libPath: string) => `
 import { loadPairingAcceleration, pairingBackend, parseUserSecretKey, decaps } from ${JSON.stringify(libPath)};
 const unhex = (s) => Uint8Array.from(s.match(/../g) ?? [], (h) => parseInt(h, 16));
@@ -38,63 +35,24 @@ globalThis.bls = {
 };
 `;
 
-async function bundle(): Promise<string> {
-  const libPath = fileURLToPath(new URL('./cgwkv.ts', import.meta.url));
-  const virtualPage: Plugin = {
-    name: 'bls-page',
-    // lib mode may hand the entry over resolved against the root
-    resolveId: (id) => (id.endsWith(PAGE_ENTRY) ? `\0${PAGE_ENTRY}` : undefined),
-    load: (id) => (id === `\0${PAGE_ENTRY}` ? pageSource(libPath) : undefined),
-  };
-  const result = await build({
-    configFile: false,
-    root: fileURLToPath(new URL('../..', import.meta.url)),
-    logLevel: 'warn',
-    plugins: [virtualPage],
-    build: {
-      write: false,
-      minify: false,
-      target: 'es2022',
-      lib: { entry: PAGE_ENTRY, formats: ['es'], fileName: 'page' },
-    },
-  });
-  for (const out of Array.isArray(result) ? result : [result]) {
-    if (!('output' in out)) continue;
-    const chunk = out.output.find((o) => o.type === 'chunk' && o.isEntry);
-    if (chunk && chunk.type === 'chunk') return chunk.code;
-  }
-  throw new Error('vite produced no entry chunk');
-}
-
-let browser: Browser;
-let page: Page;
-
-beforeAll(async () => {
-  const code = await bundle();
-  expect(code).not.toMatch(/from ["']node:/);
-  browser = await chromium.launch(chromiumLaunchOptions);
-  page = await browser.newPage();
-  await page.setContent('<!doctype html><title>bls12-381</title>');
-  await page.addScriptTag({ content: code, type: 'module' });
-  await page.waitForFunction(() => 'bls' in globalThis);
-});
-
-afterAll(async () => {
-  await browser?.close();
-});
-
 type PageApi = {
   backend(): Promise<string>;
   decaps(usk: string, ct: string): Promise<string>;
 };
-const call = <K extends keyof PageApi>(name: K, ...args: Parameters<PageApi[K]>) =>
-  page.evaluate(
-    ([n, a]) => {
-      const api = (globalThis as unknown as { bls: Record<string, (...x: unknown[]) => unknown> }).bls;
-      return api[n as string]!(...(a as unknown[]));
-    },
-    [name, args] as const,
-  ) as ReturnType<PageApi[K]>;
+
+let page: BundledPage<PageApi>;
+
+beforeAll(async () => {
+  const code = await bundlePage('bls', pageSource(fileURLToPath(new URL('./cgwkv.ts', import.meta.url))));
+  expect(code).not.toMatch(/from ["']node:/);
+  page = await openBundledPage<PageApi>('bls', code);
+});
+
+afterAll(async () => {
+  await page?.close();
+});
+
+const call: BundledPage<PageApi>['call'] = (name, ...args) => page.call(name, ...args);
 
 describe('in Chromium', () => {
   it('loads the WebAssembly pairing', async () => {

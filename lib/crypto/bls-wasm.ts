@@ -216,7 +216,12 @@ class Engine implements PairingWasm {
     wasm.miller(layout.f, layout.lines, layout.points, n);
     wasm.final_exp(layout.f, layout.f);
     mem.fill(0, layout.lines, layout.lines + n * layout.linesBytes);
-    const fp = (k: number) => fpValue(mem, layout.f + k * FP_BYTES);
+    return this.readFp12(layout.f);
+  }
+
+  /** noble's value of the Fp12 at `at` in the engine's memory. */
+  private readFp12(at: number): Fp12 {
+    const fp = (k: number) => fpValue(this.mem, at + k * FP_BYTES);
     const fp2 = (k: number) => ({ c0: fp(2 * k), c1: fp(2 * k + 1) });
     const fp6 = (k: number) => ({ c0: fp2(3 * k), c1: fp2(3 * k + 1), c2: fp2(3 * k + 2) });
     return { c0: fp6(0), c1: fp6(1) };
@@ -270,10 +275,7 @@ class Engine implements PairingWasm {
     mem.set(digits, layout.digits);
     wasm.gt_pow(layout.g, layout.table, layout.digits);
     mem.fill(0, layout.digits, layout.digits + GT_POW_STEPS);
-    const fp = (k: number) => fpValue(mem, layout.g + k * FP_BYTES);
-    const fp2 = (k: number) => ({ c0: fp(2 * k), c1: fp(2 * k + 1) });
-    const fp6 = (k: number) => ({ c0: fp2(3 * k), c1: fp2(3 * k + 1), c2: fp2(3 * k + 2) });
-    const power = { c0: fp6(0), c1: fp6(1) };
+    const power = this.readFp12(layout.g);
     // The power is a KEM secret.
     mem.fill(0, layout.g, layout.g + 12 * FP_BYTES);
     return power;

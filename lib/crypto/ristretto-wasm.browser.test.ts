@@ -1,10 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { ristretto255 } from '@noble/curves/ed25519.js';
 import { numberToBytesLE } from '@noble/curves/utils.js';
-import { chromium, type Browser, type Page } from '@playwright/test';
-import { build, type Plugin } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumLaunchOptions } from '../../test/chromium.js';
+import { bundlePage, openBundledPage, type BundledPage } from '../../test/bundled-page.js';
 
 /**
  * The WebAssembly ristretto255 module in Chromium, bundled by Vite the way an application would
@@ -17,7 +15,6 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const scalarHex = (k: bigint) => hex(numberToBytesLE(k, 32));
 
 /** The page's module: exposes the library's API over hex strings. */
-const PAGE_ENTRY = 'virtual:ristretto-page';
 const pageSource = (libPath: string) => `
 import { loadRistrettoWasm } from ${JSON.stringify(libPath)};
 const unhex = (s) => Uint8Array.from(s.match(/../g) ?? [], (h) => parseInt(h, 16));
@@ -40,64 +37,28 @@ globalThis.ristretto = {
 };
 `;
 
-async function bundle(): Promise<string> {
-  const libPath = fileURLToPath(new URL('./ristretto-wasm.ts', import.meta.url));
-  const virtualPage: Plugin = {
-    name: 'ristretto-page',
-    // lib mode may hand the entry over resolved against the root
-    resolveId: (id) => (id.endsWith(PAGE_ENTRY) ? `\0${PAGE_ENTRY}` : undefined),
-    load: (id) => (id === `\0${PAGE_ENTRY}` ? pageSource(libPath) : undefined),
-  };
-  const result = await build({
-    configFile: false,
-    root: fileURLToPath(new URL('../..', import.meta.url)),
-    logLevel: 'warn',
-    plugins: [virtualPage],
-    build: {
-      write: false,
-      minify: false,
-      target: 'es2022',
-      lib: { entry: PAGE_ENTRY, formats: ['es'], fileName: 'page' },
-    },
-  });
-  for (const out of Array.isArray(result) ? result : [result]) {
-    if (!('output' in out)) continue;
-    const chunk = out.output.find((o) => o.type === 'chunk' && o.isEntry);
-    if (chunk && chunk.type === 'chunk') return chunk.code;
-  }
-  throw new Error('vite produced no entry chunk');
-}
-
-let browser: Browser;
-let page: Page;
-
-beforeAll(async () => {
-  const code = await bundle();
-  expect(code).not.toMatch(/from ["']node:/);
-  browser = await chromium.launch(chromiumLaunchOptions);
-  page = await browser.newPage();
-  await page.setContent('<!doctype html><title>ristretto255</title>');
-  await page.addScriptTag({ content: code, type: 'module' });
-  await page.waitForFunction(() => 'ristretto' in globalThis);
-});
-
-afterAll(async () => {
-  await browser?.close();
-});
-
 type PageApi = {
   loaded(): Promise<boolean>;
   baseMulEncode(s: string): Promise<string>;
   check(q: string, cases: [string, string, string][]): Promise<[boolean, boolean][] | string>;
 };
-const call = <K extends keyof PageApi>(name: K, ...args: Parameters<PageApi[K]>) =>
-  page.evaluate(
-    ([n, a]) => {
-      const api = (globalThis as unknown as { ristretto: Record<string, (...x: unknown[]) => unknown> }).ristretto;
-      return api[n as string]!(...(a as unknown[]));
-    },
-    [name, args] as const,
-  ) as ReturnType<PageApi[K]>;
+
+let page: BundledPage<PageApi>;
+
+beforeAll(async () => {
+  const code = await bundlePage(
+    'ristretto',
+    pageSource(fileURLToPath(new URL('./ristretto-wasm.ts', import.meta.url))),
+  );
+  expect(code).not.toMatch(/from ["']node:/);
+  page = await openBundledPage<PageApi>('ristretto', code);
+});
+
+afterAll(async () => {
+  await page?.close();
+});
+
+const call: BundledPage<PageApi>['call'] = (name, ...args) => page.call(name, ...args);
 
 describe('in Chromium', () => {
   it('compiles the module', async () => {
