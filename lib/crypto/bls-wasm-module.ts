@@ -112,7 +112,8 @@ export function blsLayout(): BlsLayout {
 // ---- constants ------------------------------------------------------------------------------
 
 const Fp2N = bls12_381.fields.Fp2;
-const G1_BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
+/** β of G1's endomorphism φ(x, y) = (β·x, −y), which acts as λ = x² (cgwkv.ts, bls-wasm.ts). */
+export const G1_BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
 type Fp2V = { c0: bigint; c1: bigint };
 
 const CONST_ONE = 0;

@@ -3,6 +3,7 @@ import { FP_BYTES, fpBytes, fpValue, P } from './bls-wasm-field.js';
 import {
   BLS_X,
   blsLayout,
+  G1_BETA,
   G1_MSM_STEPS,
   G1_PROJECTIVE_BYTES,
   G1_TABLE_MAX,
@@ -79,8 +80,6 @@ interface Exports {
 
 const G2_BYTES = 96;
 const GLV_LAMBDA = BLS_X * BLS_X;
-/** β of the endomorphism φ(x, y) = (β·x, −y) on G1 (cgwkv.ts g1Endomorphism). */
-const G1_BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
 /** (p − 1)/2 little-endian: y is "lexicographically largest" when above it (lexFp in gt.ts). */
 const HALF_P_LE = leBytes((P - 1n) >> 1n);
 const P_BE = leBytes(P).reverse();

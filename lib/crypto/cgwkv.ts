@@ -8,6 +8,7 @@ import { AuthenticationError, ErrorCode, InputError, invalidKey, malformed, type
 import { aesGcmOpen, aesGcmSeal, importAesKey } from '#aes';
 import { AES_KEY_BYTES, GCM_IV_BYTES, GCM_TAG_BYTES } from './aes.js';
 import { loadPairingWasm, type PairingWasm } from './bls-wasm.js';
+import { G1_BETA } from './bls-wasm-module.js';
 import { compressGt, decompressGt, GtPowBase, gtEquals, gtGenerator, GT_ONE, lexFp, lexFp2, R } from './gt.js';
 
 /**
@@ -76,12 +77,11 @@ const mod = (k: bigint): bigint => ((k % R) + R) % R;
 // into two halves below 2^128 (k = k0 + k1·λ), so a sum of n scalar multiples is one chain of
 // 128 doublings over a joint table of 2^(2n) sums of the points and their images.
 
-const BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
 /** λ = x², so that φ(P) = λ·P on G1. */
 export const GLV_LAMBDA = 0xd201000000010000n ** 2n;
 const HALF_BITS = 128;
 
-export const g1Endomorphism = (p: G1): G1 => new G1Point(Fp.mul(p.X, BETA), Fp.neg(p.Y), p.Z);
+export const g1Endomorphism = (p: G1): G1 => new G1Point(Fp.mul(p.X, G1_BETA), Fp.neg(p.Y), p.Z);
 
 /** Sums of the points P_i and φ(P_i) for every subset (bit 2i: P_i, bit 2i+1: φ(P_i)). */
 export function g1JointTable(points: G1[]): G1[] {
