@@ -1,6 +1,6 @@
 import { ErrorCode, PostGuardError } from './errors.js';
 import { asBytes } from './io.js';
-import type { Segmenter } from './segments.js';
+import type { SegmentOutput, Segmenter } from './segments.js';
 
 /**
  * Moves a byte stream through a Segmenter into a writer, keeping up to `maxInFlight`
@@ -44,8 +44,8 @@ export async function pumpSegments(
   maxInFlight = DEFAULT_MAX_IN_FLIGHT,
 ): Promise<void> {
   const next = typeof source === 'function' ? source : readerSource(source);
-  const queue: Promise<Uint8Array>[] = [];
-  const settled = new WeakSet<Promise<Uint8Array>>();
+  const queue: Promise<SegmentOutput>[] = [];
+  const settled = new WeakSet<Promise<SegmentOutput>>();
 
   // The first failure (a segment, or the sink) ends the pump, even while it waits for the source.
   // Each wait gets its own interrupt hook: racing every wait against one long-lived promise would
@@ -77,14 +77,18 @@ export async function pumpSegments(
   // Writes happen on one chain, as soon as the segment at the head of the queue is finished: the
   // first byte does not wait for the queue to fill, nor for a slow source to deliver more.
   let writes: Promise<void> = Promise.resolve();
-  const write = async (bytes: Uint8Array): Promise<void> => {
-    if (bytes.length === 0) return;
+  const write = async (output: SegmentOutput): Promise<void> => {
+    const pieces = output instanceof Uint8Array ? [output] : output;
+    if (pieces.every((p) => p.length === 0)) return;
     try {
       await writer.ready;
     } catch (e) {
       throw sinkFailed(e);
     }
-    writer.write(bytes).catch((e) => fail(sinkFailed(e ?? new Error('write failed'))));
+    // A segment's pieces go out together: the sink's backpressure is honoured between segments.
+    for (const piece of pieces) {
+      if (piece.length > 0) writer.write(piece).catch((e) => fail(sinkFailed(e ?? new Error('write failed'))));
+    }
   };
   const flush = () => {
     writes = writes
@@ -105,7 +109,7 @@ export async function pumpSegments(
       check();
     }
   };
-  const enqueue = async (segments: Promise<Uint8Array>[]) => {
+  const enqueue = async (segments: Promise<SegmentOutput>[]) => {
     for (const segment of segments) {
       queue.push(segment);
       const mark = () => {

@@ -202,7 +202,8 @@ export async function sealStream(
     });
     const hasher = segmentHasher(ctx.transcript, ctx.header);
     try {
-      await pumpSegments(reader, writer, ctx.frame, new SegmentSealer({ ...ctx, hasher }, DEFAULT_SEGMENT_SIZE));
+      const sealer = new SegmentSealer({ ...ctx, hasher }, DEFAULT_SEGMENT_SIZE);
+      await pumpSegments(reader, writer, ctx.frame, sealer, hasher.inFlight(DEFAULT_SEGMENT_SIZE));
     } finally {
       hasher.close();
     }

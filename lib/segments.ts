@@ -1,4 +1,4 @@
-import { aesGcmOpen, aesGcmSeal } from '#aes';
+import { aesGcmOpen, aesGcmSealPieces } from '#aes';
 import { GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Forked, SegmentHasher } from './crypto/segment-hasher.js';
@@ -40,10 +40,13 @@ function segmentNonce(iv: Uint8Array, counter: number, final: boolean): Uint8Arr
 /** The counter is a u32 and the reference refuses to wrap it. */
 const MAX_COUNTER = 0xffff_ffff;
 
+/** One segment's output: its bytes in one piece, or in several to be written in order. */
+export type SegmentOutput = Uint8Array | readonly Uint8Array[];
+
 /** Segments yield promises in order; the caller awaits them in that order. */
 export interface Segmenter {
-  push(chunk: Uint8Array): Promise<Uint8Array>[];
-  finish(): Promise<Uint8Array>[];
+  push(chunk: Uint8Array): Promise<SegmentOutput>[];
+  finish(): Promise<SegmentOutput>[];
 }
 
 /** Swallows a rejection that a later `await` of the same promise will report. */
@@ -68,8 +71,8 @@ export class SegmentSealer implements Segmenter {
   /** Where message bytes start in the current region (after the policy prefix in segment 0). */
   private messageStart: number;
   private counter = 0;
-  /** A region back from the hashing thread and already encrypted, ready for reuse. */
-  private spare: Uint8Array | undefined;
+  /** Regions back from the hashing thread and already encrypted, ready for reuse. */
+  private readonly spares: Uint8Array[] = [];
 
   constructor(
     private readonly ctx: SegmentSealContext,
@@ -84,8 +87,8 @@ export class SegmentSealer implements Segmenter {
     this.messageStart = prefixLength;
   }
 
-  push(chunk: Uint8Array): Promise<Uint8Array>[] {
-    const out: Promise<Uint8Array>[] = [];
+  push(chunk: Uint8Array): Promise<SegmentOutput>[] {
+    const out: Promise<SegmentOutput>[] = [];
     let offset = 0;
     while (offset < chunk.length) {
       const take = Math.min(this.segmentSize - this.fill, chunk.length - offset);
@@ -97,7 +100,7 @@ export class SegmentSealer implements Segmenter {
     return out;
   }
 
-  finish(): Promise<Uint8Array>[] {
+  finish(): Promise<SegmentOutput>[] {
     return [this.seal(true)];
   }
 
@@ -105,7 +108,7 @@ export class SegmentSealer implements Segmenter {
     return new Uint8Array(this.segmentSize + SIGNATURE_BYTES);
   }
 
-  private seal(final: boolean): Promise<Uint8Array> {
+  private seal(final: boolean): Promise<SegmentOutput> {
     if (this.counter === MAX_COUNTER && !final) {
       throw new FormatError(ErrorCode.TOO_LARGE, 'stream exceeds the 2^32 segments the format can count');
     }
@@ -114,9 +117,13 @@ export class SegmentSealer implements Segmenter {
     const signature = startSegmentSignature(signer, counter, final);
     const encrypt = ({ buffer, digests }: Forked) => {
       buffer.set(signature.finish(digests[0]!), fill);
-      const sealed = aesGcmSeal(key, segmentNonce(iv, counter, final), buffer.subarray(0, fill + SIGNATURE_BYTES));
-      // AES-GCM has copied its input: a buffer back from the hashing thread can be the next region.
-      if (buffer !== this.region && buffer.length === this.region.length) this.spare = buffer;
+      const sealed = aesGcmSealPieces(
+        key,
+        segmentNonce(iv, counter, final),
+        buffer.subarray(0, fill + SIGNATURE_BYTES),
+      );
+      // AES-GCM has read its input: a buffer back from the hashing thread can be the next region.
+      if (buffer !== this.region && buffer.length === this.region.length) this.spares.push(buffer);
       return sealed;
     };
     const forked = hasher.absorbAndFork(this.region, this.messageStart, fill, [signature.tail]);
@@ -124,11 +131,10 @@ export class SegmentSealer implements Segmenter {
     this.counter++;
     this.fill = 0;
     this.messageStart = 0;
-    // Answered at once, the region was encrypted already (AES-GCM copies its input when called) and
+    // Answered at once, the region was encrypted already (AES-GCM reads its input when called) and
     // is free again; one on the hashing thread, or waiting for its digest, is not: take another.
     if (forked instanceof Promise && !final) {
-      this.region = this.spare ?? this.freshRegion();
-      this.spare = undefined;
+      this.region = this.spares.pop() ?? this.freshRegion();
     }
     return quiet(sealed);
   }

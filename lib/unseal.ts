@@ -235,7 +235,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
       this.consumed = true;
       hasher = segmentHasher(transcript.clone(), headerBytes);
       const opener = new SegmentOpener({ iv: header.iv, key, hasher, vk, publicPolicy }, this.segmentSize);
-      await pumpSegments(this.reader.chunkSource(), writer, undefined, opener);
+      await pumpSegments(this.reader.chunkSource(), writer, undefined, opener, hasher.inFlight(this.segmentSize));
       if (!opener.result) throw malformed('the stream ended without a final segment');
       return opener.result;
     } catch (error) {

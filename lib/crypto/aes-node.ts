@@ -1,14 +1,15 @@
-import { createDecipheriv, createSecretKey, webcrypto, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, webcrypto, type KeyObject } from 'node:crypto';
 import { ownedBytes } from '../owned-bytes.js';
 import { checkAesKeyLength, GCM_TAG_BYTES, type AesKey } from './aes.js';
 
 /**
- * AES-128-GCM in Node: WebCrypto to seal, synchronous node:crypto to open. Measured on a 2-core
- * machine over 64 MiB streams (bench/run.ts): a sealer hands each segment to WebCrypto (the libuv
- * pool) and goes on hashing the next one, which beats encrypting on its own thread; an opener
- * must wait for each plaintext before it can hash it, and there the pool's copy of the input and
- * its round trip through the event loop cost more than OpenSSL's decryption itself (several GB/s
- * with AES-NI), so opening in place is ~15% faster end to end.
+ * AES-128-GCM in Node. Measured on a 2-core machine over 256 MiB streams (bench/run.ts):
+ * - A stream's segments are sealed and opened in place with node:crypto (OpenSSL with AES-NI,
+ *   ~3 GB/s on one core). Since SHAKE128 moved to a thread of its own (segment-hasher-node.ts),
+ *   this thread has time for it, and WebCrypto cost more than it saved: the libuv pool reached
+ *   ~470 MB/s with four segments in flight, copied each input, and answered through the event loop.
+ * - A whole message in memory (`seal`) still goes to WebCrypto: it may be large, and there the
+ *   pool keeps the event loop free while it runs.
  */
 
 class NodeAesKey {
@@ -33,6 +34,21 @@ export async function importAesKey(raw: Uint8Array): Promise<AesKey> {
 export async function aesGcmSeal(key: AesKey, iv: Uint8Array, plaintext: Uint8Array): Promise<Uint8Array> {
   const { cryptoKey } = unwrap(key);
   return new Uint8Array(await webcrypto.subtle.encrypt({ name: 'AES-GCM', iv }, cryptoKey, plaintext));
+}
+
+/**
+ * A segment's ciphertext and then its tag, as two pieces: node:crypto hands out the ciphertext in
+ * a buffer of its own, and joining the two would allocate and copy every byte once more.
+ */
+export function aesGcmSealPieces(key: AesKey, iv: Uint8Array, plaintext: Uint8Array): Promise<readonly Uint8Array[]> {
+  try {
+    const cipher = createCipheriv('aes-128-gcm', unwrap(key).key, iv);
+    const ciphertext = cipher.update(plaintext);
+    cipher.final();
+    return Promise.resolve([ciphertext, cipher.getAuthTag()]);
+  } catch (e) {
+    return Promise.reject(e as Error);
+  }
 }
 
 /** The plaintext, or `undefined` when the tag does not authenticate the input. */

@@ -26,6 +26,15 @@ export async function aesGcmSeal(key: AesKey, iv: Uint8Array, plaintext: Uint8Ar
   return new Uint8Array(out);
 }
 
+/** Ciphertext ‖ tag as pieces to write in order: here one. */
+export async function aesGcmSealPieces(
+  key: AesKey,
+  iv: Uint8Array,
+  plaintext: Uint8Array,
+): Promise<readonly Uint8Array[]> {
+  return [await aesGcmSeal(key, iv, plaintext)];
+}
+
 /** The plaintext, or `undefined` when the tag does not authenticate the input. */
 export async function aesGcmOpen(key: AesKey, iv: Uint8Array, sealed: Uint8Array): Promise<Uint8Array | undefined> {
   if (sealed.length < GCM_TAG_BYTES) return undefined;

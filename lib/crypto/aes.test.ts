@@ -26,6 +26,24 @@ describe.each(Object.entries(backends))('AES-128-GCM, %s backend', (name, impl) 
     );
   });
 
+  it('seals a segment in pieces that, joined, are the bytes aesGcmSeal gives', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 5000 }), async (plaintext) => {
+        const [k, ko] = await Promise.all([impl.importAesKey(key), other.importAesKey(key)]);
+        const pieces = await impl.aesGcmSealPieces(k, iv, plaintext);
+        const joined = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
+        pieces.reduce((at, p) => (joined.set(p, at), at + p.length), 0);
+        expect(joined).toEqual(await other.aesGcmSeal(ko, iv, plaintext));
+      }),
+      { numRuns: 30 },
+    );
+    if (name === 'node') {
+      await expect(impl.aesGcmSealPieces(await portable.importAesKey(key), iv, new Uint8Array(8))).rejects.toThrow(
+        TypeError,
+      );
+    }
+  });
+
   it('answers undefined, never bytes, for a flipped bit, a wrong nonce or key, or input shorter than a tag', async () => {
     const k = await impl.importAesKey(key);
     const sealed = await impl.aesGcmSeal(k, iv, new Uint8Array(1000).fill(3));

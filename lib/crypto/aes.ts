@@ -1,8 +1,10 @@
 /**
  * AES-128-GCM as PostGuard uses it: 16-byte keys, 12-byte nonces, no AAD, the 16-byte tag appended
  * to the ciphertext. The implementation is behind the platform seam '#aes' (see package.json
- * "imports"): WebCrypto in browsers (aes-portable.ts), synchronous node:crypto in Node
- * (aes-node.ts). Both export `importAesKey`, `aesGcmSeal` and `aesGcmOpen` with these types.
+ * "imports"): WebCrypto in browsers (aes-portable.ts); in Node, synchronous node:crypto, except
+ * for sealing a whole message, which goes to WebCrypto (aes-node.ts says why). Both export
+ * `importAesKey`, `aesGcmSeal`, `aesGcmSealPieces` (the same bytes in one or more pieces, for a
+ * stream's segments) and `aesGcmOpen` with these types.
  */
 
 export const AES_KEY_BYTES = 16;

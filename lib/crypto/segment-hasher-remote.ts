@@ -1,6 +1,6 @@
 import { ErrorCode, PostGuardError } from '../errors.js';
 import { ownedBytes } from '../owned-bytes.js';
-import { FORK_DIGEST_BYTES, type Forked, type SegmentHasher } from './segment-hasher.js';
+import { FORK_DIGEST_BYTES, remoteInFlight, type Forked, type SegmentHasher } from './segment-hasher.js';
 import type { XofFactory, Xof } from './xof.js';
 
 /**
@@ -112,6 +112,7 @@ export class RemoteHashing {
 }
 
 class RemoteSegmentHasher implements SegmentHasher {
+  readonly inFlight = remoteInFlight;
   private readonly pending: Pending[] = [];
   private failure: unknown;
 

@@ -18,11 +18,28 @@ export interface Forked {
 
 export interface SegmentHasher {
   absorbAndFork(buffer: Uint8Array, start: number, end: number, tails: readonly Uint8Array[]): Forked | Promise<Forked>;
+  /** How many segments of this size the caller should keep in flight to keep this transcript busy. */
+  inFlight(segmentSize: number): number;
   /** Ends the transcript (frees another thread's state); pending calls reject. Idempotent. */
   close(): void;
 }
 
 export const FORK_DIGEST_BYTES = 64;
+
+/** Inline, what runs beside the hashing is WebCrypto's AES-GCM, which four segments keep busy. */
+export const INLINE_IN_FLIGHT = 4;
+
+/**
+ * On another thread, enough segments queued there to keep it hashing through a pause of the
+ * caller's thread: a full garbage collection, which the output buffers' external memory triggers
+ * every ~64 MB, stops it for 3–8 ms, ~10–20 segments of SHAKE128. With four in flight the hashing
+ * thread sat idle ~30% of a 256 MiB seal in Node; with 24, ~8% (bench/run.ts). The queue is
+ * bounded in bytes (24 segments of the usual 256 KiB), so large segments do not multiply it.
+ */
+export const REMOTE_QUEUE_BYTES = 6 << 20;
+
+export const remoteInFlight = (segmentSize: number): number =>
+  Math.max(INLINE_IN_FLIGHT, Math.min(64, Math.floor(REMOTE_QUEUE_BYTES / segmentSize)));
 
 /** The transcript on the calling thread: the work is done at the call. */
 export function inlineSegmentHasher(transcript: Xof): SegmentHasher {
@@ -32,6 +49,7 @@ export function inlineSegmentHasher(transcript: Xof): SegmentHasher {
       const digests = tails.map((tail) => transcript.clone().update(tail).digest(FORK_DIGEST_BYTES));
       return { buffer, digests };
     },
+    inFlight: () => INLINE_IN_FLIGHT,
     close() {},
   };
 }
