@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode, FormatError, InputError, PostGuardError } from '../lib/errors.js';
 import { PkgClientError } from '../lib/pkg/errors.js';
 import { chunkedSource, collector, readAll } from '../test/streams.js';
-import { portToReadable, portToWritable, readableToPort, writableToPort } from './port-stream.js';
+import { portToReadable, portToWritable, readableToPort, spendChunksOnRead, writableToPort } from './port-stream.js';
 
 /**
  * The stream relay between threads (port-stream.ts), over Node's MessageChannel: the credit window,
@@ -13,6 +13,11 @@ import { portToReadable, portToWritable, readableToPort, writableToPort } from '
 const bytes = (n: number, seed = 3) => Uint8Array.from({ length: n }, (_, i) => (i * 7 + seed) & 255);
 /** Byte equality without vitest's element-by-element diffing (slow on megabytes). */
 const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
+const concatAll = (chunks: Uint8Array[]) => {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  chunks.reduce((at, c) => (out.set(c, at), at + c.length), 0);
+  return out;
+};
 const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
 const KIB = 1024;
 
@@ -156,6 +161,40 @@ describe('readable → port → readable', () => {
     const out = await readAll(portToReadable(readableToPort(source)));
     expect(out.length).toBe(50_000);
     for (let i = 0; i < 50; i++) expect(out.subarray(i * 1000, (i + 1) * 1000).every((b) => b === i)).toBe(true);
+  });
+
+  it('a consumer that spends chunks on read sends each batch back for reuse, and reads every byte intact', async () => {
+    const data = bytes(3_000_000, 9);
+    const batch = 64 * KIB;
+    const readable = portToReadable(readableToPort(chunkedSource(data, 10_000), { batchBytes: batch }));
+    expect(spendChunksOnRead(readable)).toBe(true);
+    const reader = readable.getReader();
+    const out = new Uint8Array(data.length);
+    let at = 0;
+    let previous: Uint8Array | undefined;
+    let returned = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      // The chunk before went back to the sender with this read: detached here.
+      if (previous !== undefined && previous.byteLength === 0) returned++;
+      if (done) break;
+      out.set(value, at);
+      at += value.length;
+      previous = value;
+    }
+    expect(at).toBe(data.length);
+    expect(same(out, data)).toBe(true);
+    // Every full batch but the last went back (the sender reuses them; an intact copy above shows how).
+    expect(returned).toBeGreaterThanOrEqual(Math.floor(data.length / batch) - 1);
+  });
+
+  it('without spendChunksOnRead, chunks stay the consumer’s; other readables are refused', async () => {
+    const data = bytes(600_000);
+    const reader = portToReadable(readableToPort(chunkedSource(data, 100_000), { batchBytes: 64 * KIB })).getReader();
+    const kept: Uint8Array[] = [];
+    for (let r = await reader.read(); !r.done; r = await reader.read()) kept.push(r.value);
+    expect(same(concatAll(kept), data)).toBe(true);
+    expect(spendChunksOnRead(chunkedSource(data))).toBe(false);
   });
 
   it('zero-length chunks carry nothing and end nothing', async () => {

@@ -31,9 +31,24 @@ export const BATCH_BYTES = 256 << 10;
 
 /** Sender → receiver. */
 type Data = { t: 'bytes'; chunk: Uint8Array } | { t: 'end' } | { t: 'error'; error: unknown };
-/** Receiver → sender. 'window' comes once, first; 'closed' only from writableToPort, after its sink closed. */
+/**
+ * Receiver → sender. 'window' comes once, first; 'closed' only from writableToPort, after its sink
+ * closed; 'spent' only from a portToReadable whose consumer said it is done with each chunk once it
+ * asks for the next (spendChunksOnRead): the batch's buffer comes back for the next batch.
+ */
 type Control =
-  { t: 'window'; bytes: number } | { t: 'taken'; bytes: number } | { t: 'closed' } | { t: 'cancel'; reason: unknown };
+  | { t: 'window'; bytes: number }
+  | { t: 'taken'; bytes: number }
+  | { t: 'closed' }
+  | { t: 'cancel'; reason: unknown }
+  | { t: 'spent'; buffer: ArrayBuffer };
+
+/**
+ * Batches a copying sender keeps for reuse. A fresh 256 KiB buffer per batch cost the page more
+ * than the copy into it (fresh memory is zeroed and faulted in page by page): 300 ms of a 64 MiB
+ * seal in Chromium. The window holds four batches; two more cover the ones on their way back.
+ */
+const MAX_SPARE_BATCHES = 6;
 
 export interface SenderOptions {
   /** Size of the buffers chunks are copied into (readableToPort). */
@@ -62,6 +77,8 @@ class Sender {
   private readonly outbox: Uint8Array[] = [];
   private batch: Uint8Array | undefined;
   private fill = 0;
+  /** Batch buffers the receiver gave back (copying senders only). */
+  private readonly spares: ArrayBuffer[] = [];
   private closedByReceiver = false;
   private finished = false;
   /** Why the receiver stopped (its consumer cancelled, its sink failed); set once. */
@@ -90,6 +107,14 @@ class Sender {
       case 'closed':
         this.closedByReceiver = true;
         break;
+      case 'spent': {
+        const { buffer } = message;
+        // Only a whole batch, and never more than a few: what comes back is still the other side's word.
+        if (this.copy && buffer instanceof ArrayBuffer && buffer.byteLength === this.batchBytes) {
+          if (this.spares.length < MAX_SPARE_BATCHES) this.spares.push(buffer);
+        }
+        return;
+      }
       case 'cancel':
         this.stop(reviveError(message.reason));
         return;
@@ -115,7 +140,7 @@ class Sender {
       if (chunk.byteLength > 0) this.outbox.push(chunk);
     } else {
       for (let offset = 0; offset < chunk.byteLength;) {
-        this.batch ??= new Uint8Array(this.batchBytes);
+        this.batch ??= new Uint8Array(this.spares.pop() ?? new ArrayBuffer(this.batchBytes));
         const take = Math.min(this.batchBytes - this.fill, chunk.byteLength - offset);
         this.batch.set(chunk.subarray(offset, offset + take), this.fill);
         this.fill += take;
@@ -149,6 +174,7 @@ class Sender {
     this.stopped = { reason };
     this.outbox.length = 0;
     this.batch = undefined;
+    this.spares.length = 0;
     this.port.close();
     this.onStop(reason);
     this.recheck?.();
@@ -272,6 +298,11 @@ class Receiver {
     this.post({ t: 'taken', bytes });
   }
 
+  /** Hands a chunk's buffer back to the sender for reuse (the consumer is done with it). */
+  giveBack(buffer: ArrayBuffer): void {
+    if (!this.done) this.port.postMessage({ t: 'spent', buffer } satisfies Control, [buffer]);
+  }
+
   /** Stops the sender with `reason` (coded). */
   cancel(reason: unknown): void {
     this.post({ t: 'cancel', reason: encodeError(reason) });
@@ -328,14 +359,40 @@ export function readableToPort(readable: ReadableStream<unknown>, options: Sende
   return port2;
 }
 
+/** Relayed readables whose consumer may hand chunks back: the switch that lets it (spendChunksOnRead). */
+const spendable = new WeakMap<ReadableStream<unknown>, () => void>();
+
+/**
+ * Tells the relay behind `readable` (a portToReadable) that its consumer is done with each chunk
+ * once it asks for the next one: each chunk's buffer then goes back to the sender to carry a later
+ * batch, and the consumer must not touch a chunk after its next read. Returns false (and changes
+ * nothing) for any other readable. For a consumer that copies what it reads at once, as
+ * sealStream does (lib/segments.ts SegmentSealer.push copies into its region before it reads on).
+ */
+export function spendChunksOnRead(readable: ReadableStream<unknown>): boolean {
+  const enable = spendable.get(readable);
+  enable?.();
+  return enable !== undefined;
+}
+
 /** The readable served on `port` by readableToPort: chunks are Uint8Arrays this thread owns. */
 export function portToReadable<T = Uint8Array>(port: MessagePort, options: ReceiverOptions = {}): ReadableStream<T> {
   const receiver = new Receiver(port, options.windowBytes ?? WINDOW_BYTES);
-  return new ReadableStream<T>(
+  let spend = false;
+  /** The chunk handed out last, while it may still go back. */
+  let last: Uint8Array | undefined;
+  const readable = new ReadableStream<T>(
     {
       async pull(controller) {
+        // A read asks for the next chunk: a consumer that spends chunks on read is done with the last.
+        const whole = last !== undefined && last.byteLength > 0 && last.byteLength === last.buffer.byteLength;
+        if (spend && whole) {
+          receiver.giveBack(last!.buffer as ArrayBuffer);
+        }
+        last = undefined;
         const message = await receiver.next();
         if (message.t === 'bytes') {
+          last = message.chunk;
           controller.enqueue(message.chunk as T);
           receiver.took(message.chunk.byteLength);
         } else if (message.t === 'end') {
@@ -351,6 +408,8 @@ export function portToReadable<T = Uint8Array>(port: MessagePort, options: Recei
     // Pulled only while a read waits: what is not yet read stays with the sender (backpressure).
     { highWaterMark: 0 },
   );
+  spendable.set(readable, () => (spend = true));
+  return readable;
 }
 
 /**

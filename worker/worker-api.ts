@@ -4,6 +4,7 @@ import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
 import { ownedBytes } from '../lib/owned-bytes.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
+import { spendChunksOnRead } from './port-stream.js';
 import { installTransferHandlers } from './transfer.js';
 
 /**
@@ -58,7 +59,11 @@ export function cryptoWorkerApi(): CryptoWorkerApi {
       const out = handOver(await seal(mpk, options, plain));
       return transfer(out, [out.buffer as ArrayBuffer]);
     },
-    sealStream: (mpk, options, readable, writable) => sealStream(mpk, options, readable, writable),
+    sealStream(mpk, options, readable, writable) {
+      // sealStream copies each chunk into a segment before it reads the next: the relay may reuse it.
+      spendChunksOnRead(readable);
+      return sealStream(mpk, options, readable, writable);
+    },
     async unsealer(input, vk) {
       return proxy(new UnsealerHandle(await Unsealer.new(input, vk)));
     },
