@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthenticationError, FormatError, InputError, PostGuardError } from '../lib/errors.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import type { SealOptions } from '../lib/seal.js';
+import { REMOTE_QUEUE_BYTES } from '../lib/crypto/segment-hasher.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, concat as concatBytes, failingSource } from '../test/streams.js';
 import { splitFrame } from '../lib/frame.js';
@@ -31,10 +32,11 @@ const message = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 13 
 const MIB = 1_048_576;
 /**
  * Most a stream through the worker reads ahead of a stalled sink: the sink's window (1 MiB + a
- * segment), 4 segments in flight in the worker + the one being filled, the source's window (1 MiB +
- * a batch + a chunk), what the sink took before it failed: ~4.3 MiB.
+ * segment), the segments in flight in the worker (a sealer feeding a hashing thread queues up to
+ * REMOTE_QUEUE_BYTES; otherwise 4) + the one being filled, the source's window (1 MiB + a batch +
+ * a chunk), what the sink took before it failed: ~9 MiB.
  */
-const IN_FLIGHT_BOUND = 5 * MIB;
+const IN_FLIGHT_BOUND = 4 * MIB + REMOTE_QUEUE_BYTES;
 
 beforeAll(async () => {
   pgwasm = await loadPgWasm();

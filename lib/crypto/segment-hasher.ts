@@ -18,7 +18,7 @@ export interface Forked {
 
 export interface SegmentHasher {
   absorbAndFork(buffer: Uint8Array, start: number, end: number, tails: readonly Uint8Array[]): Forked | Promise<Forked>;
-  /** How many segments of this size the caller should keep in flight to keep this transcript busy. */
+  /** How many segments of this size a sealer should keep in flight to keep this transcript busy. */
   inFlight(segmentSize: number): number;
   /** Ends the transcript (frees another thread's state); pending calls reject. Idempotent. */
   close(): void;
