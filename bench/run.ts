@@ -26,8 +26,12 @@ const { values: args } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
 });
 const STREAM_BYTES = (args.quick ? 64 : 256) * 1024 * 1024;
-/** Measured runs per side for the streaming cases, after one warm-up each; the median is printed. */
-const STREAM_RUNS = args.quick ? 5 : 3;
+/**
+ * Measured runs per side for the streaming cases, after one warm-up each; the median is printed.
+ * Five: on this 2-core VM single 256 MiB runs of either library vary by up to ±30% (garbage
+ * collection and page faults), and three let one outlier decide a ratio.
+ */
+const STREAM_RUNS = 5;
 const CHUNK = 64 * 1024;
 const SEGMENT = 262_144 + 96;
 
