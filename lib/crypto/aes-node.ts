@@ -6,8 +6,9 @@ import { checkAesKeyLength, GCM_TAG_BYTES, type AesKey } from './aes.js';
  * AES-128-GCM in Node. Measured on a 2-core machine over 256 MiB streams (bench/run.ts):
  * - A stream's segments are sealed and opened in place with node:crypto (OpenSSL with AES-NI,
  *   ~3 GB/s on one core). Since SHAKE128 moved to a thread of its own (segment-hasher-node.ts),
- *   this thread has time for it, and WebCrypto cost more than it saved: the libuv pool reached
- *   ~470 MB/s with four segments in flight, copied each input, and answered through the event loop.
+ *   this thread has time for it, and WebCrypto cost more than it saved (a copy of each input, a
+ *   round trip through the event loop, a pool that shares the two cores): sealStream went from
+ *   257 to 343 MB/s with nothing else changed.
  * - A whole message in memory (`seal`) still goes to WebCrypto: it may be large, and there the
  *   pool keeps the event loop free while it runs.
  */
