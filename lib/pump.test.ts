@@ -3,7 +3,7 @@ import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { collector } from '../test/streams.js';
 import { DEFAULT_SEGMENT_SIZE, StreamUnsealer, sealStream, type SealOptions } from './index.js';
-import { PIECE_BYTES, pumpSegments } from './pump.js';
+import { MAX_FINISHED_UNWRITTEN, PIECE_BYTES, pumpSegments } from './pump.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
 
 /**
@@ -79,6 +79,35 @@ describe('pump', () => {
     release();
     await unsealing;
     expect(out.bytes()).toEqual(plain);
+  });
+});
+
+describe('a slow sink', () => {
+  it('holds a deep queue to a few finished segments: what waits for the sink stays bounded', async () => {
+    // Each chunk is one segment, finished at once; the sink takes nothing until released.
+    let read = 0;
+    const source = () => Promise.resolve(read < 100 ? new Uint8Array(1000).fill(read++) : undefined);
+    const segmenter = {
+      push: (chunk: Uint8Array) => [Promise.resolve(chunk.slice())],
+      finish: () => [Promise.resolve(new Uint8Array(0))],
+    };
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const written: number[] = [];
+    const sink = new WritableStream<Uint8Array>({
+      async write(chunk) {
+        await gate;
+        written.push(chunk[0]!);
+      },
+    });
+    const pumping = pumpSegments(source, sink.getWriter(), undefined, segmenter, 24);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The one the sink is writing, the one its queue holds, the one waiting for room there, and the
+    // finished ones up to one past the bound; with only the queue's depth it would have read 27.
+    expect(read).toBeLessThanOrEqual(MAX_FINISHED_UNWRITTEN + 4);
+    release();
+    await pumping;
+    expect(written).toEqual(Array.from({ length: 100 }, (_, i) => i));
   });
 });
 

@@ -13,6 +13,13 @@ import type { SegmentOutput, Segmenter } from './segments.js';
 export const DEFAULT_MAX_IN_FLIGHT = 4;
 
 /**
+ * Finished segments waiting for the sink. A deep queue (a sealer feeding a hashing thread) is for
+ * work in progress; a slow sink (an upload) holds the pump to this many finished ones, or the queue
+ * would fill with ciphertext waiting to be written.
+ */
+export const MAX_FINISHED_UNWRITTEN = 4;
+
+/**
  * A source may hand over one huge chunk (a whole file as one Uint8Array). It is fed to the
  * segmenter in pieces of this size, waiting for room in the queue between pieces, so the segments
  * in flight stay bounded and the event loop gets a turn, however large the chunk.
@@ -46,6 +53,8 @@ export async function pumpSegments(
   const next = typeof source === 'function' ? source : readerSource(source);
   const queue: Promise<SegmentOutput>[] = [];
   const settled = new WeakSet<Promise<SegmentOutput>>();
+  /** Segments in the queue that have settled: those at its head wait only for the sink. */
+  let finished = 0;
 
   // The first failure (a segment, or the sink) ends the pump, even while it waits for the source.
   // Each wait gets its own interrupt hook: racing every wait against one long-lived promise would
@@ -93,13 +102,16 @@ export async function pumpSegments(
   const flush = () => {
     writes = writes
       .then(async () => {
-        while (!failure && queue.length > 0 && settled.has(queue[0]!)) await write(await queue.shift()!);
+        while (!failure && queue.length > 0 && settled.has(queue[0]!)) {
+          finished--;
+          await write(await queue.shift()!);
+        }
       })
       .catch(fail);
   };
-  /** Waits until the queue is no longer than `limit`, or throws the first failure. */
+  /** Waits until the queue is no longer than `limit` (nor holds too many finished), or throws the first failure. */
   const drainTo = async (limit: number) => {
-    while (queue.length > limit) {
+    while (queue.length > limit || finished > MAX_FINISHED_UNWRITTEN) {
       await interruptible(
         queue[0]!.then(
           () => writes,
@@ -114,6 +126,7 @@ export async function pumpSegments(
       queue.push(segment);
       const mark = () => {
         settled.add(segment);
+        finished++;
         flush();
       };
       segment.then(mark, mark);
