@@ -31,6 +31,8 @@ describe.each(Object.entries(backends))('AES-128-GCM, %s backend', (name, impl) 
       fc.asyncProperty(fc.uint8Array({ maxLength: 5000 }), async (plaintext) => {
         const [k, ko] = await Promise.all([impl.importAesKey(key), other.importAesKey(key)]);
         const pieces = await impl.aesGcmSealPieces(k, iv, plaintext);
+        // Each piece may be transferred to another thread by the caller's sink: none shares a buffer.
+        for (const p of pieces) expect([p.byteOffset, p.buffer.byteLength]).toEqual([0, p.length]);
         const joined = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
         pieces.reduce((at, p) => (joined.set(p, at), at + p.length), 0);
         expect(joined).toEqual(await other.aesGcmSeal(ko, iv, plaintext));
