@@ -789,6 +789,22 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     f.i32Const(2);
   }
 
+  /** p = the identity (0 : 1 : 0), in projective coordinates. */
+  const setG1Identity = (c: Call, p: number) => {
+    c(F.fpCopy, p, ZERO_FP);
+    c(F.fpCopy, p + FP_BYTES, CONST_ONE);
+    c(F.fpCopy, p + 2 * FP_BYTES, ZERO_FP);
+  };
+
+  /** The function's out (argument 0) = affine x ‖ y of projective p; pushes 0 if p is the identity, else 1. */
+  const writeG1Affine = (f: FunctionBody, c: Call, p: number, zi: number) => {
+    c(F.fpInv, zi, p + 2 * FP_BYTES);
+    c(F.fpMul, A0, p, zi);
+    c(F.fpMul, at(A0, FP_BYTES), p + FP_BYTES, zi);
+    c(F.fpIsZero, p + 2 * FP_BYTES);
+    f.op(Op.i32Eqz);
+  };
+
   /**
    * (out, p, k) → i32: out = k·p in affine coordinates for an affine p in G1, where k is given
    * by its GLV halves k = k0 + k1·x² (two 16-byte little-endian integers at k and k + 16; the
@@ -821,9 +837,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(F.fpCopy, P2 + 2 * FP_BYTES, CONST_ONE);
     c(g1.copy3, P3, P1);
     c(g1.add, P3, P2);
-    c(F.fpCopy, acc, ZERO_FP);
-    c(F.fpCopy, acc + FP_BYTES, CONST_ONE);
-    c(F.fpCopy, acc + 2 * FP_BYTES, ZERO_FP);
+    setG1Identity(c, acc);
     f.i32Const(127).set(i);
     f.loop();
     c(g1.dbl, acc);
@@ -835,11 +849,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     f.op(Op.end);
     f.get(i).i32Const(1).op(Op.i32Sub).tee(i).i32Const(0).op(Op.i32GeS).brIf(0);
     f.op(Op.end);
-    c(F.fpInv, zi, acc + 2 * FP_BYTES);
-    c(F.fpMul, A0, acc, zi);
-    c(F.fpMul, at(A0, FP_BYTES), acc + FP_BYTES, zi);
-    c(F.fpIsZero, acc + 2 * FP_BYTES);
-    f.op(Op.i32Eqz);
+    writeG1Affine(f, c, acc, zi);
   }
 
   // ---- encapsulation: sums of fixed G1 bases and powers of KT, for secret scalars ------------
@@ -913,9 +923,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     const sel = m.scratch(G1_PROJECTIVE_BYTES);
     const zi = s1();
     const i = f.local(I32);
-    c(F.fpCopy, acc, ZERO_FP);
-    c(F.fpCopy, acc + FP_BYTES, CONST_ONE);
-    c(F.fpCopy, acc + 2 * FP_BYTES, ZERO_FP);
+    setG1Identity(c, acc);
     f.i32Const(0).set(i);
     f.loop();
     c(g1.dbl, acc);
@@ -925,11 +933,7 @@ export function buildBlsModule(): { bytes: Uint8Array; layout: BlsLayout } {
     c(g1.add, acc, sel);
     f.get(i).i32Const(1).op(Op.i32Add).tee(i).i32Const(G1_MSM_STEPS).op(Op.i32LtU).brIf(0);
     f.op(Op.end);
-    c(F.fpInv, zi, acc + 2 * FP_BYTES);
-    c(F.fpMul, A0, acc, zi);
-    c(F.fpMul, at(A0, FP_BYTES), acc + FP_BYTES, zi);
-    c(F.fpIsZero, acc + 2 * FP_BYTES);
-    f.op(Op.i32Eqz);
+    writeG1Affine(f, c, acc, zi);
     clear(f, acc, G1_PROJECTIVE_BYTES);
     clear(f, sel, G1_PROJECTIVE_BYTES);
   }
