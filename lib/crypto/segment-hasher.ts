@@ -33,10 +33,12 @@ export const INLINE_IN_FLIGHT = 4;
  * On another thread, enough segments queued there to keep it hashing through a pause of the
  * caller's thread: a full garbage collection, which the output buffers' external memory triggers
  * every ~64 MB, stops it for 3–8 ms, ~10–20 segments of SHAKE128. With four in flight the hashing
- * thread sat idle ~30% of a 256 MiB seal in Node; with 24, ~8% (bench/run.ts). Memory sets the
- * depth: each MiB queued added ~3.8 MiB to the SDK's 128 MiB upload (14 MiB with four segments,
- * 25 with twelve, 36 with 24), so the queue is 3 MiB (12 segments of the usual 256 KiB), bounded
- * in bytes so that large segments do not multiply it.
+ * thread sat idle ~30% of a 256 MiB seal in Node. Twelve and 24 measured the same when the two
+ * alternated run by run in one process (median of 8: 401 vs 393 MB/s; the thread idle 8–20% and
+ * 6–28% of the runs); an earlier gain for 24 came from comparing separate invocations, which on
+ * this VM differ by more than that. Memory does differ: each MiB queued added ~3.8 MiB to the SDK's 128 MiB
+ * upload (14 MiB with four segments, 25 with twelve, 36 with 24). So the queue is 3 MiB (12
+ * segments of the usual 256 KiB), bounded in bytes so that large segments do not multiply it.
  */
 export const REMOTE_QUEUE_BYTES = 3 << 20;
 
