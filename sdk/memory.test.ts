@@ -112,12 +112,13 @@ function runChild(): Promise<{ uuid: string; baseline: number; growth: number }>
 
 it('uploads 128 MiB holding far less than the file size', async () => {
   const { uuid, baseline, growth } = await runChild();
-  // What it holds is about two chunks (the chunk buffer, and the copy fetch makes of a request body)
-  // plus segments in flight, whatever the file size.
+  // What it holds is one chunk (the chunk buffer; each PUT sends it as it is) plus the segments in
+  // flight, whatever the file size: 13–16 MiB here. A fifth of the file leaves room for a loaded
+  // machine (while fetch copied each body, this read 20–28 MiB).
   console.info(
     `128 MiB upload: RSS baseline ${(baseline / 2 ** 20).toFixed(1)} MiB, peak growth ${(growth / 2 ** 20).toFixed(1)} MiB`,
   );
-  expect(growth).toBeLessThan(SIZE / 4);
+  expect(growth).toBeLessThan(SIZE / 5);
 
   // The stored ciphertext opens to exactly the ZIP the inputs make.
   const expected = await sha256Of(makeZip([{ name: 'big.bin', input: generated(SIZE), lastModified: MODIFIED }]));

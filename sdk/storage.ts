@@ -17,6 +17,26 @@ import { discard, exchange, excerpt, isTransientStatus, readJson, sleep } from '
  * finalize (a repeated finalize makes Cryptify send its e-mails again).
  */
 
+/**
+ * A chunk PUT's body and headers. Node's fetch copies a Uint8Array body twice, once when the request
+ * is made and once while it is sent: +10 MB of memory per 5 MB chunk, beside the chunk itself. A
+ * stream of the one chunk, with its length declared, is sent from the chunk as it is, and the
+ * request on the wire is the same (Content-Length, no chunked encoding). Made per attempt: a
+ * stream is read once.
+ */
+function chunkBody(
+  chunk: Uint8Array<ArrayBuffer>,
+  headers: Record<string, string>,
+): Pick<RequestInit, 'body' | 'headers'> & { duplex: 'half' } {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(chunk);
+      controller.close();
+    },
+  });
+  return { body, headers: { ...headers, 'content-length': String(chunk.length) }, duplex: 'half' };
+}
+
 export interface InitRequest {
   recipients: readonly string[];
   notifyRecipients: boolean;
@@ -136,15 +156,11 @@ export class StorageClient {
     signal: AbortSignal | undefined,
   ): Promise<string> {
     const url = `${this.config.storageUrl}/fileupload/${session.uuid}`;
-    const init: RequestInit = {
-      method: 'PUT',
-      headers: {
-        ...this.config.headers,
-        'content-type': 'application/octet-stream',
-        cryptifytoken: session.token,
-        'content-range': `bytes ${offset}-${offset + chunk.length}/*`,
-      },
-      body: chunk,
+    const headers = {
+      ...this.config.headers,
+      'content-type': 'application/octet-stream',
+      cryptifytoken: session.token,
+      'content-range': `bytes ${offset}-${offset + chunk.length}/*`,
     };
     const details = { uuid: session.uuid, uploadedBytes: offset };
     const { maxAttempts, initialDelayMs, maxDelayMs } = this.config.retry;
@@ -154,6 +170,7 @@ export class StorageClient {
         const ceiling = Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 2));
         await sleep(Math.random() * ceiling, signal);
       }
+      const init = { method: 'PUT', ...chunkBody(chunk, headers) };
       const result = await exchange(this.config.fetch, url, init, this.config.timeouts.storageMs, signal);
       if (!result.ok) {
         last = new SdkError(

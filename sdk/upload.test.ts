@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readdir } from 'node:fs/promises';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -8,6 +10,8 @@ import { startStorage, type RunningStorage } from '../server/storage/testing.js'
 import { loadPgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, failingSource } from '../test/streams.js';
 import { PostGuard, SdkError, SdkErrorCode, type FetchLike, type PostGuardConfig } from './index.js';
+import { resolveConfig } from './config.js';
+import { StorageClient } from './storage.js';
 import { readZip, startFakePkg, type FakePkg } from './testing.js';
 
 /**
@@ -184,6 +188,9 @@ describe('upload()', () => {
       expect(chunk.headers['authorization']).toBeUndefined();
       const end = Math.min(ciphertext.length, offset + CHUNK);
       expect(chunk.headers['content-range']).toBe(`bytes ${offset}-${end}/*`);
+      // The chunk goes out as it is (a stream of it, its length declared), not as a body fetch copies.
+      expect(chunk.headers['content-length']).toBe(String(end - offset));
+      expect(chunk.body).toBeInstanceOf(ReadableStream);
       offset = end;
     }
     expect(sent.at(-1)).toMatchObject({
@@ -243,6 +250,47 @@ describe('upload()', () => {
     await make(pg.recipient.emailDomain('example.com')).toBytes();
     expect(storageCalls(calls)).toEqual([]);
   });
+});
+
+it('a chunk PUT on the wire: Content-Length and the exact bytes, not chunked; a retry sends them again', async () => {
+  const seen: { length: string | undefined; encoding: string | undefined; body: Buffer }[] = [];
+  const server = createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (d: Buffer) => parts.push(d));
+    req.on('end', () => {
+      seen.push({
+        length: req.headers['content-length'],
+        encoding: req.headers['transfer-encoding'],
+        body: Buffer.concat(parts),
+      });
+      // The first attempt fails as a transient error would; the second is stored.
+      res.writeHead(seen.length === 1 ? 503 : 200, { cryptifytoken: 'next-token' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const storageClient = new StorageClient(
+      resolveConfig({
+        pkgUrl: pkg.url,
+        storageUrl: `http://127.0.0.1:${port}`,
+        allowInsecureUrls: true,
+        retry: { initialDelayMs: 1, maxDelayMs: 1 },
+      }),
+    );
+    const chunk = new Uint8Array(300_001).map((_, i) => (i * 7) & 0xff);
+    const session = { uuid: '00000000-0000-4000-8000-000000000000', token: 'first-token' };
+    expect(await storageClient.putChunk(session, 0, chunk, undefined)).toBe('next-token');
+    expect(seen).toHaveLength(2);
+    for (const request of seen) {
+      expect(request.length).toBe('300001');
+      expect(request.encoding).toBeUndefined();
+      // Buffer#equals: toEqual walks 300 kB element by element (seconds).
+      expect(request.body.equals(chunk)).toBe(true);
+    }
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
 
 describe('toBytes()', () => {
