@@ -1,3 +1,4 @@
+import { INLINE_IN_FLIGHT } from './crypto/segment-hasher.js';
 import { ErrorCode, PostGuardError } from './errors.js';
 import { asBytes } from './io.js';
 import type { SegmentOutput, Segmenter } from './segments.js';
@@ -8,9 +9,6 @@ import type { SegmentOutput, Segmenter } from './segments.js';
  * order. The writer is closed only after the final segment succeeded; failures are thrown
  * (the caller aborts both ends with them).
  */
-
-/** Four segments in flight saturate WebCrypto AES-GCM on the machines we measured. */
-export const DEFAULT_MAX_IN_FLIGHT = 4;
 
 /**
  * Finished segments waiting for the sink. A deep queue (a sealer feeding a hashing thread) is for
@@ -48,7 +46,7 @@ export async function pumpSegments(
   writer: WritableStreamDefaultWriter<Uint8Array>,
   head: Uint8Array | undefined,
   segmenter: Segmenter,
-  maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+  maxInFlight = INLINE_IN_FLIGHT,
 ): Promise<void> {
   const next = typeof source === 'function' ? source : readerSource(source);
   const queue: Promise<SegmentOutput>[] = [];

@@ -26,7 +26,10 @@ export interface SegmentHasher {
 
 export const FORK_DIGEST_BYTES = 64;
 
-/** Inline, what runs beside the hashing is WebCrypto's AES-GCM, which four segments keep busy. */
+/**
+ * Inline, what runs beside the hashing is WebCrypto's AES-GCM, which four segments keep busy; also
+ * the depth of a pump that is given none (pump.ts).
+ */
 export const INLINE_IN_FLIGHT = 4;
 
 /**
@@ -36,9 +39,10 @@ export const INLINE_IN_FLIGHT = 4;
  * thread sat idle ~30% of a 256 MiB seal in Node. Twelve and 24 measured the same when the two
  * alternated run by run in one process (median of 8: 401 vs 393 MB/s; the thread idle 8–20% and
  * 6–28% of the runs); an earlier gain for 24 came from comparing separate invocations, which on
- * this VM differ by more than that. Memory does differ: each MiB queued added ~3.8 MiB to the SDK's 128 MiB
- * upload (14 MiB with four segments, 25 with twelve, 36 with 24). So the queue is 3 MiB (12
- * segments of the usual 256 KiB), bounded in bytes so that large segments do not multiply it.
+ * this VM differ by more than that. Memory does differ: each MiB queued added ~3.8 MiB of RSS to
+ * the SDK's 128 MiB upload (14 MiB with four segments, 25 with twelve, 36 with 24, measured while
+ * fetch still copied each chunk's body). So the queue is 3 MiB (12 segments of the usual 256 KiB),
+ * bounded in bytes so that large segments do not multiply it.
  */
 export const REMOTE_QUEUE_BYTES = 3 << 20;
 
