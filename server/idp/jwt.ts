@@ -2,7 +2,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import type { Attribute } from 'postguard-ts';
 import { SESSION_STATUSES } from 'postguard-ts/pkg';
-import type { Clock } from '../clock.js';
+import { CLOCK_SKEW_SECONDS, type Clock } from '../clock.js';
 import { PkgError } from '../errors.js';
 
 /**
@@ -69,11 +69,9 @@ export interface JwtVerifierOptions {
   failureBackoffSeconds?: number;
   /** The `iss` every token must carry (`--jwt-issuer`); undefined: any. */
   issuer?: string | undefined;
-  /** How far `iat` and `nbf` may lie in the future, for clocks that disagree a little. 60. */
+  /** How far `iat` and `nbf` may lie in the future, for clocks that disagree a little. CLOCK_SKEW_SECONDS (60). */
   clockSkewSeconds?: number;
 }
-
-export const DEFAULT_CLOCK_SKEW_SECONDS = 60;
 
 const MAX_JWT_CHARS = 64 * 1024;
 const MAX_DISCLOSED_ATTRIBUTES = 256;
@@ -251,7 +249,7 @@ export class ResultJwtVerifier {
     const claims = parseClaims(payload);
     const now = this.options.clock.now();
     if (now >= claims.exp) throw new PkgError('CHRONOLOGY', undefined, { cause: new Error('JWT expired') });
-    const latest = now + (this.options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS);
+    const latest = now + (this.options.clockSkewSeconds ?? CLOCK_SKEW_SECONDS);
     if (claims.iat > latest) throw invalid('iat lies in the future');
     if (claims.nbf !== undefined && claims.nbf > latest) throw invalid('not valid yet (nbf)');
     if (this.options.issuer !== undefined && claims.iss !== this.options.issuer)

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { extractSigningKey, extractUsk } from 'postguard-ts/keys';
 import { canonicalize, type Attribute, type Policy } from 'postguard-ts';
 import { bearerCredential } from '../auth.js';
-import type { Clock } from '../clock.js';
+import { CLOCK_SKEW_SECONDS, type Clock } from '../clock.js';
 import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyStore } from '../db.js';
 import { PkgError } from '../errors.js';
 import type { ResultJwtVerifier, ProofStatus, SessionStatus, VerifiedResult } from '../idp/jwt.js';
@@ -62,15 +62,18 @@ export async function lookupApiKey(apiKeys: ApiKeyStore | undefined, apiKey: str
 }
 
 /**
- * The timestamp of key/{timestamp}: an unsigned 64-bit integer (else TIMESTAMP) that is neither in
- * the future nor after the JWT's exp (else CHRONOLOGY). Any past time is fine: it is the time a
- * ciphertext was sealed, possibly long ago.
+ * The timestamp of key/{timestamp}: an unsigned 64-bit integer (else TIMESTAMP) that lies neither
+ * more than CLOCK_SKEW_SECONDS ahead of our clock nor after the JWT's exp (else CHRONOLOGY). Any past
+ * time is fine: it is the time a ciphertext was sealed, possibly long ago. The allowance ahead is for
+ * the sealer's clock and rounding: pg-js seals with Math.round(Date.now() / 1000), so a file opened
+ * within half a second of sealing names the next second, and a sealer whose clock runs a little fast
+ * names a time we have not reached.
  */
 export function keyTimestamp(raw: string | undefined, now: number, exp: number): number {
   if (raw === undefined) return now;
   if (!/^\d{1,20}$/.test(raw) || BigInt(raw) > U64_MAX) throw new PkgError('TIMESTAMP');
   const ts = BigInt(raw);
-  if (ts > BigInt(now) || ts > BigInt(exp)) throw new PkgError('CHRONOLOGY');
+  if (ts > BigInt(now + CLOCK_SKEW_SECONDS) || ts > BigInt(exp)) throw new PkgError('CHRONOLOGY');
   return Number(ts);
 }
 
