@@ -484,40 +484,6 @@ describe('finalize checks', () => {
     expect((await storage.upload(uuid))?.session?.finalized).toBe(2);
   });
 
-  it('answers 500 when the upload is not a PostGuard ciphertext, or not signed under the configured key', async () => {
-    const garbage = await begin();
-    const last = await uploadAll(garbage.uuid, garbage.token, new Uint8Array(1000).fill(1));
-    expect(await text(await finalize(garbage.uuid, last, 'bytes */1000'))).toEqual({
-      status: 500,
-      body: 'an internal error occurred',
-    });
-
-    const other = await startStorage({ verifyingKey: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' });
-    try {
-      const response = await fetch(`${other.url}/fileupload/init`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(initBody()),
-      });
-      const { uuid } = (await response.json()) as { uuid: string };
-      const put1 = await fetch(`${other.url}/fileupload/${uuid}`, {
-        method: 'PUT',
-        headers: {
-          cryptifytoken: response.headers.get('cryptifytoken')!,
-          'content-range': `bytes 0-${message.length}/*`,
-        },
-        body: message,
-      });
-      const done = await fetch(`${other.url}/fileupload/finalize/${uuid}`, {
-        method: 'POST',
-        headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` },
-      });
-      expect(done.status).toBe(500);
-    } finally {
-      await other.close();
-    }
-  });
-
   it('without a verifying key takes the sender unverified and says so', async () => {
     const loose = await startStorage({});
     try {
@@ -543,33 +509,6 @@ describe('finalize checks', () => {
       expect((await loose.outbox())[0]).toMatchObject({ sender: 'alice@example.org', senderVerified: false });
     } finally {
       await loose.close();
-    }
-  });
-
-  it('answers 500 when the sender identity lacks the configured e-mail attribute', async () => {
-    const strict = await startStorage({ verifyingKey: keys.vk, emailAttribute: 'irma-demo.sidn-pbdf.email.email' });
-    try {
-      const response = await fetch(`${strict.url}/fileupload/init`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(initBody()),
-      });
-      const { uuid } = (await response.json()) as { uuid: string };
-      const put1 = await fetch(`${strict.url}/fileupload/${uuid}`, {
-        method: 'PUT',
-        headers: {
-          cryptifytoken: response.headers.get('cryptifytoken')!,
-          'content-range': `bytes 0-${message.length}/*`,
-        },
-        body: message,
-      });
-      const done = await fetch(`${strict.url}/fileupload/finalize/${uuid}`, {
-        method: 'POST',
-        headers: { cryptifytoken: put1.headers.get('cryptifytoken')!, 'content-range': `bytes */${message.length}` },
-      });
-      expect(done.status).toBe(500);
-    } finally {
-      await strict.close();
     }
   });
 });

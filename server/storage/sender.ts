@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
-import { StreamUnsealer } from 'postguard-ts';
-import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
+import { AuthenticationError, ErrorCode, FormatError, StreamUnsealer, type PostGuardError } from 'postguard-ts';
+import { PREAMBLE_BYTES, decodeHeader, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
 import type { Attribute, Policy } from 'postguard-ts';
 import { decodeSignatureExt } from 'postguard-ts/format';
 
@@ -21,6 +21,11 @@ export interface SenderIdentity {
   policy: Policy;
 }
 
+/**
+ * The stored bytes cannot name a sender: not a streaming PostGuard ciphertext, a header whose
+ * signature does not verify under the PKG's key, or a sender without the e-mail attribute. The
+ * uploader's fault, not the service's (an I/O failure is a plain Error).
+ */
 export class SenderError extends Error {
   override readonly name = 'SenderError';
 }
@@ -44,9 +49,22 @@ async function readFrame(path: string): Promise<Uint8Array> {
   }
 }
 
+const IN_MEMORY = 'the upload is an in-memory PostGuard file; uploads must be sealed as a stream';
+
+/** What the library's refusal means for an upload, in the uploader's terms. */
+function explain(error: PostGuardError): string {
+  if (error.code === ErrorCode.WRONG_MODE) return IN_MEMORY;
+  if (error.code === ErrorCode.BAD_SIGNATURE)
+    return "the PostGuard header's signature does not verify under this service's PKG verifying key";
+  return `the upload is not a readable PostGuard file (${error.code}): ${error.message}`;
+}
+
+/** Uploads are made by streaming clients; an in-memory file is refused with or without a key, as the keyed path does. */
 async function publicIdentity(frame: Uint8Array, verifyingKey: string | undefined): Promise<Policy> {
   if (verifyingKey === undefined) {
     const headerLength = parsePreamble(frame.subarray(0, PREAMBLE_BYTES));
+    const header = decodeHeader(frame.subarray(PREAMBLE_BYTES, PREAMBLE_BYTES + headerLength));
+    if (header.mode.type !== 'Streaming') throw new SenderError(IN_MEMORY);
     return decodeSignatureExt(frame.subarray(PREAMBLE_BYTES + headerLength + 4)).policy;
   }
   const source = new ReadableStream<Uint8Array>({
@@ -63,7 +81,17 @@ export async function readSender(
   verifyingKey: string | undefined,
   emailAttribute: string,
 ): Promise<SenderIdentity> {
-  const policy = await publicIdentity(await readFrame(path), verifyingKey);
+  let policy: Policy;
+  try {
+    policy = await publicIdentity(await readFrame(path), verifyingKey);
+  } catch (error) {
+    // Format and authentication errors are about the uploaded bytes (framing, mode, signature);
+    // anything else (I/O, a verifying key the library refuses) is the service's own failure.
+    if (error instanceof FormatError || error instanceof AuthenticationError) {
+      throw new SenderError(explain(error), { cause: error });
+    }
+    throw error;
+  }
   const con = policy.con;
   const emailEntry = con.find((a) => a.t === emailAttribute);
   if (emailEntry === undefined) throw new SenderError(`the sender identity has no ${emailAttribute} attribute`);

@@ -17,7 +17,7 @@ import {
   sendText,
   sendTooLarge,
 } from '../replies.js';
-import { readSender } from '../sender.js';
+import { SenderError, readSender } from '../sender.js';
 import { Mutex, type MailLanguage, type UploadSession } from '../sessions.js';
 import { chainHasher, randomToken, tokensEqual } from '../tokens.js';
 
@@ -332,6 +332,10 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     try {
       sender = await readSender(filePath(session.uuid), ctx.verifyingKey, settings.emailAttribute);
     } catch (error) {
+      // Not Cryptify's 500: bytes that name no sender are the uploader's to fix, and say why.
+      if (error instanceof SenderError) {
+        return reply.code(422).type('application/json').send({ error: 'ciphertext_invalid', message: error.message });
+      }
       request.log.error({ err: error }, 'could not read the sender from the uploaded header');
       return sendText(reply, 500, GENERIC_INTERNAL_ERROR);
     }
