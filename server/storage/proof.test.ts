@@ -9,7 +9,8 @@ import { startStorage, type RunningStorage } from './testing.js';
  * Proof of possession at finalize (pg-js 2.5, pg-core 0.6.5): init hands out a 32-byte
  * challenge; finalize may carry X-PostGuard-Proof, base64 of signChallenge(sender key, upload
  * id, challenge). A proof that verifies marks the upload proven, none leaves it unproven, and a
- * proof that fails is refused with a JSON error while the upload stays for a retry.
+ * proof that fails is refused with a JSON error while the upload stays for a retry with a good
+ * proof; after a failed proof, a finalize without one is refused too.
  */
 
 const EMAIL = 'pbdf.sidn-pbdf.email.email';
@@ -110,5 +111,46 @@ describe('proof of possession at finalize', () => {
     const good = await finalize(upload, b64(signChallenge(aliceKey, upload.uuid, upload.challenge)));
     expect(good.status).toBe(200);
     expect(new Set(await proven())).toEqual(new Set([true]));
+  });
+
+  it('a failed proof is sticky: finalize without a proof is refused from then on, a good proof still passes', async () => {
+    const upload = await uploaded();
+    const failed = await finalize(upload, b64(new Uint8Array(96)));
+    expect(failed.status).toBe(403);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const unproven = await finalize(upload);
+      expect(unproven.status).toBe(403);
+      expect(await unproven.json()).toEqual({ error: 'proof_invalid', message: expect.stringMatching(/failed/) });
+    }
+    expect(await storage.outbox()).toEqual([]);
+    expect((await storage.upload(upload.uuid))?.session?.finalized).toBe(0);
+
+    const good = await finalize(upload, b64(signChallenge(aliceKey, upload.uuid, upload.challenge)));
+    expect(good.status).toBe(200);
+    // Finalized once, proven; an unproven finalize afterwards is still refused.
+    expect((await finalize(upload)).status).toBe(403);
+    expect(await proven()).toEqual([true]);
+  });
+
+  it('another upload is not affected by a failed proof', async () => {
+    const upload = await uploaded();
+    const other = await uploaded();
+    expect((await finalize(upload, 'not base64!')).status).toBe(403);
+    expect((await finalize(other)).status).toBe(200);
+  });
+
+  it('without a verifying key a proof cannot be checked: refused, and then so is the unproven finalize', async () => {
+    const keyed = storage;
+    storage = await startStorage({});
+    try {
+      const upload = await uploaded();
+      const response = await finalize(upload, b64(signChallenge(aliceKey, upload.uuid, upload.challenge)));
+      expect(response.status).toBe(403);
+      expect((await finalize(upload)).status).toBe(403);
+      expect(await storage.outbox()).toEqual([]);
+    } finally {
+      await storage.close();
+      storage = keyed;
+    }
   });
 });

@@ -52,6 +52,11 @@ export interface UploadSession {
   readonly lock: Mutex;
   /** 32 random bytes from init, for the sender's proof of possession at finalize. */
   readonly challenge: Uint8Array;
+  /**
+   * A finalize of this upload carried a proof of possession that failed. From then on every
+   * finalize needs a proof that verifies: one without a proof is refused too, never finalized unproven.
+   */
+  proofFailed: boolean;
 }
 
 /** Serialises the requests of one upload, as Cryptify holds a per-session lock across a chunk. */

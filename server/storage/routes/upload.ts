@@ -109,6 +109,9 @@ function readSmallBody(request: FastifyRequest, limit: number): Promise<Buffer |
   }).then((result) => (result.abandoned ? undefined : Buffer.concat(pieces, size)));
 }
 
+const proofInvalid = (reply: FastifyReply, message: string): FastifyReply =>
+  reply.code(403).type('application/json').send({ error: 'proof_invalid', message });
+
 export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): Promise<void> {
   const { settings, store } = ctx;
   const filePath = (uuid: string) => join(ctx.dataDir, uuid);
@@ -176,6 +179,7 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       lastActive: now,
       lock: new Mutex(),
       challenge: crypto.getRandomValues(new Uint8Array(CHALLENGE_BYTES)),
+      proofFailed: false,
     };
     store.add(session);
     return reply
@@ -340,10 +344,18 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       return sendText(reply, 500, GENERIC_INTERNAL_ERROR);
     }
     // A proof of possession (pg-js 2.5): a signature by the sender's key over this upload's
-    // challenge. None: the upload is unproven. One that fails: refused, and the upload is kept so
-    // the sender can finalize again with a good one.
+    // challenge. None: the upload is unproven. One that fails: refused, and from then on this upload
+    // needs a proof that verifies (a finalize without one is refused too, so a failed proof cannot be
+    // followed by an unproven finalize). A good proof still finalizes it: only the holder of the
+    // sender's key can make one, so the retry gives a forger nothing.
     const proof = request.headers[PROOF_HEADER];
     let proven = false;
+    if (proof === undefined && session.proofFailed) {
+      return proofInvalid(
+        reply,
+        `a proof of possession for this upload failed; finalize it with a valid ${PROOF_HEADER} or not at all`,
+      );
+    }
     if (proof !== undefined) {
       const signature =
         typeof proof === 'string' && BASE64.test(proof) ? new Uint8Array(Buffer.from(proof, 'base64')) : undefined;
@@ -352,16 +364,13 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
         ctx.verifyingKey !== undefined &&
         verifyChallenge(ctx.verifyingKey, sender.policy, session.uuid, session.challenge, signature);
       if (!proven) {
-        return reply
-          .code(403)
-          .type('application/json')
-          .send({
-            error: 'proof_invalid',
-            message:
-              ctx.verifyingKey === undefined
-                ? 'this service has no PKG verifying key to check a proof of possession with'
-                : `the ${PROOF_HEADER} signature does not prove the sender's key for this upload's challenge`,
-          });
+        session.proofFailed = true;
+        return proofInvalid(
+          reply,
+          ctx.verifyingKey === undefined
+            ? 'this service has no PKG verifying key to check a proof of possession with'
+            : `the ${PROOF_HEADER} signature does not prove the sender's key for this upload's challenge`,
+        );
       }
     }
     const now = Math.floor(settings.clock.now());
