@@ -10,7 +10,13 @@ import { IdentityServerClient } from './idp/client.js';
 import { ResultJwtVerifier } from './idp/jwt.js';
 import { StatusStreams, type StatusStreamLimits } from './idp/status-streams.js';
 import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
-import { clientKeyResolver, rateLimitPlugin, type BucketStore, type RateLimitSettings } from './ratelimit/index.js';
+import {
+  clientKeyResolver,
+  rateLimitPlugin,
+  trustedProxies,
+  type BucketStore,
+  type RateLimitSettings,
+} from './ratelimit/index.js';
 import {
   DEFAULT_CONNECTION_LIMITS,
   clientErrorHandler,
@@ -95,6 +101,20 @@ function loggerOptions(logger: AppDeps['logger']): Pick<FastifyServerOptions, 'l
   };
 }
 
+/**
+ * The peers that are our reverse proxies, and so carry many clients' connections: the per-address
+ * socket cap does not apply to them. With the deprecated --ratelimit-trust-forwarded-for no peer is
+ * named, but the setting says every peer is a proxy.
+ */
+function proxyPeers(settings: RateLimitSettings): (ip: string) => boolean {
+  const listed = settings.trustedProxies ?? [];
+  if (listed.length > 0) {
+    const proxies = trustedProxies(listed);
+    return (ip) => proxies.has(ip);
+  }
+  return () => settings.trustForwardedFor;
+}
+
 export function buildApp(deps: AppDeps): FastifyInstance {
   const clock = deps.clock ?? systemClock;
   const app = Fastify({
@@ -111,7 +131,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     return503OnClosing: true,
     // Over-long path segments and undecodable URLs: our envelope, not Fastify's own body.
     frameworkErrors: frameworkErrorHandler,
-    serverFactory: limitedServerFactory({ ...DEFAULT_CONNECTION_LIMITS, ...deps.connections }),
+    serverFactory: limitedServerFactory(
+      { ...DEFAULT_CONNECTION_LIMITS, ...deps.connections },
+      { exemptFromAddressCap: proxyPeers(deps.rateLimit.settings) },
+    ),
     clientErrorHandler,
   });
   // JSON only: a text/plain body is not a request we understand (415, not a schema error).

@@ -55,6 +55,7 @@ describe('server defaults', () => {
         requestTimeoutMs: 30_000,
         keepAliveTimeoutMs: 5_000,
         maxConnections: 10_000,
+        maxConnectionsPerAddress: 64,
       },
       statusStreams: { perClient: 10, total: 2000, maxDurationMs: 900_000, retryAfterSeconds: 5 },
       jwtIssuer: undefined,
@@ -87,6 +88,7 @@ describe('connection limits', () => {
       requestTimeoutMs: 4000,
       keepAliveTimeoutMs: 1000,
       maxConnections: 50,
+      maxConnectionsPerAddress: 50,
     });
     expect(
       server(['--allowed-origins', '*'], { PKG_HEADERS_TIMEOUT_MS: '3000', PKG_MAX_CONNECTIONS: '7' }).connections,
@@ -103,6 +105,22 @@ describe('connection limits', () => {
         {},
       ),
     ).toMatch(/request-timeout-ms/);
+  });
+
+  it('the per-address cap: flag or variable, at most the global cap; by default 64, or the global cap if lower', () => {
+    const base = ['--allowed-origins', '*'];
+    expect(server([...base, '--max-connections-per-address', '8'], {}).connections.maxConnectionsPerAddress).toBe(8);
+    expect(server(base, { PKG_MAX_CONNECTIONS_PER_ADDRESS: '9', PKG_MAX_CONNECTIONS: '20' }).connections).toMatchObject(
+      { maxConnections: 20, maxConnectionsPerAddress: 9 },
+    );
+    expect(server([...base, '--max-connections', '20'], {}).connections.maxConnectionsPerAddress).toBe(20);
+    for (const value of ['0', 'many', '21'])
+      expect(
+        settingAtFault(['server', ...base, '--max-connections', '20', '--max-connections-per-address', value], {}),
+      ).toMatch(/max-connections-per-address/);
+    expect(settingAtFault(['server', ...base], { PKG_MAX_CONNECTIONS_PER_ADDRESS: '10001' })).toMatch(
+      /PKG_MAX_CONNECTIONS_PER_ADDRESS/,
+    );
   });
 });
 

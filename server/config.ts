@@ -143,6 +143,8 @@ Options (environment variable in brackets; a flag wins over its variable):
       --request-timeout-ms <ms>            time a client has to send its request     [PKG_REQUEST_TIMEOUT_MS] [default: 30000]
       --keep-alive-timeout-ms <ms>         idle keep-alive sockets are closed after  [PKG_KEEP_ALIVE_TIMEOUT_MS] [default: 5000]
       --max-connections <n>                sockets open at once, per process         [PKG_MAX_CONNECTIONS] [default: 10000]
+      --max-connections-per-address <n>    sockets open at once from one client address,
+                                           per process; --trusted-proxies are exempt [PKG_MAX_CONNECTIONS_PER_ADDRESS] [default: 64]
       --workers <n>                        worker processes (node:cluster)           [PKG_WORKERS] [default: 1]
       --email-attribute <type>             e-mail attribute of API-key identities    [PKG_EMAIL_ATTRIBUTE]
                                            [default: pbdf.sidn-pbdf.email.email]
@@ -393,6 +395,7 @@ function serverCommand(argv: readonly string[], env: Env): Command {
       'request-timeout-ms': { type: 'string' },
       'keep-alive-timeout-ms': { type: 'string' },
       'max-connections': { type: 'string' },
+      'max-connections-per-address': { type: 'string' },
       workers: { type: 'string' },
       'email-attribute': { type: 'string' },
       'log-level': { type: 'string' },
@@ -425,6 +428,14 @@ function serverCommand(argv: readonly string[], env: Env): Command {
     const s = setting(values, flag, env, variable);
     return s === undefined ? fallback : integer(s.name, s.value, min, max);
   };
+  const maxConnections = limit(
+    'max-connections',
+    'PKG_MAX_CONNECTIONS',
+    DEFAULT_CONNECTION_LIMITS.maxConnections,
+    1,
+    1_000_000,
+  );
+  const perAddress = setting(values, 'max-connections-per-address', env, 'PKG_MAX_CONNECTIONS_PER_ADDRESS');
   const flagOrEnv = (flag: string, variable: string): boolean => {
     if (values[flag] === true) return true;
     const e = env[variable];
@@ -493,13 +504,12 @@ function serverCommand(argv: readonly string[], env: Env): Command {
         100,
         600_000,
       ),
-      maxConnections: limit(
-        'max-connections',
-        'PKG_MAX_CONNECTIONS',
-        DEFAULT_CONNECTION_LIMITS.maxConnections,
-        1,
-        1_000_000,
-      ),
+      maxConnections,
+      // Given, it may not exceed the global cap; by default it is lowered to it.
+      maxConnectionsPerAddress:
+        perAddress === undefined
+          ? Math.min(DEFAULT_CONNECTION_LIMITS.maxConnectionsPerAddress, maxConnections)
+          : integer(perAddress.name, perAddress.value, 1, maxConnections),
     },
     statusStreams: {
       ...DEFAULT_STATUS_STREAM_LIMITS,
