@@ -41,7 +41,10 @@ function loggerSettings(logger: StorageOptions['logger']): boolean | Record<stri
   };
 }
 
-/** Cryptify's CORS request headers; the response also exposes the range headers so browsers can resume downloads. */
+/**
+ * Cryptify's CORS request headers, finalize's proof of possession among them (a browser could not
+ * send it otherwise); the response also exposes the range headers so browsers can resume downloads.
+ */
 const ALLOWED_HEADERS = [
   'Authorization',
   'Content-Type',
@@ -51,6 +54,7 @@ const ALLOWED_HEADERS = [
   'X-Cryptify-Source',
   'X-Recovery-Token',
   'X-POSTGUARD-CLIENT-VERSION',
+  'X-PostGuard-Proof',
 ];
 
 export function buildStorage(options: StorageOptions = {}): FastifyInstance {

@@ -674,4 +674,21 @@ describe('CORS', () => {
     const response = await init(initBody(), { origin: 'https://app.example' });
     expect(response.headers.get('access-control-expose-headers')?.toLowerCase()).toContain('cryptifytoken');
   });
+
+  it("lets browsers send finalize's proof of possession (X-PostGuard-Proof), as Cryptify does", async () => {
+    const preflight = await fetch(`${url}/fileupload/finalize/x`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'cryptifytoken,content-range,x-postguard-proof',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    const allowed = (preflight.headers.get('access-control-allow-headers') ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase());
+    expect(allowed).toEqual(expect.arrayContaining(['cryptifytoken', 'content-range', 'x-postguard-proof']));
+    expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
+  });
 });
