@@ -288,6 +288,42 @@ describe('session outcome', () => {
   });
 });
 
+describe('identity-server values that are not valid Unicode', () => {
+  // JSON can carry a lone surrogate ("\ud800"), which has no UTF-8 form: no identity can be derived
+  // from it. Refused as a malformed token, never a 500.
+  const lone = ['a@example.org\ud800', '\udc00a@example.org', 'a\ud800\ud800b@example.org'];
+
+  it('a lone surrogate in a disclosed value: 401 JWT_INVALID for a user key and for signing keys', async () => {
+    for (const value of lone) {
+      const jwt = await rs256(claims({ disclosed: [[{ rawvalue: value, id: EMAIL, status: 'PRESENT' }]] }));
+      await expectError(await key(jwt), 401, 'JWT_INVALID');
+      await expectError(await key(jwt, '/v2/irma/key'), 401, 'JWT_INVALID');
+      await expectError(await signKey(`Bearer ${jwt}`), 401, 'JWT_INVALID');
+    }
+  });
+
+  it('a lone surrogate in a disclosed attribute type: 401 JWT_INVALID', async () => {
+    const type = `${EMAIL}\ud800`;
+    const jwt = await rs256(claims({ disclosed: [[{ rawvalue: 'a@example.org', id: type, status: 'PRESENT' }]] }));
+    await expectError(await key(jwt), 401, 'JWT_INVALID');
+    await expectError(await signKey(`Bearer ${jwt}`, { pubSignId: [{ t: type }] }), 401, 'JWT_INVALID');
+  });
+
+  it('also when the stand-in identity server discloses it in a real session', async () => {
+    const jwt = await realJwt({ con: [{ t: EMAIL }] }, { [EMAIL]: 'a@example.org\ud800' });
+    await expectError(await key(jwt), 401, 'JWT_INVALID');
+    await expectError(await signKey(`Bearer ${jwt}`), 401, 'JWT_INVALID');
+  });
+
+  it('a well-formed pair (an emoji) is fine', async () => {
+    const jwt = await rs256(
+      claims({ disclosed: [[{ rawvalue: 'a\ud83d\ude00@example.org', id: EMAIL, status: 'PRESENT' }]] }),
+    );
+    expect((await key(jwt)).status).toBe(200);
+    expect((await signKey(`Bearer ${jwt}`)).status).toBe(200);
+  });
+});
+
 describe('key timestamps', () => {
   it('a timestamp more than 60 s ahead of the clock: 400 CHRONOLOGY', async () => {
     await expectError(await key(await rs256(claims()), `/v2/irma/key/${pkg.clock.now() + 61}`), 400, 'CHRONOLOGY');

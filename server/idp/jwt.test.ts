@@ -217,6 +217,17 @@ describe('provenAttributes', () => {
       expect(() => provenAttributes({ ...base, disclosed })).toThrow(expect.objectContaining({ code: 'JWT_INVALID' }));
     }
   });
+
+  it('a PRESENT type or value with a lone surrogate (no UTF-8 form) is a bad JWT; surrogate pairs are fine', () => {
+    for (const value of ['\ud800', 'a\udbff', '\udc00a', 'a\udfffb', '\ud800\ud800\udc00', '\ud83d\ude00\udc00']) {
+      for (const disclosed of [[[attr(EMAIL, 'PRESENT', value)]], [[attr(`${EMAIL}${value}`, 'PRESENT', 'a')]]])
+        expect(() => provenAttributes({ ...base, disclosed })).toThrow(
+          expect.objectContaining({ code: 'JWT_INVALID' }),
+        );
+    }
+    const pair = 'a\ud83d\ude00\ud800\udc00';
+    expect(provenAttributes({ ...base, disclosed: [[attr(EMAIL, 'PRESENT', pair)]] })).toEqual([{ t: EMAIL, v: pair }]);
+  });
 });
 
 describe('beyond pg-pkg: issuer and times in the future', () => {

@@ -21,7 +21,8 @@ import { PkgError } from '../errors.js';
  *   identity server with a sane clock; and with `issuer` configured, `iss` must equal it.
  * - Identity: only for status DONE, proofStatus VALID and type disclosing; then every PRESENT
  *   disclosed attribute. Any other outcome proves nothing (the disclosed list is not even parsed:
- *   with MISSING_ATTRIBUTES Yivi puts null where a disjunction was not satisfied).
+ *   with MISSING_ATTRIBUTES Yivi puts null where a disjunction was not satisfied). A type or value that
+ *   is not valid Unicode (a lone surrogate) makes the token invalid.
  */
 
 // One list of Yivi's session statuses, the library's (postguard-ts/pkg): the PKG, its client and the stand-in agree.
@@ -119,6 +120,19 @@ function parseClaims(payload: Uint8Array): ResultClaims {
   return claims;
 }
 
+/** Whether a string is well-formed UTF-16 (no lone surrogate), so it has a UTF-8 form. */
+function wellFormed(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0xd800 || unit > 0xdfff) continue;
+    // A high surrogate must be followed by a low one; a low one on its own is lone.
+    const next = text.charCodeAt(i + 1);
+    if (unit > 0xdbff || !(next >= 0xdc00 && next <= 0xdfff)) return false;
+    i++;
+  }
+  return true;
+}
+
 /** The PRESENT attributes of a VALID disclosure as `{t, v}`; undefined when the session proves nothing. */
 export function provenAttributes(claims: ResultClaims): Attribute[] | undefined {
   if (claims.status !== 'DONE' || claims.proofStatus !== 'VALID' || claims.type !== 'disclosing') return undefined;
@@ -139,6 +153,10 @@ export function provenAttributes(claims: ResultClaims): Attribute[] | undefined 
         throw invalid('disclosed rawvalue is not a string');
       }
       if (a.status !== 'PRESENT') continue;
+      // JSON can spell a lone surrogate ("\ud800"); it has no UTF-8 form, so no identity (and no key)
+      // can be derived from it, and the library would refuse it later as a bug of ours (500).
+      if (!wellFormed(a.id) || (typeof a.rawvalue === 'string' && !wellFormed(a.rawvalue)))
+        throw invalid('disclosed attribute is not valid Unicode (lone surrogate)');
       attributes.push(typeof a.rawvalue === 'string' ? { t: a.id, v: a.rawvalue } : { t: a.id });
     }
   }
