@@ -17,8 +17,17 @@ export function corsOptions(allowedOrigins: readonly string[]): FastifyCorsOptio
       return callback(new PkgError('ORIGIN_NOT_ALLOWED'), false);
     },
     methods: ['GET', 'POST'],
-    // The reference's list, plus If-None-Match so browser clients can revalidate the public keys.
-    allowedHeaders: ['Content-Type', 'Authorization', 'ETag', 'If-None-Match', 'X-POSTGUARD-CLIENT-VERSION'],
+    // The reference's list, plus If-None-Match so browser clients can revalidate the public keys, and
+    // X-Cryptify-Source, which pg-js up to 2.5 sends on its PKG calls (without it, every cross-origin
+    // call of such a client fails its preflight).
+    allowedHeaders: [
+      'Content-Type',
+      'Authorization',
+      'ETag',
+      'If-None-Match',
+      'X-POSTGUARD-CLIENT-VERSION',
+      'X-Cryptify-Source',
+    ],
     // Readable cross-origin: the keys' ETag (for that revalidation) and Retry-After on 429.
     exposedHeaders: ['ETag', 'Retry-After'],
     maxAge: 86_400,

@@ -108,10 +108,35 @@ describe('CORS', () => {
     expect(response.headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect(response.headers.get('access-control-allow-methods')).toBe('GET, POST');
     expect(response.headers.get('access-control-allow-headers')).toBe(
-      'Content-Type, Authorization, ETag, If-None-Match, X-POSTGUARD-CLIENT-VERSION',
+      'Content-Type, Authorization, ETag, If-None-Match, X-POSTGUARD-CLIENT-VERSION, X-Cryptify-Source',
     );
     expect(response.headers.get('access-control-max-age')).toBe('86400');
     expect(response.headers.get('vary')).toMatch(/origin/i);
+  });
+
+  it('pg-js up to 2.5 sends X-Cryptify-Source: its preflights allow it, on every route it calls', async () => {
+    for (const [path, method, requested] of [
+      ['/v2/parameters', 'GET', 'x-cryptify-source'],
+      ['/v2/sign/parameters', 'GET', 'x-cryptify-source'],
+      ['/v2/irma/start', 'POST', 'content-type,x-cryptify-source'],
+      ['/v2/irma/key/1', 'GET', 'authorization,x-cryptify-source,x-postguard-client-version'],
+      ['/v2/irma/sign/key', 'POST', 'authorization,content-type,x-cryptify-source'],
+    ] as const) {
+      const response = await fetch(`${pkg.url}${path}`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: 'https://app.example',
+          'access-control-request-method': method,
+          'access-control-request-headers': requested,
+        },
+      });
+      expect(response.status).toBe(204);
+      // As a browser checks it: every requested name, case-insensitively, in the allowed list.
+      const allowed = (response.headers.get('access-control-allow-headers') ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase());
+      for (const name of requested.split(',')) expect(allowed).toContain(name);
+    }
   });
 
   it('a request from an allowed origin gets its origin back, and may read ETag and Retry-After', async () => {
