@@ -1,6 +1,6 @@
 import { sha3_256, sha3_512 } from '@noble/hashes/sha3.js';
 import { utf8 } from './bincode.js';
-import { compareUtf8, type Attribute, type Policy } from './policy.js';
+import { compareBytes, type Attribute, type Policy } from './policy.js';
 
 /**
  * Identities: how a policy becomes the bytes both key schemes derive keys from, and the canonical
@@ -15,13 +15,29 @@ import { compareUtf8, type Attribute, type Policy } from './policy.js';
 const EMAIL_TAIL = '.sidn-pbdf.email.email';
 const MOBILE_TAIL = '.sidn-pbdf.mobilenumber.mobilenumber';
 
-const EDGE_WHITESPACE = /^\p{White_Space}+|\p{White_Space}+$/gu;
+/** One Unicode White_Space character (the property Rust's `str::trim` uses). */
+const WHITE_SPACE = /^\p{White_Space}$/u;
 /** Separators people type in phone numbers: space, no-break spaces, hyphens, dashes, brackets, dots, slashes. */
-const PHONE_SEPARATORS = /[ \u00A0\u202F\-\u2011\u2013().\/]/g;
-const E164 = /^\+[1-9][0-9]{0,14}$/;
+const PHONE_SEPARATORS = /[ \u00A0\u202F\-\u2011\u2013()./]/g;
+const E164 = /^\+[1-9]\d{0,14}$/;
 
 const isEmailType = (type: string) => type.endsWith(EMAIL_TAIL) && type.length > EMAIL_TAIL.length;
 const isMobileType = (type: string) => type.endsWith(MOBILE_TAIL) && type.length > MOBILE_TAIL.length;
+
+/**
+ * `value` without the Unicode whitespace at its ends, in time linear in its length: each end is
+ * walked inwards once. (A regex trim such as `^\s+|\s+$` retries its second branch at every
+ * position of a long inner run of whitespace, which is quadratic: a signer policy read from an
+ * unauthenticated header could hold such a run.) Every White_Space code point lies in the BMP, so
+ * testing one UTF-16 unit at a time is testing code points; a surrogate is never whitespace.
+ */
+export function trimWhiteSpace(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && WHITE_SPACE.test(value[start]!)) start++;
+  while (end > start && WHITE_SPACE.test(value[end - 1]!)) end--;
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
 
 /**
  * The canonical form of an attribute value. E-mail: Unicode whitespace trimmed at both ends, then
@@ -29,7 +45,7 @@ const isMobileType = (type: string) => type.endsWith(MOBILE_TAIL) && type.length
  * Any other type: the value unchanged. Total and idempotent.
  */
 export function canonicalize(type: string, value: string): string {
-  if (isEmailType(type)) return value.replace(EDGE_WHITESPACE, '').toLowerCase();
+  if (isEmailType(type)) return trimWhiteSpace(value).toLowerCase();
   if (isMobileType(type)) {
     const digits = value.replaceAll('(0)', '').replace(PHONE_SEPARATORS, '');
     return digits.startsWith('00') ? `+${digits.slice(2)}` : digits;
@@ -56,13 +72,19 @@ export function canonicalPolicy(policy: Policy): Policy {
   return changed ? { ts: policy.ts, con } : policy;
 }
 
+/** An attribute as UTF-8, encoded once: sorting compares these bytes, hashing reads them. */
+interface EncodedAttribute {
+  t: Uint8Array;
+  v: Uint8Array | undefined;
+}
+
 /** Derived `Ord` of the reference's Attribute: by type, then absent value before any value. */
-function compareAttributes(a: Attribute, b: Attribute): number {
-  const byType = compareUtf8(a.t, b.t);
+function compareAttributes(a: EncodedAttribute, b: EncodedAttribute): number {
+  const byType = compareBytes(a.t, b.t);
   if (byType !== 0) return byType;
   if (a.v === undefined) return b.v === undefined ? 0 : -1;
   if (b.v === undefined) return 1;
-  return compareUtf8(a.v, b.v);
+  return compareBytes(a.v, b.v);
 }
 
 const be64 = (v: number | bigint): Uint8Array => {
@@ -88,16 +110,17 @@ function concat(parts: Uint8Array[]): Uint8Array {
  * SHA3-512(0x00 ‖ f_0 ‖ f'_0 ‖ … ‖ BE64(ts)) over the attributes in canonical order.
  */
 export function rawPolicyDigest(policy: Policy): Uint8Array {
-  const sorted = [...policy.con].sort(compareAttributes);
+  // Each string is encoded once, not once per comparison: a sort compares O(n log n) times.
+  const encoded = policy.con.map((a): EncodedAttribute => ({
+    t: utf8(a.t),
+    v: a.v === undefined ? undefined : utf8(a.v),
+  }));
+  encoded.sort(compareAttributes);
   const parts: Uint8Array[] = [new Uint8Array([0])];
-  sorted.forEach((a, i) => {
-    const t = utf8(a.t);
+  encoded.forEach(({ t, v }, i) => {
     parts.push(sha3_512(concat([be64(2 * i + 1), be64(t.length), t])));
-    if (a.v === undefined) parts.push(sha3_512(concat([be64(2 * i + 2), UNSET])));
-    else {
-      const v = utf8(a.v);
-      parts.push(sha3_512(concat([be64(2 * i + 2), be64(v.length), v])));
-    }
+    if (v === undefined) parts.push(sha3_512(concat([be64(2 * i + 2), UNSET])));
+    else parts.push(sha3_512(concat([be64(2 * i + 2), be64(v.length), v])));
   });
   parts.push(be64(policy.ts));
   return sha3_512(concat(parts));
