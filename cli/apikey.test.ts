@@ -49,7 +49,7 @@ describe('enc --api-key', () => {
     expect(sealed.stderr).not.toMatch(/error/);
     expect(sealed.code).toBe(0);
     expect(sealed.sessions).toEqual([]);
-    expect(sealed.stdout).toContain(`Signed as: ${EMAIL} = "${ORG_EMAIL}"`);
+    expect(sealed.stdout).toContain(`Signed as: ${EMAIL} (demo credential) = "${ORG_EMAIL}"`);
 
     await rm(file);
     const opened = await runCliProcess(['dec', '--pkg', pkg.url, `${file}.enc`], {
@@ -57,7 +57,7 @@ describe('enc --api-key', () => {
     });
     expect(opened.code).toBe(0);
     expect(await readFile(file, 'utf8')).toBe('invoice 42\n');
-    expect(opened.stdout).toContain(`Signed by (verified): ${EMAIL} = "${ORG_EMAIL}"`);
+    expect(opened.stdout).toContain(`Verified sender: ${EMAIL} (demo credential) = "${ORG_EMAIL}"`);
   });
 
   it('reads the key from $PG_API_KEY too', async () => {

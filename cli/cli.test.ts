@@ -17,6 +17,10 @@ import { realClock, runCliProcess, startCli, type CliResult, type SessionLine } 
  */
 
 const EMAIL = 'irma-demo.sidn-pbdf.email.email';
+/** How the CLI shows that type: the stand-in issues demo-scheme credentials, and says so. */
+const SHOWN = `${EMAIL} (demo credential)`;
+const DEMO_NOTE =
+  'Note: Demo credentials: anyone can issue these to themselves, so they prove nothing about a person.\n';
 const FULLNAME = 'irma-demo.gemeente.personalData.fullname';
 const ALICE = 'alice@example.org';
 const BOB = 'bob@example.org';
@@ -116,7 +120,7 @@ describe('enc → dec round trip', () => {
     expect(sealed.code).toBe(0);
     expect(sealed.sessions.map((s) => s.purpose)).toEqual(['sign']);
     expect(sealed.stdout).toContain(`Encrypted ${file} to ${file}.enc for ${BOB}`);
-    expect(sealed.stdout).toContain(`Signed as: ${EMAIL} = "${ALICE}"`);
+    expect(sealed.stdout).toContain(`Signed as: ${SHOWN} = "${ALICE}"`);
 
     await rm(file);
     const opened = await decrypt(`${file}.enc`);
@@ -124,10 +128,14 @@ describe('enc → dec round trip', () => {
     expect(opened.code).toBe(0);
     expect(await readFile(file, 'utf8')).toBe(content);
     expect(opened.sessions.map((s) => s.purpose)).toEqual(['decrypt']);
-    // The header is shown before the session: the verified sender and the hidden recipient policy.
-    expect(opened.stderr).toContain(`Signed by (verified): ${EMAIL} = "${ALICE}"`);
-    expect(opened.stderr).toContain(`  ${BOB}: ${EMAIL} = (hidden)`);
-    expect(opened.stdout).toBe(`Decrypted ${file}.enc to ${file}\nSigned by (verified): ${EMAIL} = "${ALICE}"\n`);
+    // The header is shown before the session: the sender it claims (nothing of the content is
+    // checked yet) and the hidden recipient policy.
+    expect(opened.stderr).toContain(`Claimed sender: ${SHOWN} = "${ALICE}"`);
+    expect(opened.stderr).not.toContain('Verified');
+    expect(opened.stderr).toContain(`  ${BOB}: ${SHOWN} = (hidden)`);
+    expect(opened.stdout).toBe(
+      `Decrypted ${file}.enc to ${file}\nVerified sender: ${SHOWN} = "${ALICE}"\n${DEMO_NOTE}`,
+    );
     expect(await partials()).toEqual([]);
   });
 

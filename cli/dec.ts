@@ -1,4 +1,14 @@
-import { ErrorCode, FormatError, StreamUnsealer, startHashThread, type Policy } from 'postguard-ts';
+import {
+  ErrorCode,
+  FormatError,
+  SENDER_WORDING,
+  StreamUnsealer,
+  claimedSenderReport,
+  senderReport,
+  startHashThread,
+  type Policy,
+  type SenderReport,
+} from 'postguard-ts';
 import { PREAMBLE_BYTES, decodeHeader, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
 import type { DisclosureAttribute } from 'postguard-ts/pkg';
 import {
@@ -84,8 +94,8 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     const unsealer = await StreamUnsealer.new(input.readable(onRead, signal), vk);
 
     const recipients = unsealer.inspect_header();
-    const sender = unsealer.public_identity();
-    io.stderr.write(`Signed by (verified): ${describePolicy(sender)}\n`);
+    // Only the header is checked so far: its sender is a claim until the content has verified.
+    io.stderr.write(senderLines(claimedSenderReport(unsealer.public_identity())));
     io.stderr.write('Encrypted for:\n');
     for (const [id, policy] of recipients)
       io.stderr.write(`  ${id}: ${describePolicy(policy)} (sealed ${when(policy.ts)})\n`);
@@ -114,13 +124,13 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     progress?.finish();
     await out.commit();
 
+    const report = senderReport(verified);
     if (settings.json) {
-      io.stdout.write(`${JSON.stringify({ output, recipient: recipientId, signedBy: verified })}\n`);
+      const sender = report.standing;
+      io.stdout.write(`${JSON.stringify({ output, recipient: recipientId, sender, signedBy: verified })}\n`);
     } else {
       io.stdout.write(`Decrypted ${file} to ${output}\n`);
-      io.stdout.write(`Signed by (verified): ${describePolicy(verified.public)}\n`);
-      if (verified.private !== undefined)
-        io.stdout.write(`Also signed by (verified, private): ${describePolicy(verified.private)}\n`);
+      io.stdout.write(senderLines(report));
     }
     return Exit.OK;
   } finally {
@@ -128,6 +138,13 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     await out?.discard();
     await input.close().catch(() => undefined);
   }
+}
+
+/** A sender in the library's words (lib/sender.ts), one identity a line, and a note for demo credentials. */
+export function senderLines(report: SenderReport): string {
+  const lines = report.lines.map((line) => `${line.label}: ${describePolicy(line.policy)}\n`);
+  if (report.demoCredentials) lines.push(`Note: ${SENDER_WORDING.demoCredentials}\n`);
+  return lines.join('');
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Attribute, Policy } from 'postguard-ts';
-import { HINT_TYPES } from 'postguard-ts';
+import { HINT_TYPES, isDemoCredential } from 'postguard-ts';
 import { DOMAIN_TYPES, EMAIL_TYPES, type DisclosureAttribute } from 'postguard-ts/pkg';
 import { usage } from './exit.js';
 
@@ -178,10 +178,12 @@ export function describePolicy(policy: Policy): string {
   if (policy.con.length === 0) return '(no attributes)';
   return policy.con
     .map(({ t, v }) => {
-      if (v === undefined) return `${t} (any value)`;
+      // A demo-scheme credential is self-issued: it must never read like the real one.
+      const type = isDemoCredential(t) ? `${t} (demo credential)` : t;
+      if (v === undefined) return `${type} (any value)`;
       const hidden = hiddenValue({ t, v });
-      if (hidden.kind === 'hidden' && v === '') return `${t} = (hidden)`;
-      return `${t} = ${JSON.stringify(v)}`;
+      if (hidden.kind === 'hidden' && v === '') return `${type} = (hidden)`;
+      return `${type} = ${JSON.stringify(v)}`;
     })
     .join(', ');
 }

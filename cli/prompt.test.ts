@@ -174,6 +174,9 @@ describe('pg-cli dec on a terminal (in-process, stdin a TTY)', () => {
       [[{ type: EMAIL, value: 'carol@example.org', notNull: true }]],
       [[{ type: FULLNAME, value: 'Carol Cat', notNull: true }]],
     ]);
-    expect(stdout).toContain('Signed by (verified): irma-demo.sidn-pbdf.email.email = "alice@example.org"');
+    expect(stdout).toContain(
+      'Verified sender: irma-demo.sidn-pbdf.email.email (demo credential) = "alice@example.org"',
+    );
+    expect(stdout).toContain('Note: Demo credentials: anyone can issue these');
   });
 });

@@ -101,9 +101,13 @@ test('two recipients, one also bound to a mobile number; the sender signs a priv
   await page.getByRole('button', { name: 'Preview' }).click();
   await expect(page.locator('#preview-area pre')).toHaveText(text);
   const verified = page.locator('#verified');
-  await expect(verified).toContainText(`E-mail address: ${ALICE}`);
-  await expect(verified).toContainText('visible only to recipients');
-  await expect(verified).toContainText('Mobile number: +31698765432');
+  // The content is signed with the private key only, so the address is the header's claim.
+  await expect(verified.locator('.badge')).toHaveText('Content signed by');
+  await expect(verified).toContainText('Content signed by:Mobile number: +31698765432');
+  await expect(verified).toContainText(
+    `Claimed in the signed header (not part of the content signature):E-mail address: ${ALICE}`,
+  );
+  await expect(verified).not.toContainText('Verified sender');
 });
 
 test('a form with mistakes says what is wrong, next to the fields, and sends nothing', async ({ page, stack }) => {

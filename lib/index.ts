@@ -8,6 +8,15 @@ export { startHashThread } from '#shake';
 export type { SealOptions, SigningKeyInput } from './seal.js';
 export { Unsealer, StreamUnsealer } from './unseal.js';
 export type { VerificationResult } from './signatures.js';
+export {
+  senderReport,
+  claimedSenderReport,
+  isDemoCredential,
+  SENDER_WORDING,
+  SENDER_EXPLANATION,
+  DEMO_SCHEME_PREFIX,
+} from './sender.js';
+export type { SenderReport, SenderLine, SenderStanding } from './sender.js';
 export type { Attribute, Policy, EncryptionPolicy } from './policy.js';
 export { HINT_TYPES } from './policy.js';
 export { canonicalize, isCanonical } from './identity.js';

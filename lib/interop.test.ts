@@ -73,7 +73,11 @@ const optionsFor = (n: number, priv: boolean): SealOptions => ({
 const expectedSigner = (priv: boolean) =>
   priv ? { public: pubSignKey.policy, private: privSignKey!.policy } : { public: pubSignKey.policy };
 /** What our unsealers report for a file from pg-wasm 0.5.10: the same, and not bound (no sender copy). */
-const unbound = (priv: boolean) => ({ ...expectedSigner(priv), bound: false });
+const unbound = (priv: boolean) => ({
+  ...expectedSigner(priv),
+  contentSigner: priv ? 'private' : 'public',
+  bound: false,
+});
 const message = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + 7) & 255);
 
 async function theirStreamSeal(options: SealOptions, plain: Uint8Array, chunk = 65_536): Promise<Uint8Array> {

@@ -53,9 +53,13 @@ async function streamSealed(): Promise<Uint8Array> {
 describe('the sender copy inside the encryption', () => {
   it('our files open bound (memory and stream)', async () => {
     const [, memory] = await (await Unsealer.new(await seal(kem.mpk, options, plain), ibs.vk)).unseal('bob', bobUsk);
-    expect(memory).toEqual({ public: alice, bound: true });
+    expect(memory).toEqual({ public: alice, contentSigner: 'public', bound: true });
     const su = await StreamUnsealer.new(chunkedSource(await streamSealed()), ibs.vk);
-    expect(await su.unseal('bob', bobUsk, collector().writable)).toEqual({ public: alice, bound: true });
+    expect(await su.unseal('bob', bobUsk, collector().writable)).toEqual({
+      public: alice,
+      contentSigner: 'public',
+      bound: true,
+    });
   });
 
   it('a header re-signed by another key of the same PKG: pg-wasm 0.5.10 is fooled, we refuse with SENDER_MISMATCH', async () => {

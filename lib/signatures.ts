@@ -106,25 +106,41 @@ export class SignatureVerifier {
 
 /** Who sealed a file, once it has been opened and every signature verified. */
 export interface VerificationResult {
-  /** The public sender, from the header signature. */
+  /**
+   * The public sender, from the header signature. The content is signed by this identity only
+   * when `contentSigner` is `'public'`; otherwise the header signature alone attests it.
+   */
   public: Policy;
   /** The private sender (visible to recipients only), when the payload was signed under another policy. */
   private?: Policy;
   /**
+   * Whose key signed the content: the `public` identity, or the `private` one. The format signs
+   * the content with one key only, the private one when the sealer gave one, so with `'private'`
+   * the public identity is a claim of the signed header that the content signature does not
+   * cover (a co-recipient, who holds the file's key, can write new content under someone else's
+   * header). Show it as such: docs/security.md.
+   */
+  contentSigner: 'public' | 'private';
+  /**
    * True when the public sender was also sealed inside the encryption (current sealers), so it
    * cannot have been swapped by re-signing the header; false for files from older sealers
    * (pg-wasm 0.5.x, pg-js 1.x), whose public sender anyone with a signing key of the same PKG
-   * could have replaced. A private sender is bound either way.
+   * could have replaced.
    */
   bound: boolean;
 }
 
 /**
- * The sender identity as the reference reports it, plus `bound`: `public` from the header
- * signature; `private` only when the payload was signed under a different policy.
+ * The sender identity as the reference reports it, plus `contentSigner` and `bound`: `public`
+ * from the header signature; `private` only when the payload was signed under a different policy.
  */
 export function verificationResult(publicPolicy: Policy, payloadPolicy: Policy, bound: boolean): VerificationResult {
-  const result: VerificationResult = { public: policyToJs(publicPolicy), bound };
-  if (!policiesEqual(publicPolicy, payloadPolicy)) result.private = policyToJs(payloadPolicy);
+  const samePolicy = policiesEqual(publicPolicy, payloadPolicy);
+  const result: VerificationResult = {
+    public: policyToJs(publicPolicy),
+    contentSigner: samePolicy ? 'public' : 'private',
+    bound,
+  };
+  if (!samePolicy) result.private = policyToJs(payloadPolicy);
   return result;
 }

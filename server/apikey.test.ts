@@ -115,7 +115,7 @@ describe('signing with an API key', () => {
     ] as const) {
       const [a, ours] = await (await Unsealer.new(ct, testKeys().vk)).unseal('r@example.org', usk);
       expect(a).toEqual(plain);
-      expect(ours).toEqual({ public: policy, bound });
+      expect(ours).toEqual({ public: policy, contentSigner: 'public', bound });
       const [b, theirs] = await (await pgwasm.Unsealer.new(ct, testKeys().vk)).unseal('r@example.org', usk);
       expect(b).toEqual(plain);
       expect(theirs).toEqual({ public: policy });

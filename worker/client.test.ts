@@ -73,7 +73,7 @@ describe('through comlink', () => {
     expect(await u.public_identity()).toEqual(options.pubSignKey.policy);
     const [out, sender] = await u.unseal(ALICE, usk);
     expect(out).toEqual(plain);
-    expect(sender).toEqual({ public: options.pubSignKey.policy, bound: true });
+    expect(sender).toEqual({ public: options.pubSignKey.policy, contentSigner: 'public', bound: true });
     u.free();
   });
 
@@ -85,7 +85,11 @@ describe('through comlink', () => {
     const opened = collector();
     const su = await pg.StreamUnsealer.new(chunkedSource(sealed.bytes(), 33_333), vk);
     expect([...(await su.inspect_header()).keys()]).toEqual([ALICE]);
-    expect(await su.unseal(ALICE, usk, opened.writable)).toEqual({ public: options.pubSignKey.policy, bound: true });
+    expect(await su.unseal(ALICE, usk, opened.writable)).toEqual({
+      public: options.pubSignKey.policy,
+      contentSigner: 'public',
+      bound: true,
+    });
     expect(opened.state()).toBe('closed');
     expect(opened.bytes()).toEqual(plain);
     su.free();

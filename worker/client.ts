@@ -208,3 +208,11 @@ export {
 export type { Policy, Attribute, EncryptionPolicy } from '../lib/policy.js';
 export type { SealOptions, SigningKeyInput } from '../lib/seal.js';
 export type { VerificationResult } from '../lib/signatures.js';
+export {
+  senderReport,
+  claimedSenderReport,
+  isDemoCredential,
+  SENDER_WORDING,
+  SENDER_EXPLANATION,
+} from '../lib/sender.js';
+export type { SenderReport, SenderLine, SenderStanding } from '../lib/sender.js';

@@ -87,10 +87,11 @@ export interface ServedRange {
   total: number;
   /** Every segment authenticated under the file's key; the sender's signatures not verified. */
   verified: 'segments';
-  /** The sender the file's header names (the header's signature verified, the content's not). */
+  /**
+   * The sender the file's header names: a claim until a full (non-range) read verifies the
+   * content's signatures. Show it with `claimedSenderReport(claimedSender, 'range')`.
+   */
   claimedSender: Policy;
-  /** Whether that sender is also sealed inside the encryption (VerificationResult.bound). */
-  bound: boolean;
 }
 
 export interface PreparedDownload {
@@ -302,7 +303,6 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
             total: data.total,
             verified: 'segments',
             claimedSender: data.sender,
-            bound: data.bound,
           });
           break;
         case 'error':

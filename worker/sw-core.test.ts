@@ -198,7 +198,11 @@ describe('a registered download', () => {
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await bytesOf(res)).toEqual(plain);
     await lifetime;
-    expect(await end).toEqual({ type: 'done', bytes: plain.length, result: { public: sender, bound: true } });
+    expect(await end).toEqual({
+      type: 'done',
+      bytes: plain.length,
+      result: { public: sender, contentSigner: 'public', bound: true },
+    });
     expect(events.some((e) => e.type === 'progress')).toBe(true);
     const again = await w.get(url).response;
     expect(again.status).toBe(404);
@@ -683,7 +687,6 @@ describe('range requests (seekable)', () => {
         end: start + 4999,
         total: plain.length,
         sender,
-        bound: true,
       });
 
     const open = await ranged(w, url, 'bytes=0-');
@@ -711,7 +714,9 @@ describe('range requests (seekable)', () => {
       expect(same(await bytesOf(whole), plain)).toBe(true);
     }
     await expect.poll(() => events.filter((e) => e.type === 'done').length).toBe(2);
-    expect(events.find((e) => e.type === 'done')).toMatchObject({ result: { public: sender, bound: true } });
+    expect(events.find((e) => e.type === 'done')).toMatchObject({
+      result: { public: sender, contentSigner: 'public', bound: true },
+    });
     expect((await ranged(w, url, 'bytes=1-1')).status).toBe(206);
   });
 

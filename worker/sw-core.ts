@@ -672,7 +672,7 @@ export function installDecrypter(scope: ServiceWorkerGlobalScope, options: Decry
       });
     }
     const { start, end: last } = answer;
-    post(entry.reply, { type: 'range', start, end: last, total: file.total, sender: file.sender, bound: file.bound });
+    post(entry.reply, { type: 'range', start, end: last, total: file.total, sender: file.sender });
     const pieces = file.range(start, last);
     let settle!: () => void;
     lifetime(new Promise<void>((resolve) => (settle = resolve)));

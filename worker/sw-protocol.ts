@@ -89,5 +89,5 @@ export type DownloadEvent =
    * Its segments are authenticated as they are sent (a failure errors its body and ends the
    * registration with {type: 'error'}); the sender's signatures are not verified for a range.
    */
-  | { type: 'range'; start: number; end: number; total: number; sender: Policy; bound: boolean }
+  | { type: 'range'; start: number; end: number; total: number; sender: Policy }
   | { type: 'error'; error: unknown };

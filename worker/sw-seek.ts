@@ -138,10 +138,12 @@ export async function randomAccess(
 export interface SeekableFile {
   /** Message (plaintext) bytes. */
   total: number;
-  /** The sender the header names (its header signature verified; the payload's signatures not). */
+  /**
+   * The sender the header names: a claim (its header signature verified, the content's signatures
+   * not). Segment 0's sender copy is checked against it (SENDER_MISMATCH), but that copy is only
+   * authenticated under the file's key, which every recipient holds, so it settles nothing here.
+   */
   sender: Policy;
-  /** Whether that sender is also sealed inside segment 0 (current sealers): see VerificationResult.bound. */
-  bound: boolean;
   /** Message bytes start..end (inclusive), one authenticated piece per segment, decrypted as they are asked for. */
   range(start: number, end: number): AsyncGenerator<Uint8Array, void, undefined>;
 }
@@ -192,7 +194,7 @@ export async function openSeekable(
   };
   const first = await open(0);
   const { senderCopy, length: prefixBytes } = decodeSignerBlock(first);
-  const bound = senderBound(senderCopy, access.publicPolicy);
+  senderBound(senderCopy, access.publicPolicy); // a copy that differs is refused; an equal one proves nothing yet
   const last = layout.count === 1 ? first : await open(layout.count - 1);
   const total = messageBytes(layout, prefixBytes);
   if (total === undefined) throw malformed('the signer policy does not fit in segment 0');
@@ -201,7 +203,6 @@ export async function openSeekable(
   return {
     total,
     sender: policyToJs(access.publicPolicy),
-    bound,
     async *range(start, end) {
       for (const { index, from, to } of rangePieces(layout, prefixBytes, start, end)) {
         const region = cached(index);

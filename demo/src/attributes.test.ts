@@ -5,7 +5,11 @@ describe('attributes', () => {
   it('names known types and falls back to the last part of unknown ones', () => {
     expect(attributeLabel(EMAIL)).toBe('E-mail address');
     expect(attributeLabel(MOBILE)).toBe('Mobile number');
-    expect(attributeLabel('irma-demo.MijnOverheid.fullName.familyname')).toBe('familyname');
+    expect(attributeLabel('irma-demo.MijnOverheid.fullName.familyname')).toBe('familyname (demo credential)');
+    // The self-issuable demo e-mail never reads like the real one.
+    expect(attributeLabel('pbdf.sidn-pbdf.email.email')).toBe('E-mail address');
+    expect(attributeLabel('irma-demo.sidn-pbdf.email.email')).toBe('E-mail address (demo credential)');
+    expect(attributeLabel('irma-demo.sidn-pbdf.mobilenumber.mobilenumber')).toBe('Mobile number (demo credential)');
     expect(attributeLabel('')).toBe('');
     for (const kind of EXTRA_ATTRIBUTES) expect(attributeLabel(kind.type)).toBe(kind.label);
   });

@@ -1,4 +1,5 @@
 import type { Attribute, Policy } from '../../lib/policy.js';
+import { DEMO_SCHEME_PREFIX, isDemoCredential } from '../../lib/sender.js';
 
 /**
  * The attribute types the demo offers, with names people read. Recipients are addressed by
@@ -39,19 +40,25 @@ export const EXTRA_ATTRIBUTES: readonly AttributeKind[] = [
 
 const LABELS: Record<string, string> = {
   [EMAIL]: 'E-mail address',
-  'irma-demo.sidn-pbdf.email.email': 'E-mail address',
   [EMAIL_DOMAIN]: 'E-mail domain',
-  'irma-demo.sidn-pbdf.email.domain': 'E-mail domain',
-  'irma-demo.sidn-pbdf.mobilenumber.mobilenumber': 'Mobile number',
   'pbdf.pbdf.kvk.displayName': 'Organisation',
   'pbdf.pbdf.kvk.kvkNumber': 'Chamber of Commerce number',
 };
 for (const kind of EXTRA_ATTRIBUTES) LABELS[kind.type] = kind.label;
 
-/** A readable name for an attribute type; unknown types show their last part. */
+/**
+ * A readable name for an attribute type; unknown types show their last part. A demo-scheme type
+ * says so: "E-mail address (demo credential)" must never read like the real one.
+ */
 export function attributeLabel(type: string): string {
-  const known = LABELS[type];
-  if (known !== undefined) return known;
+  if (isDemoCredential(type)) {
+    const real = LABELS[`pbdf.${type.slice(DEMO_SCHEME_PREFIX.length)}`]; // its twin in the real scheme
+    return `${real ?? lastPart(type)} (demo credential)`;
+  }
+  return LABELS[type] ?? lastPart(type);
+}
+
+function lastPart(type: string): string {
   const last = type.split('.').pop() ?? type;
   return last === '' ? type : last;
 }

@@ -1,6 +1,10 @@
 import {
+  claimedSenderReport,
   prepareDownload,
+  senderReport,
+  SENDER_WORDING,
   triggerDownload,
+  type SenderReport,
   type IdentitySession,
   type Policy,
   type VerificationResult,
@@ -193,20 +197,16 @@ function showFile(o: Opened): void {
     h('dt', {}, 'Recipients'),
     h('dd', {}, String(o.recipients.size)),
   );
-  byId('sender').replaceChildren(
-    h(
-      'p',
-      {},
-      h('span', { class: 'badge' }, 'Claimed sender'),
-      ' The file says it was sent by (confirmed when it is decrypted):',
-    ),
-    identityList(o.sender),
+  const sender = byId('sender');
+  sender.replaceChildren();
+  append(sender, [
+    ...senderParts(claimedSenderReport(o.sender)),
     h(
       'p',
       { class: 'note' },
       'The sender may have signed with more attributes that only recipients see; they appear after decryption.',
     ),
-  );
+  ]);
   const ids = [...o.recipients.keys()];
   choices.replaceChildren(
     ...ids.map((id, i) =>
@@ -334,28 +334,28 @@ keyForm.addEventListener('submit', (event) => {
   void getKey();
 });
 
+/**
+ * A sender in the library's words (lib/sender.ts), which claim no more than was proved: the
+ * headline as a badge with what it means, then each identity under its label.
+ */
+function senderParts(report: SenderReport): Array<HTMLElement | null> {
+  return [
+    h(
+      'p',
+      {},
+      h('span', { class: 'badge', 'data-standing': report.standing }, report.headline),
+      ` ${report.explanation}`,
+    ),
+    ...report.lines.flatMap((line) => [h('p', { class: 'sender-label' }, `${line.label}:`), identityList(line.policy)]),
+    report.demoCredentials ? h('p', { class: 'note demo-credentials' }, SENDER_WORDING.demoCredentials) : null,
+  ];
+}
+
 function showVerified(verified: VerificationResult, what: string): void {
   verifiedRegion.replaceChildren();
-  append(verifiedRegion, [
-    h('p', {}, h('strong', {}, what)),
-    verified.bound || verified.private !== undefined
-      ? h(
-          'p',
-          {},
-          h('span', { class: 'badge' }, 'Verified sender'),
-          ' Every part of the file was signed and sealed by:',
-        )
-      : h(
-          'p',
-          {},
-          h('span', { class: 'badge' }, 'Signed by'),
-          ' An older PostGuard version sealed this file, so the sender below is signed but not sealed inside it:',
-        ),
-    identityList(verified.public),
-    verified.private === undefined ? null : h('p', {}, 'Also proved by the sender, visible only to recipients:'),
-    verified.private === undefined ? null : identityList(verified.private),
-  ]);
+  append(verifiedRegion, [h('p', {}, h('strong', {}, what)), ...senderParts(senderReport(verified))]);
   verifiedRegion.dataset['outcome'] = 'decrypted';
+  verifiedRegion.dataset['standing'] = senderReport(verified).standing;
   verifiedRegion.hidden = false;
 }
 

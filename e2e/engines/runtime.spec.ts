@@ -87,7 +87,7 @@ test('a file through the service worker: fetched with its Content-Length, and sa
     expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
     expect(fetched.headers).toMatchObject({ 'content-length': String(size), 'x-postguard-verified': 'complete' });
     expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({
-      sender: { public: keys.sender, bound: true },
+      sender: { public: keys.sender, contentSigner: 'public', bound: true },
     });
 
     const name = `report-${size}.pdf`;
@@ -97,7 +97,7 @@ test('a file through the service worker: fetched with its Content-Length, and sa
     ] as const);
     await tab.evaluate((url) => pgt.trigger(url), prepared.url);
     expect(await tab.evaluate((id) => pgt.swOutcome(id), prepared.id)).toEqual({
-      sender: { public: keys.sender, bound: true },
+      sender: { public: keys.sender, contentSigner: 'public', bound: true },
     });
     await until(async () => (await listDownloads(browserOf.downloads))[name] === size, `${name} on disk`, 60_000);
     expect(sha(await readFile(join(browserOf.downloads, name)))).toBe(made.sha);

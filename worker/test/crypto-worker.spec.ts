@@ -45,7 +45,7 @@ test.describe('through the worker', () => {
     ] as const);
     expect(r.equal).toBe(true);
     expect(r.header).toEqual({ [keys.id]: { ts: 1_700_000_000, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: '' }] } });
-    expect(r.sender).toEqual({ public: keys.sender, bound: true });
+    expect(r.sender).toEqual({ public: keys.sender, contentSigner: 'public', bound: true });
   });
 
   test('sealStream into StreamUnsealer, both streams relayed to the worker', async ({ page, keys }) => {

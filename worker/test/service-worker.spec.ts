@@ -146,7 +146,7 @@ test('a Blob source: Content-Length, file name, and a real download with the sam
     `attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`,
   );
   expect(await page.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({
-    sender: { public: keys.sender, bound: true },
+    sender: { public: keys.sender, contentSigner: 'public', bound: true },
   });
   // Single use.
   expect(await page.evaluate((url) => pgt.swFetch(url), probe.url)).toMatchObject({
