@@ -79,6 +79,8 @@ export interface AppDeps {
   statusStreams?: Partial<StatusStreamLimits>;
   /** The `iss` the identity server's JWTs must carry; default: any (as pg-pkg). */
   jwtIssuer?: string | undefined;
+  /** Refuse sessions and keys for demo-scheme (irma-demo) attributes, which anyone can self-issue. Default false. */
+  refuseDemoSchemes?: boolean;
 }
 
 /** Session tokens in URLs (jwt/{token}, statusevents/{token}) are credentials of a sort: never logged. */
@@ -149,6 +151,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const verifier = new ResultJwtVerifier({ fetchPublicKey: () => idp.publicKeyPem(), clock, issuer: deps.jwtIssuer });
   const metrics = deps.metrics ?? createMetrics({ processMetrics: deps.processMetrics ?? true });
   const builtAt = new Date(clock.now() * 1000);
+  const refuseDemoSchemes = deps.refuseDemoSchemes ?? false;
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
@@ -181,7 +184,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     vkModified: deps.keysModified?.vk ?? builtAt,
   });
   for (const prefix of IDENTITY_PREFIXES) {
-    app.register(sessionRoutes, { prefix, idp, streams, clientKeyOf });
+    app.register(sessionRoutes, { prefix, idp, streams, clientKeyOf, refuseDemoSchemes });
     app.register(keyRoutes, {
       prefix,
       msk: deps.keys.msk,
@@ -190,6 +193,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       apiKeys: deps.apiKeys,
       clock,
       metrics,
+      refuseDemoSchemes,
     });
   }
   if (deps.apiKeys !== undefined) app.register(apiKeyRoutes, { apiKeys: deps.apiKeys });

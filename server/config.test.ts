@@ -59,6 +59,7 @@ describe('server defaults', () => {
       },
       statusStreams: { perClient: 10, total: 2000, maxDurationMs: 900_000, retryAfterSeconds: 5 },
       jwtIssuer: undefined,
+      refuseDemoSchemes: false,
     } satisfies ServerConfig);
   });
 
@@ -121,6 +122,24 @@ describe('connection limits', () => {
     expect(settingAtFault(['server', ...base], { PKG_MAX_CONNECTIONS_PER_ADDRESS: '10001' })).toMatch(
       /PKG_MAX_CONNECTIONS_PER_ADDRESS/,
     );
+  });
+});
+
+describe('--refuse-demo-schemes', () => {
+  const base = ['--allowed-origins', '*'];
+
+  it('off by default; on by the flag or PKG_REFUSE_DEMO_SCHEMES', () => {
+    expect(server(base, {}).refuseDemoSchemes).toBe(false);
+    expect(server([...base, '--refuse-demo-schemes'], {}).refuseDemoSchemes).toBe(true);
+    expect(server(base, { PKG_REFUSE_DEMO_SCHEMES: 'true' }).refuseDemoSchemes).toBe(true);
+    expect(server(base, { PKG_REFUSE_DEMO_SCHEMES: 'false' }).refuseDemoSchemes).toBe(false);
+    expect(settingAtFault(['server', ...base], { PKG_REFUSE_DEMO_SCHEMES: 'sure' })).toBe('PKG_REFUSE_DEMO_SCHEMES');
+  });
+
+  it('cannot be combined with a demo-scheme --email-attribute (API-key signing would always be refused)', () => {
+    const demoEmail = ['--email-attribute', 'irma-demo.sidn-pbdf.email.email'];
+    expect(server([...base, ...demoEmail], {}).emailAttribute).toBe('irma-demo.sidn-pbdf.email.email');
+    expect(settingAtFault(['server', ...base, ...demoEmail, '--refuse-demo-schemes'], {})).toMatch(/email-attribute/);
   });
 });
 

@@ -1,5 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connections.js';
+import { isDemoType } from './idp/schemes.js';
 import { DEFAULT_STATUS_STREAM_LIMITS, type StatusStreamLimits } from './idp/status-streams.js';
 import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from './keyfiles.js';
 import type { RateLimitSettings } from './ratelimit/index.js';
@@ -40,6 +41,8 @@ export interface ServerConfig {
   statusStreams: StatusStreamLimits;
   /** The `iss` the identity server's JWTs must carry; undefined: any (as pg-pkg). */
   jwtIssuer: string | undefined;
+  /** Refuse sessions and keys for demo-scheme (irma-demo) attributes. */
+  refuseDemoSchemes: boolean;
 }
 
 export type RedisFailurePolicy = 'open' | 'closed';
@@ -139,6 +142,9 @@ Options (environment variable in brackets; a flag wins over its variable):
       --statusevents-max-seconds <s>       longest a status-event stream stays open  [PKG_STATUSEVENTS_MAX_SECONDS] [default: 900]
       --jwt-issuer <iss>                   the iss claim the identity server's JWTs must have
                                            (default: any, as pg-pkg)                 [PKG_JWT_ISSUER]
+      --refuse-demo-schemes                refuse sessions and keys for irma-demo attributes, which
+                                           anyone can issue to themselves (recommended in
+                                           production)                               [PKG_REFUSE_DEMO_SCHEMES=true]
       --headers-timeout-ms <ms>            time a client has to send its headers     [PKG_HEADERS_TIMEOUT_MS] [default: 10000]
       --request-timeout-ms <ms>            time a client has to send its request     [PKG_REQUEST_TIMEOUT_MS] [default: 30000]
       --keep-alive-timeout-ms <ms>         idle keep-alive sockets are closed after  [PKG_KEEP_ALIVE_TIMEOUT_MS] [default: 5000]
@@ -391,6 +397,7 @@ function serverCommand(argv: readonly string[], env: Env): Command {
       'statusevents-max': { type: 'string' },
       'statusevents-max-seconds': { type: 'string' },
       'jwt-issuer': { type: 'string' },
+      'refuse-demo-schemes': { type: 'boolean' },
       'headers-timeout-ms': { type: 'string' },
       'request-timeout-ms': { type: 'string' },
       'keep-alive-timeout-ms': { type: 'string' },
@@ -532,7 +539,14 @@ function serverCommand(argv: readonly string[], env: Env): Command {
         ),
     },
     jwtIssuer: issuer === undefined ? undefined : nonEmpty(issuer.name, issuer.value),
+    refuseDemoSchemes: flagOrEnv('refuse-demo-schemes', 'PKG_REFUSE_DEMO_SCHEMES'),
   };
+  if (config.refuseDemoSchemes && isDemoType(config.emailAttribute)) {
+    throw new ConfigError(
+      '--email-attribute / PKG_EMAIL_ATTRIBUTE',
+      'is a demo-scheme attribute, which --refuse-demo-schemes refuses: API-key signing could not work',
+    );
+  }
   if (config.rateLimit.trustForwardedFor && (config.rateLimit.trustedProxies?.length ?? 0) > 0) {
     throw new ConfigError(
       '--ratelimit-trust-forwarded-for / PKG_RATELIMIT_TRUST_FORWARDED_FOR',

@@ -38,6 +38,14 @@ export const PKG_ERRORS = {
   API_KEY_INVALID: { status: 401, message: 'API key is invalid' },
   /** An API key was presented to a PKG that runs without a database. */
   API_KEYS_DISABLED: { status: 401, message: 'API keys are not enabled on this server' },
+  /**
+   * start, key issuance with --refuse-demo-schemes: the request asks for, or the session disclosed, an
+   * attribute of a demo scheme (irma-demo), which anyone can issue to themselves.
+   */
+  DEMO_SCHEME_REFUSED: {
+    status: 403,
+    message: 'demo-scheme attributes (irma-demo) are not accepted here: anyone can issue them to themselves',
+  },
   /** A browser request from an origin outside PKG_ALLOWED_ORIGINS. */
   ORIGIN_NOT_ALLOWED: { status: 403, message: 'origin is not allowed to make this request' },
   /** No such route (or method). */

@@ -124,6 +124,7 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
     connections: config.connections,
     statusStreams: config.statusStreams,
     jwtIssuer: config.jwtIssuer,
+    refuseDemoSchemes: config.refuseDemoSchemes,
     logger: { level: config.logLevel },
     metrics,
   });
@@ -142,6 +143,7 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
     `identity server ${config.identityServer.url}${config.identityServer.token === undefined ? '' : ' (with requestor token)'}`,
   );
   app.log.info(apiKeys === undefined ? 'no database: API keys are disabled' : 'API keys enabled');
+  if (config.refuseDemoSchemes) app.log.info('demo-scheme attributes (irma-demo) are refused');
   if (config.rateLimit.trustForwardedFor) {
     app.log.warn(
       '--ratelimit-trust-forwarded-for is deprecated: it believes X-Forwarded-For from anyone who reaches the PKG; ' +

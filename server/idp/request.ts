@@ -1,4 +1,5 @@
 import { PkgError } from '../errors.js';
+import { refuseDemoTypes } from './schemes.js';
 import { LIMITS, attributeSchema, timestampSchema } from '../schemas.js';
 
 /**
@@ -130,8 +131,13 @@ function fromRecipients(attr: Record<string, RecipientEntry>): Disjunction[] {
   return [entries.map((entry) => groupByCredential(entry.con.map(attributeRequest)))];
 }
 
+export interface DisclosureOptions {
+  /** Refuse a request that asks for any attribute of a demo scheme (DEMO_SCHEME_REFUSED). */
+  refuseDemoSchemes?: boolean;
+}
+
 /** The extended disclosure request for a (schema-valid) start body. */
-export function disclosureRequest(body: StartBody): ExtendedDisclosureRequest {
+export function disclosureRequest(body: StartBody, options: DisclosureOptions = {}): ExtendedDisclosureRequest {
   const validity = body.validity ?? DEFAULT_VALIDITY;
   if (validity > MAX_VALIDITY) throw new PkgError('VALIDITY');
   if ((body.con === undefined) === (body.attr === undefined)) {
@@ -147,5 +153,8 @@ export function disclosureRequest(body: StartBody): ExtendedDisclosureRequest {
   if (!disclose.some((discon) => discon.some((alternative) => alternative.length > 0))) {
     throw new PkgError('EMPTY_IDENTITY', 'the request asks for no attribute');
   }
+  // Any alternative counts: the person could pick the demo one, and get a key for it later.
+  if (options.refuseDemoSchemes === true)
+    refuseDemoTypes(disclose.flatMap((discon) => discon.flatMap((alternative) => alternative.map((a) => a.type))));
   return { validity, request: { '@context': DISCLOSURE_CONTEXT, disclose } };
 }

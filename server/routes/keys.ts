@@ -6,6 +6,7 @@ import { CLOCK_SKEW_SECONDS, type Clock } from '../clock.js';
 import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyStore } from '../db.js';
 import { PkgError } from '../errors.js';
 import type { ResultJwtVerifier, ProofStatus, SessionStatus, VerifiedResult } from '../idp/jwt.js';
+import { refuseDemoTypes } from '../idp/schemes.js';
 import type { PkgMetrics } from '../metrics.js';
 import { LIMITS, attributeSchema, policySchema, proofStatusSchema, sessionStatusSchema } from '../schemas.js';
 import { SENSITIVE } from '../ratelimit/index.js';
@@ -28,6 +29,8 @@ export interface KeyRoutesOptions {
   apiKeys: ApiKeyStore | undefined;
   clock: Clock;
   metrics: PkgMetrics;
+  /** Refuse keys for identities with demo-scheme attributes (--refuse-demo-schemes). */
+  refuseDemoSchemes: boolean;
 }
 
 type Signer = { kind: 'jwt'; result: VerifiedResult } | { kind: 'apiKey'; record: ApiKeyRecord };
@@ -140,7 +143,11 @@ const timestampParams = {
 } as const;
 
 export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions): Promise<void> {
-  const { msk, sk, verifier, apiKeys, clock, metrics } = options;
+  const { msk, sk, verifier, apiKeys, clock, metrics, refuseDemoSchemes } = options;
+  // What a session proved, or an API key stands for, must not rest on a demo scheme when so configured.
+  const checkSchemes = (attributes: readonly Attribute[]): void => {
+    if (refuseDemoSchemes) refuseDemoTypes(attributes.map((a) => a.t));
+  };
 
   const issueUsk = async (request: FastifyRequest, rawTimestamp: string | undefined): Promise<KeyResponse> => {
     const { claims, attributes } = await sessionResult(request, verifier);
@@ -153,6 +160,7 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
     if (attributes !== undefined && attributes.length === 0)
       throw new PkgError('EMPTY_IDENTITY', 'the session disclosed no attributes');
     if (attributes !== undefined) {
+      checkSchemes(attributes);
       response.key = extractUsk(msk, { ts, con: attributes });
       metrics.countKey('usk');
     }
@@ -204,6 +212,7 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
       if (signer.kind === 'apiKey') {
         // The identity comes from the key's record; the body was checked but names nothing here.
         const { publicAttributes, privateAttributes } = signer.record;
+        checkSchemes([...publicAttributes, ...privateAttributes]);
         const response: SigningResponse = {
           status: 'DONE',
           proofStatus: 'VALID',
@@ -218,6 +227,8 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
       if (claims.proofStatus !== undefined) response.proofStatus = claims.proofStatus;
       // pg-pkg would sign for an empty identity when DONE comes with a non-VALID proof; we refuse.
       if (attributes === undefined) return response;
+      // Everything disclosed, selected or not: a session that proved a demo attribute is refused whole.
+      checkSchemes(attributes);
 
       const { pubSignId, privSignId } = request.body;
       const publicTypes = new Set(pubSignId.map((a) => a.t));

@@ -19,6 +19,8 @@ export interface SessionRoutesOptions {
   streams: StatusStreams;
   /** The client a stream counts against (the rate limiter's key). */
   clientKeyOf: ClientKeyOf;
+  /** Refuse sessions that ask for demo-scheme attributes (--refuse-demo-schemes). */
+  refuseDemoSchemes: boolean;
 }
 
 // No maxLength: a token of the wrong length is SESSION_TOKEN (checkSessionToken), not a schema error.
@@ -47,13 +49,13 @@ const sessionPackageSchema = {
 
 export async function sessionRoutes(
   app: FastifyInstance,
-  { idp, streams, clientKeyOf }: SessionRoutesOptions,
+  { idp, streams, clientKeyOf, refuseDemoSchemes }: SessionRoutesOptions,
 ): Promise<void> {
   app.post<{ Body: StartBody }>(
     '/start',
     { config: SENSITIVE, schema: { body: startBodySchema, response: { 200: sessionPackageSchema } } },
     async (request) => {
-      const session = await idp.startSession(disclosureRequest(request.body));
+      const session = await idp.startSession(disclosureRequest(request.body, { refuseDemoSchemes }));
       request.log.info('identity session started');
       return session;
     },
