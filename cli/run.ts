@@ -88,6 +88,6 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
 }
 
 function fail(io: CliIo, exitCode: ExitCode, message: string): ExitCode {
-  io.stderr.write(`pg-cli: error: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  io.stderr.write(`pg-cli: error: ${message.replace(/(?<!\s)\s*\n\s*/g, ' ')}\n`);
   return exitCode;
 }

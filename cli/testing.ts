@@ -48,7 +48,7 @@ export interface CliProcess {
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(PKG_URL|PG_API_KEY)$/.test(k)) env[k] = v;
+    if (!/^(?:PKG_URL|PG_API_KEY)$/.test(k)) env[k] = v;
   }
   return { ...env, ...extra };
 }

@@ -2,6 +2,8 @@ import { mkdtemp, readFile, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../server/db.js';
+import { createTestSchema } from '../server/db/testing.js';
 import { readPkgKeys } from '../server/keyfiles.js';
 import { createServer, type Server } from 'node:net';
 import { DEV_ORIGINS, devSettings, ensureDevKeys, startDev, type DevSettings } from './dev.js';
@@ -103,7 +105,7 @@ describe('startDev', () => {
       const code = await sw.text();
       expect(code).toContain('pg-download/');
       expect(code).toContain('pg-save/');
-      expect(code).not.toMatch(/^\s*(import|export)\s/m);
+      expect(code).not.toMatch(/^[ \t]*(?:import|export)\s/m);
       // The PKG on its free port allows the demo's free-port origin.
       const params = await fetch(`${stack.pkg.url}/v2/parameters`, { headers: { origin: demoOrigin } });
       expect(params.status).toBe(200);
@@ -125,6 +127,63 @@ describe('startDev', () => {
     } finally {
       await stack.close();
     }
+  });
+
+  it('with DATABASE_URL the start migrates the database first, so an API key works at once (it answered 503 DB_UNAVAILABLE)', async () => {
+    const schema = await createTestSchema(undefined, { migrated: false });
+    try {
+      const stack = await startDev(
+        { ...onFreePorts(join(dir, 'db'), 'off'), origins: ['http://app.test'] },
+        {
+          LOG_LEVEL: 'error',
+          DATABASE_URL: schema.url,
+        },
+      );
+      try {
+        expect(stack.database).toMatch(/migrated to version \d+ \(applied /);
+        const apiKey = await createApiKey(schema.url, { email: 'news@example.com', org: 'Example BV' });
+        const response = await fetch(`${stack.pkg.url}/v2/irma/sign/key`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+          body: JSON.stringify({ pubSignId: [{ t: 'pbdf.sidn-pbdf.email.email' }] }),
+        });
+        expect(response.status).toBe(200);
+        expect(await response.json()).toMatchObject({ status: 'DONE', proofStatus: 'VALID' });
+      } finally {
+        await stack.close();
+      }
+      // A second start finds it current and says so.
+      const again = await startDev(
+        { ...onFreePorts(join(dir, 'db'), 'off'), origins: ['http://app.test'] },
+        {
+          LOG_LEVEL: 'error',
+          DATABASE_URL: schema.url,
+        },
+      );
+      await again.close();
+      expect(again.database).toMatch(/schema up to date \(version \d+\)/);
+    } finally {
+      await schema.drop();
+    }
+  });
+
+  it('an unreachable database stops the start with a StartupError, and nothing is left listening', async () => {
+    const listen = (port: number) =>
+      new Promise<Server>((resolve, reject) => {
+        const server = createServer();
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => resolve(server));
+      });
+    const close = (server: Server) => new Promise((resolve) => server.close(resolve));
+    const probe = await listen(0);
+    const standinPort = (probe.address() as { port: number }).port;
+    await close(probe);
+    const settings = { ...onFreePorts(join(dir, 'nodb'), 'off'), standinPort, origins: ['http://app.test'] };
+    await expect(
+      startDev(settings, { LOG_LEVEL: 'error', DATABASE_URL: 'postgres://127.0.0.1:1/none' }),
+    ).rejects.toMatchObject({ name: 'StartupError', message: expect.stringContaining('DATABASE_URL') });
+    // The stand-in had started before the database was tried: its port is free again.
+    await close(await listen(standinPort));
   });
 
   it('a taken port is a StartupError that names it', async () => {

@@ -63,7 +63,7 @@ export const CLIENT_VERSION_HEADER = 'X-POSTGUARD-CLIENT-VERSION';
 /** Longest timer Node and browsers honour (2^31 - 1 ms). */
 const MAX_TIMER_MS = 2_147_483_647;
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_NAME = /^[!#$%&'*+.^\w`|~-]+$/;
 
 const fail = (field: string, rule: string): never => {
   throw new TypeError(`${field}: ${rule}`);
@@ -86,7 +86,7 @@ function serviceUrl(field: string, value: unknown, allowInsecure: boolean): stri
   if (url.search !== '' || url.hash !== '' || value.includes('?') || value.includes('#')) {
     return fail(field, 'must not have a query or fragment (it is a base URL)');
   }
-  return url.href.replace(/\/+$/, '');
+  return url.href.replace(/(?<!\/)\/+$/, '');
 }
 
 function milliseconds(field: string, value: unknown, fallback: number, min = 1): number {
@@ -114,7 +114,7 @@ function headersOf(value: unknown): Record<string, string> {
 
 function attributeType(field: string, value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !/^[^\s.]+(\.[^\s.]+)+$/.test(value)) {
+  if (typeof value !== 'string' || !/^[^\s.]+(?:\.[^\s.]+)+$/.test(value)) {
     return fail(field, 'must be an attribute type such as pbdf.sidn-pbdf.email.email');
   }
   return value;

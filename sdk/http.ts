@@ -59,7 +59,7 @@ export async function discard(response: Response): Promise<void> {
 /** A short, single-line excerpt of an error body, for messages (never more than 200 characters). */
 export async function excerpt(response: Response): Promise<string> {
   const text = (await readLimitedText(response, 8 * 1024).catch(() => '')) ?? '';
-  const line = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  const line = text.replace(/\p{Cc}+/gu, ' ').trim();
   return line.length > 200 ? `${line.slice(0, 197)}...` : line;
 }
 

@@ -9,9 +9,9 @@ import { invalidInput } from './errors.js';
 export type RecipientKind = 'email' | 'emailDomain';
 
 /** No surrounding or inner whitespace, no control characters, exactly one `@` with text on both sides. */
-const ADDRESS = /^[^\s@\u0000-\u001f\u007f]+@[^\s@\u0000-\u001f\u007f]+$/;
+const ADDRESS = /^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u;
 /** A bare domain for emailDomain(): labels without whitespace or `@`. */
-const DOMAIN = /^[^\s@\u0000-\u001f\u007f.]+(\.[^\s@\u0000-\u001f\u007f.]+)*$/;
+const DOMAIN = /^[^\s@\p{Cc}.]+(?:\.[^\s@\p{Cc}.]+)*$/u;
 
 const RECIPIENT = Symbol('postguard-ts recipient');
 
@@ -29,7 +29,7 @@ export class RecipientBuilder {
 
   /** Also require the attribute `type` with `value` (chainable). */
   extraAttribute(type: string, value: string): this {
-    if (typeof type !== 'string' || !/^[^\s.]+(\.[^\s.]+)+$/.test(type)) {
+    if (typeof type !== 'string' || !/^[^\s.]+(?:\.[^\s.]+)+$/.test(type)) {
       throw invalidInput(
         `extraAttribute: ${JSON.stringify(type)} is not an attribute type such as pbdf.gemeente.personalData.surname`,
       );

@@ -29,8 +29,7 @@ export function entryName(name: unknown): string {
   const base = name.slice(Math.max(name.lastIndexOf('/'), name.lastIndexOf('\\')) + 1);
   if (base === '' || base === '.' || base === '..')
     throw invalidInput(`file name ${JSON.stringify(name)} does not name a file`);
-  if (/[\u0000-\u001f\u007f]/.test(base))
-    throw invalidInput(`file name ${JSON.stringify(name)} contains control characters`);
+  if (/\p{Cc}/u.test(base)) throw invalidInput(`file name ${JSON.stringify(name)} contains control characters`);
   return base;
 }
 

@@ -10,7 +10,7 @@ export type Credential = { kind: 'jwt'; jwt: string } | { kind: 'apiKey'; apiKey
 export const API_KEY_PREFIX = 'PG-';
 
 // RFC 6750: the scheme is case-insensitive; the credential is one token68 word.
-const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+const BEARER = /^bearer +([\w\-.~+/]+=*) *$/i;
 
 /** The bearer credential of a request; UNAUTHENTICATED when there is none. */
 export function bearerCredential(request: FastifyRequest): Credential {

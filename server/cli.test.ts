@@ -50,7 +50,7 @@ afterAll(async () => {
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(PKG_|DATABASE_URL|IDENTITY_SERVER|IRMA_TOKEN|RUST_LOG|LOG_LEVEL)/.test(k)) env[k] = v;
+    if (!/^(?:PKG_|DATABASE_URL|IDENTITY_SERVER|IRMA_TOKEN|RUST_LOG|LOG_LEVEL)/.test(k)) env[k] = v;
   }
   return { ...env, ...extra };
 }
@@ -89,10 +89,10 @@ function listening(child: ChildProcess, timeoutMs = 30_000): Promise<{ url: stri
     child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
-      const match = /pg-pkg listening on (http:\/\/\S+)(.*)\n/.exec(out);
+      const match = /pg-pkg listening on (http:\/\/\S+)([^\S\n].*)?\n/.exec(out);
       if (match) {
         clearTimeout(timer);
-        resolve({ url: match[1]!, rest: match[2]! });
+        resolve({ url: match[1]!, rest: match[2] ?? '' });
       }
     });
     child.on('close', (code) => reject(new Error(`exited ${code} before listening; stderr: ${err}`)));
@@ -294,7 +294,7 @@ describe('api-key create', () => {
     });
     expect(result.code).toBe(0);
     const key = result.stdout.trim();
-    expect(key).toMatch(/^PG-[A-Za-z0-9_-]{43}$/);
+    expect(key).toMatch(/^PG-[\w-]{43}$/);
     const store = createApiKeyStore(schema.url, { emailAttribute: EMAIL });
     try {
       expect((await store.lookup(key))?.publicAttributes).toEqual([{ t: EMAIL, v: 'sender@example.org' }]);
@@ -324,7 +324,7 @@ describe('api-key create', () => {
 function oneLine(result: Finished): string {
   const lines = result.stderr.trimEnd().split('\n');
   expect(lines).toHaveLength(1);
-  expect(result.stderr).not.toMatch(/^\s+at /m);
+  expect(result.stderr).not.toMatch(/^[ \t]+at /m);
   expect(lines[0]).toMatch(/^pg-pkg: /);
   return lines[0]!;
 }
@@ -371,7 +371,7 @@ describe('migrate, and databases without the schema', () => {
     const created = await run(['api-key', 'create', '--email', 'sender@example.org', '--org', 'Example BV', '-d', url]);
     expect(created.code).toBe(0);
     const key = created.stdout.trim();
-    expect(key).toMatch(/^PG-[A-Za-z0-9_-]{43}$/);
+    expect(key).toMatch(/^PG-[\w-]{43}$/);
 
     const listed = await run(['api-key', 'list'], { DATABASE_URL: url });
     expect(listed.code).toBe(0);

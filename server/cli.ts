@@ -231,6 +231,6 @@ function failure(io: Io, env: Env, e: unknown): { exit: number } {
   if (e instanceof StartupError) return fail(io, 1, e.message);
   // A bug: still one line for the operator; the stack only when asked for.
   fail(io, 1, `unexpected error: ${e instanceof Error ? e.message : String(e)}`);
-  if (/^(debug|trace)$/i.test(env['LOG_LEVEL'] ?? '') && e instanceof Error) io.stderr.write(`${e.stack}\n`);
+  if (/^(?:debug|trace)$/i.test(env['LOG_LEVEL'] ?? '') && e instanceof Error) io.stderr.write(`${e.stack}\n`);
   return { exit: 1 };
 }

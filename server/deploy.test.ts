@@ -47,7 +47,7 @@ function instructions(text: string): Instruction[] {
     .split('\n')
     .filter((line) => line.trim() !== '')
     .map((line) => {
-      const [, keyword, args] = /^\s*([A-Z]+)\s+(.*)$/.exec(line) ?? [];
+      const [, keyword, args] = /^\s*([A-Z]+)\s(.*)$/.exec(line) ?? [];
       if (keyword === undefined) throw new Error(`not an instruction: ${line}`);
       return { keyword, args: args!.trim() };
     });

@@ -41,7 +41,7 @@ describe('parameters caching', () => {
   it('200 with a strong ETag, Last-Modified of the key file and Cache-Control: public, no-cache', async () => {
     const response = await get('/v2/parameters');
     expect(response.status).toBe(200);
-    expect(response.headers.get('etag')).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    expect(response.headers.get('etag')).toMatch(/^"[\w-]{22}"$/);
     expect(response.headers.get('last-modified')).toBe('Sun, 01 Mar 2026 12:34:56 GMT');
     expect(response.headers.get('cache-control')).toBe('public, no-cache');
     const sign = await get('/v2/sign/parameters');

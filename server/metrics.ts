@@ -22,7 +22,7 @@ const HOSTS: ReadonlySet<string> = new Set([
 ]);
 const CLIENTS: ReadonlySet<string> = new Set(['pg-js', 'pg-dotnet', 'pg4ol', 'pg4tb', 'cli', 'pg-cli', 'unknown']);
 const MAX_VERSIONS_PER_CLIENT = 64;
-const VERSION = /^[A-Za-z0-9.-]{1,32}$/;
+const VERSION = /^[A-Z0-9.-]{1,32}$/i;
 
 export interface ClientLabels {
   host: string;

@@ -10,7 +10,7 @@ import { SOURCE_ENTRIES } from '../scripts/source-aliases.js';
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
-const IS_TEST = /\.test\.ts$|\.spec\.ts$|(^|\/)testing\.ts$|\.fixture\.ts$|(^|\/)test\//;
+const IS_TEST = /\.test\.ts$|\.spec\.ts$|(?:^|\/)testing\.ts$|\.fixture\.ts$|(?:^|\/)test\//;
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((entry) => {
@@ -22,7 +22,7 @@ function sources(dir: string): string[] {
 }
 
 const imports = (file: string): string[] =>
-  [...readFileSync(join(ROOT, file), 'utf8').matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)].map((m) => m[1]!);
+  [...readFileSync(join(ROOT, file), 'utf8').matchAll(/(?:from|import)\s*(?:\(\s*)?'([^']+)'/g)].map((m) => m[1]!);
 
 describe('package boundaries', () => {
   for (const pkg of ['server', 'cli', 'sdk']) {
@@ -49,7 +49,7 @@ describe('package boundaries', () => {
       .flatMap((file) =>
         imports(file)
           .filter(
-            (spec) => spec.startsWith('node:') || /^(\.\.\/)+(server|cli|sdk|demo|e2e|bench|scripts)\//.test(spec),
+            (spec) => spec.startsWith('node:') || /^(?:\.\.\/)+(?:server|cli|sdk|demo|e2e|bench|scripts)\//.test(spec),
           )
           .map((spec) => `${file}: ${spec}`),
       );
@@ -58,7 +58,8 @@ describe('package boundaries', () => {
 
   it("tsconfig.json's paths, the source aliases and postguard-ts's exports name the same entries", () => {
     const tsconfig = readFileSync(join(ROOT, 'tsconfig.json'), 'utf8');
-    const paths = JSON.parse(tsconfig.replace(/^\s*\/\/.*$/gm, '')).compilerOptions.paths as Record<string, string[]>;
+    const withoutComments = tsconfig.replace(/^[ \t]*\/\/.*$/gm, '');
+    const paths = JSON.parse(withoutComments).compilerOptions.paths as Record<string, string[]>;
     const fromTsconfig = Object.fromEntries(
       Object.entries(paths)
         .filter(([name]) => name.startsWith('postguard-ts'))

@@ -31,7 +31,7 @@ describe('postguardServiceWorker in the dev server', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/javascript/);
     const code = await res.text();
     // A classic script: no module syntax, everything inlined, no Node built-ins.
-    expect(code).not.toMatch(/^\s*(import|export)\s/m);
+    expect(code).not.toMatch(/^[ \t]*(?:import|export)\s/m);
     expect(code).not.toMatch(/node:/);
     expect(code).toContain('pg-download/');
     expect(code).toMatch(/WebAssembly/);

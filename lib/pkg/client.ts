@@ -118,7 +118,7 @@ interface ParametersAnswer {
   body?: unknown;
 }
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const BASE64 = /^[A-Z0-9+/]*={0,2}$/i;
 const MPK_CHARS = 896;
 const VK_CHARS = 44;
 const USK_CHARS = 768;
@@ -217,7 +217,7 @@ export class PkgClient {
     }
     if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
       throw invalidArgument('the PKG url must be http(s)');
-    this.url = options.url.replace(/\/+$/, '');
+    this.url = options.url.replace(/(?<!\/)\/+$/, '');
     const f = options.fetch ?? globalThis.fetch;
     this.http = {
       // Called unbound, fetch throws "Illegal invocation" in browsers.
@@ -354,7 +354,7 @@ export class PkgClient {
       string,
       unknown
     >;
-    if (!isSessionPointer(sessionPtr) || typeof token !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(token)) {
+    if (!isSessionPointer(sessionPtr) || typeof token !== 'string' || !/^[\w-]{1,128}$/.test(token)) {
       throw badResponse(url, 'the session package lacks a valid sessionPtr or token');
     }
     return new IdentitySession(

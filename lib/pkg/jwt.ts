@@ -21,7 +21,7 @@ export interface SessionClaims {
 }
 
 function base64UrlDecode(segment: string): Uint8Array | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(segment)) return undefined;
+  if (!/^[\w-]*$/.test(segment)) return undefined;
   const padded = segment.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (segment.length % 4)) % 4);
   try {
     return Uint8Array.from(atob(padded), (c) => c.charCodeAt(0));

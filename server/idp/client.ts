@@ -37,7 +37,7 @@ const MAX_PUBLIC_KEY_BYTES = 16 * 1024;
 const MAX_ERROR_BYTES = 8 * 1024;
 
 const STATUS_EVENTS_CALL = 'GET statusevents';
-const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const JWS_COMPACT = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 const SESSION_TYPES: ReadonlySet<string> = new Set(['disclosing', 'signing', 'issuing']);
 
 /** Reads at most `limit` bytes of a body; more is a protocol violation. */
@@ -104,7 +104,7 @@ export class IdentityServerClient {
   private readonly fetch: typeof fetch;
 
   constructor(options: IdentityServerOptions) {
-    this.baseUrl = options.url.replace(/\/+$/, '');
+    this.baseUrl = options.url.replace(/(?<!\/)\/+$/, '');
     this.token = options.token;
     this.timeoutMs = options.timeoutMs ?? 5000;
     this.fetch = options.fetch ?? globalThis.fetch;

@@ -76,7 +76,7 @@ export interface JwtVerifierOptions {
 
 const MAX_JWT_CHARS = 64 * 1024;
 const MAX_DISCLOSED_ATTRIBUTES = 256;
-const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const JWS_COMPACT = /^[\w-]+\.[\w-]+\.[\w-]*$/;
 
 const invalid = (why: string): PkgError => new PkgError('JWT_INVALID', undefined, { cause: new Error(why) });
 

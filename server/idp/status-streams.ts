@@ -220,7 +220,7 @@ export class StatusStreams {
 
   /** Events without data before the first status (irmago: `event: open`) greet later listeners too. */
   private noteGreeting(upstream: Upstream, events: string): void {
-    for (const event of events.split(/(?<=\r?\n\r?\n)/)) {
+    for (const event of events.split(/(?<=\n\r?\n)/)) {
       if (/^data/m.test(event)) {
         upstream.statusSeen = true;
         return;

@@ -79,7 +79,7 @@ export function forwardedAddress(entry: string): string | undefined {
   if (isIPv6(text)) return text.includes('%') ? undefined : text;
   const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(text);
   if (v4 !== null) return isIPv4(v4[1]!) && validPort(v4[2]!) ? v4[1] : undefined;
-  const v6 = /^\[([0-9A-Fa-f:.]+)\](?::(\d{1,5}))?$/.exec(text);
+  const v6 = /^\[([0-9A-F:.]+)\](?::(\d{1,5}))?$/i.exec(text);
   if (v6 !== null && isIPv6(v6[1]!) && (v6[2] === undefined || validPort(v6[2]))) return v6[1];
   return undefined;
 }
@@ -87,7 +87,10 @@ export function forwardedAddress(entry: string): string | undefined {
 const validPort = (digits: string): boolean => Number(digits) <= 65_535;
 
 /** Node reports link-local peers with a zone (`fe80::1%eth0`); the zone is not part of the address. */
-const withoutZone = (ip: string): string => ip.replace(/%.*$/s, '');
+const withoutZone = (ip: string): string => {
+  const zone = ip.indexOf('%');
+  return zone < 0 ? ip : ip.slice(0, zone);
+};
 
 export function clientKey(
   peerIp: string | undefined,

@@ -31,7 +31,7 @@ declare module 'fastify' {
 }
 
 /** Any run of 20 alphanumerics in a URL is (or looks like) a session token: never log it. */
-export const maskTokens = (url: string): string => url.replace(/[A-Za-z0-9]{20,}/g, '[token]');
+export const maskTokens = (url: string): string => url.replace(/[A-Z0-9]{20,}/gi, '[token]');
 
 function loggerSettings(logger: StandinOptions['logger']): boolean | Record<string, unknown> {
   if (logger === undefined || logger === false) return false;

@@ -71,7 +71,7 @@ export const sessionRequestBodySchema = {
 } as const;
 
 /** 3 or 4 non-empty dot-separated parts of the characters scheme identifiers use. */
-const ATTRIBUTE_ID = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){2,3}$/;
+const ATTRIBUTE_ID = /^[\w-]+(?:\.[\w-]+){2,3}$/;
 
 const credentialTypeOf = (id: string): string => id.split('.').slice(0, 3).join('.');
 

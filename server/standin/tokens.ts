@@ -7,14 +7,14 @@ const ALPHANUMERIC = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 export const TOKEN_LENGTH = 20;
 
 /** Anchored: a token that is exactly 20 alphanumerics. */
-export const TOKEN_PATTERN = /^[A-Za-z0-9]{20}$/;
+export const TOKEN_PATTERN = /^[A-Z0-9]{20}$/i;
 
 /**
  * Yivi checks path tokens with an unanchored match (any run of 20 alphanumerics passes, and a longer
  * string then fails the lookup as an unknown session). We keep that distinction: 400 INVALID_REQUEST
  * for the former, 400 SESSION_UNKNOWN for the latter.
  */
-export const passesTokenCheck = (s: string): boolean => /[A-Za-z0-9]{20}/.test(s);
+export const passesTokenCheck = (s: string): boolean => /[A-Z0-9]{20}/i.test(s);
 
 /** Uniform over the alphabet: bytes at or above the largest multiple of 62 are redrawn. */
 export function randomToken(length = TOKEN_LENGTH, alphabet = ALPHANUMERIC): string {

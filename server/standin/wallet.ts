@@ -147,7 +147,7 @@ export function fromQr(qr: string | object): SessionPointer {
   return pointerFrom(parsed);
 }
 
-const base = (pointer: SessionPointer): string => pointer.u.replace(/\/+$/, '');
+const base = (pointer: SessionPointer): string => pointer.u.replace(/(?<!\/)\/+$/, '');
 
 async function call(url: string, init: RequestInit, options: WalletOptions): Promise<Response> {
   const doFetch = options.fetch ?? globalThis.fetch;

@@ -4,12 +4,14 @@
  * else makes init answer 400.
  */
 
-const ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
+const ATOM = "[\\w!#$%&'*+/=?^`{|}~-]+";
 const LOCAL = `(?:${ATOM}(?:\\.${ATOM})*|"(?:[^"\\\\\\r\\n]|\\\\.)*")`;
-const LABEL = '[A-Za-z0-9\\u0080-\\uFFFF](?:[A-Za-z0-9\\u0080-\\uFFFF-]*[A-Za-z0-9\\u0080-\\uFFFF])?';
-const DOMAIN = `(?:${LABEL}(?:\\.${LABEL})*|\\[[^\\[\\]\\\\\\s]*\\])`;
-const ADDRESS = new RegExp(`^${LOCAL}@${DOMAIN}$`);
-const NAMED = /^(?:"(?:[^"\\]|\\.)*"|[^<>",]*)\s*<([^<>]*)>$/;
+const LABEL = '[a-z0-9\\u0080-\\uFFFF](?:[a-z0-9\\u0080-\\uFFFF-]*[a-z0-9\\u0080-\\uFFFF])?';
+const DOMAIN = `(?:${LABEL}(?:\\.${LABEL})*|\\[[^[\\]\\\\\\s]*\\])`;
+const ADDRESS = new RegExp(`^${LOCAL}@${DOMAIN}$`, 'i');
+// The unquoted display name takes its trailing whitespace itself; only a quoted one is followed
+// by \s* (an \s* after both would let the two share a run of spaces: quadratic backtracking).
+const NAMED = /^(?:"(?:[^"\\]|\\.)*"\s*|[^<>",]*)<([^<>]*)>$/;
 
 export class MailboxError extends Error {
   override readonly name = 'MailboxError';

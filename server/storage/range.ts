@@ -26,7 +26,7 @@ export class RangeSyntaxError extends Error {
 }
 
 function u64(text: string | undefined, what: string): bigint {
-  if (text === undefined || !/^\+?[0-9]+$/.test(text)) throw new RangeSyntaxError(`invalid ${what}`);
+  if (text === undefined || !/^\+?\d+$/.test(text)) throw new RangeSyntaxError(`invalid ${what}`);
   const value = BigInt(text);
   if (value > MAX_U64) throw new RangeSyntaxError(`${what} too large`);
   return value;
@@ -68,7 +68,7 @@ export function parseRangeHeader(header: string, totalSize: number): ByteRange |
   const first = rest.slice(0, dash).trim();
   const last = rest.slice(dash + 1).trim();
   const number = (text: string): number | undefined =>
-    /^\+?[0-9]+$/.test(text) && BigInt(text) <= MAX_U64 ? Number(text) : undefined;
+    /^\+?\d+$/.test(text) && BigInt(text) <= MAX_U64 ? Number(text) : undefined;
   if (first === '') {
     const n = number(last);
     if (n === undefined || n === 0 || totalSize === 0) return undefined;

@@ -96,7 +96,7 @@ function httpUrl(name: string, value: string | undefined): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new RangeError(`storage option ${name} must be an absolute http(s) URL`);
   }
-  return value.replace(/\/+$/, '');
+  return value.replace(/(?<!\/)\/+$/, '');
 }
 
 export function resolveSettings(options: StorageOptions): StorageSettings {
