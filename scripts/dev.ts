@@ -8,7 +8,8 @@
 // reused afterwards, so ciphertexts and cached keys survive a restart. Overrides: DEV_HOST, PKG_PORT,
 // STANDIN_PORT, DEMO_PORT, DEMO (dev | build | off: Vite's dev server, a production build served by
 // Vite's preview server, or no demo), DEV_ORIGINS (comma-separated), and the PKG's own variables
-// (PKG_RATELIMIT_*, LOG_LEVEL, DATABASE_URL, ...). Not for production: `pg-pkg server` is.
+// (PKG_RATELIMIT_*, LOG_LEVEL, DATABASE_URL, ...). With DATABASE_URL (API keys), the database's schema is
+// brought up to date before the PKG starts, and the start says so. Not for production: `pg-pkg server` is.
 import { access, mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import type { DemoRuntimeConfig } from '../demo/vite.js';
 import { generatePkgKeys } from '../lib/keys.js';
 import { writePkgKeys, type PkgKeyPaths } from '../server/keyfiles.js';
 import { ConfigError, parseCommand } from '../server/config.js';
+import { migrate, migrationLabel } from '../server/db/migrate.js';
 import { StartupError, serve, type RunningServer } from '../server/serve.js';
 import { buildStandin } from '../server/standin/app.js';
 
@@ -86,6 +88,8 @@ export async function ensureDevKeys(dir: string): Promise<PkgKeyPaths> {
 
 export interface DevStack {
   pkg: RunningServer;
+  /** What the start did to the API-key database (DATABASE_URL), unless there is none. */
+  database: string | undefined;
   standinUrl: string;
   /** The stand-in's wallet simulator page. */
   walletUrl: string;
@@ -179,7 +183,11 @@ export async function startDev(
   );
   if (command.kind !== 'server') throw new Error('unreachable: dev always runs the server');
   let pkg: RunningServer;
+  let database: string | undefined;
   try {
+    // `pg-pkg server` refuses a database whose schema is missing or old (or migrates with --migrate);
+    // a development start always migrates, so API keys work on the first `npm start`.
+    if (command.config.databaseUrl !== undefined) database = await migrateDatabase(command.config.databaseUrl);
     pkg = await serve(command.config);
   } catch (e) {
     await standin.close();
@@ -190,6 +198,7 @@ export async function startDev(
   runtime = { pkgUrl: pkg.url, walletUrl };
   return {
     pkg,
+    database,
     standinUrl,
     walletUrl,
     demoUrl: demo?.url,
@@ -202,6 +211,22 @@ export async function startDev(
       await closing;
     },
   };
+}
+
+/** Brings the schema up to date; says what it did, with the URL's password left out. */
+async function migrateDatabase(databaseUrl: string): Promise<string> {
+  let run: Awaited<ReturnType<typeof migrate>>;
+  try {
+    run = await migrate(databaseUrl);
+  } catch (e) {
+    throw new StartupError(`the database (DATABASE_URL) could not be migrated: ${(e as Error).message}`);
+  }
+  const url = new URL(databaseUrl);
+  if (url.password !== '') url.password = '***';
+  const applied = run.applied.map(migrationLabel);
+  return applied.length === 0
+    ? `${url.host}${url.pathname}: schema up to date (version ${run.version})`
+    : `${url.host}${url.pathname}: migrated to version ${run.version} (applied ${applied.join(', ')})`;
 }
 
 function listenError(e: unknown, host: string, port: number, what: string): unknown {
@@ -232,6 +257,9 @@ async function main(): Promise<void> {
       `  stand-in Yivi      ${stack.standinUrl}`,
       `  simulated wallet   ${stack.walletUrl}`,
       `  keys               ${DEV_KEY_DIR}/ (created on first run)`,
+      ...(stack.database === undefined
+        ? ['  API keys           off (set DATABASE_URL to a PostgreSQL database to use them)']
+        : [`  database           ${stack.database}`]),
       'Ctrl-C stops everything.',
       '',
     ].join('\n'),
