@@ -197,7 +197,7 @@ describe('sender flow: start → disclose → jwt → sign/key', () => {
       expect(ours.public_identity()).toEqual(keys.pubSignKey.policy);
       const [a, ourResult] = await ours.unseal(recipient, usk);
       expect(a).toEqual(plain);
-      expect(ourResult).toEqual({ ...expected, bound });
+      expect(ourResult).toEqual({ ...expected, contentSigner: 'private', bound });
       const theirs = await pg.Unsealer.new(ct, vk);
       expect(theirs.public_identity()).toEqual(keys.pubSignKey.policy);
       const [b, theirResult] = await theirs.unseal(recipient, usk);
