@@ -87,7 +87,8 @@ export function normalizePolicy(raw: unknown, where = 'policy'): Policy {
  * Entries of an encryption policy (plain object or Map), validated, in caller order. Refused, since
  * they would seal a file nobody can open as intended: no recipients; an Array (its indices would
  * become recipient ids); an id or attribute that is not valid Unicode; a recipient without
- * attributes (the empty identity, whose key nobody should hold).
+ * attributes (the empty identity, whose key nobody should hold); an attribute with an empty type
+ * (no credential has one).
  */
 export function normalizeEncryptionPolicy(raw: unknown): Array<[string, Policy]> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -107,6 +108,9 @@ export function normalizeEncryptionPolicy(raw: unknown): Array<[string, Policy]>
     if (policy.con.length === 0) {
       throw invalidPolicy(`${where}: no attributes (the empty identity: nobody should hold its key)`);
     }
+    policy.con.forEach(({ t }, i) => {
+      if (t === '') throw invalidPolicy(`${where}.con[${i}]: empty attribute type`);
+    });
     return [id, policy];
   });
 }

@@ -19,10 +19,14 @@ const attribute = fc
   .record({ t: text, v: fc.option(text, { nil: undefined }) })
   .map((a) => (a.v === undefined ? { t: a.t } : a));
 const policy = fc.record({ ts: fc.integer({ min: 0, max: 2 ** 40 }), con: fc.array(attribute, { maxLength: 4 }) });
-// A recipient needs at least one attribute (the empty identity is refused: lib/safety.test.ts).
+// A recipient needs at least one attribute (the empty identity is refused: lib/safety.test.ts), each
+// with a type (seal refuses an empty one: lib/seal-input.test.ts).
+const recipientAttribute = fc
+  .record({ t: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 24 }), v: fc.option(text, { nil: undefined }) })
+  .map((a) => (a.v === undefined ? { t: a.t } : a));
 const recipientPolicy = fc.record({
   ts: fc.integer({ min: 0, max: 2 ** 40 }),
-  con: fc.array(attribute, { minLength: 1, maxLength: 4 }),
+  con: fc.array(recipientAttribute, { minLength: 1, maxLength: 4 }),
 });
 const recipients = fc.uniqueArray(
   fc.tuple(fc.string({ unit: 'grapheme', minLength: 0, maxLength: 16 }), recipientPolicy),
