@@ -1,5 +1,6 @@
 import { sha3_256, sha3_512 } from '@noble/hashes/sha3.js';
 import { utf8 } from './bincode.js';
+import { ErrorCode, FormatError } from './errors.js';
 import { compareBytes, type Attribute, type Policy } from './policy.js';
 
 /**
@@ -136,10 +137,27 @@ export const kemIdentity = (policy: Policy): Uint8Array => sha3_512(policyDigest
 export const signingIdentity = (policy: Policy): Uint8Array => sha3_256(policyDigest(policy));
 
 /**
+ * Most attributes a signer's policy may have for a reader to derive its identity. A reader derives
+ * it from the header signature before anything is authenticated, and the derivation hashes every
+ * attribute twice and then 128 bytes per attribute again: a 1 MiB header signature packed with
+ * 9-byte attributes (116 000 of them) would cost some thirty times what one 1 MiB value costs. A
+ * PKG issues signing keys for what a disclosure proved, a handful of attributes (ours refuses
+ * sessions that disclose more than 256), so no key exists for a policy this long.
+ */
+export const MAX_SIGNER_ATTRIBUTES = 1024;
+
+/**
  * The signature identities a reader accepts for a signer's policy as written: the canonical one
- * first, then (if different) the raw spelling's, for keys an older PKG issued for it.
+ * first, then (if different) the raw spelling's, for keys an older PKG issued for it. A policy of
+ * more than MAX_SIGNER_ATTRIBUTES attributes is MALFORMED. Each value is canonicalised once.
  */
 export function signingIdentityCandidates(policy: Policy): Uint8Array[] {
+  if (policy.con.length > MAX_SIGNER_ATTRIBUTES) {
+    throw new FormatError(
+      ErrorCode.MALFORMED,
+      `the signer's policy has ${policy.con.length} attributes, over the ${MAX_SIGNER_ATTRIBUTES} a reader derives an identity for`,
+    );
+  }
   const canonical = canonicalPolicy(policy);
   const ids = [sha3_256(rawPolicyDigest(canonical))];
   if (canonical !== policy) ids.push(sha3_256(rawPolicyDigest(policy)));

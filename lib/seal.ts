@@ -19,7 +19,7 @@ import {
   type Policy,
 } from './policy.js';
 import { encodeSignatureExt, signTranscript, type Signer } from './signatures.js';
-import { canonicalPolicy, kemIdentity, rawPolicyDigest } from './identity.js';
+import { MAX_SIGNER_ATTRIBUTES, canonicalPolicy, kemIdentity, rawPolicyDigest } from './identity.js';
 import { encodeMemoryPayload } from './payload.js';
 import { SegmentSealer } from './segments.js';
 import { headerSize, signatureExtSize } from './size.js';
@@ -74,6 +74,13 @@ function readSigner(input: unknown, field: string): Signer {
   const { key: encoded, policy: raw } = input as { key?: unknown; policy?: unknown };
   const key = signingKeyFromBase64(encoded, field);
   const given = normalizePolicy(raw, `${field}.policy`);
+  if (given.con.length > MAX_SIGNER_ATTRIBUTES) {
+    // Readers refuse to derive an identity for so long a policy: no one could verify the file.
+    throw new InputError(
+      ErrorCode.TOO_LARGE,
+      `${field}.policy: ${given.con.length} attributes, over the ${MAX_SIGNER_ATTRIBUTES} readers accept for a signer`,
+    );
+  }
   const canonical = canonicalPolicy(given);
   if (equalBytes(key.id, sha3_256(rawPolicyDigest(canonical)))) return { key, policy: canonical };
   if (canonical !== given && equalBytes(key.id, sha3_256(rawPolicyDigest(given)))) return { key, policy: given };
