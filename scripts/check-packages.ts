@@ -1,7 +1,7 @@
 // `npm run check:packages`: what each published tarball holds, then publint and Are the Types
 // Wrong? on the tarballs themselves (not the folders), after `npm run build`.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, packAll, packageJson } from './packages.js';
@@ -16,7 +16,8 @@ const problems: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'pg-packages-'));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 try {
-  for (const pack of packAll(dir)) {
+  const packs = packAll(dir);
+  for (const pack of packs) {
     console.log(`\n== ${pack.name} (${pack.files.length} files)`);
     for (const required of ['README.md', 'LICENSE', 'package.json']) {
       if (!pack.files.includes(required)) problems.push(`${pack.name}: ${required} is missing from the tarball`);
@@ -56,6 +57,27 @@ try {
         './sw/script',
         './package.json',
       ]);
+    }
+  }
+  // What a user installs must run on the Node our `engines` promise: each tarball installed alone
+  // into a fresh project, with npm's engine check made an error (a transitive dependency that needs
+  // a newer Node than this one fails the check, as `cookie@2` under a newer light-my-request did).
+  const library = packs.find((p) => p.dir === 'lib')!;
+  for (const pack of packs) {
+    const app = mkdtempSync(join(dir, `install-${pack.dir}-`));
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'engines-check', private: true }));
+    const tarballs = pack === library ? [library.tarball] : [library.tarball, pack.tarball];
+    try {
+      execFileSync(
+        'npm',
+        ['install', '--engine-strict', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', ...tarballs],
+        { cwd: app, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      console.log(`${pack.name}: installs under Node ${process.versions.node} with no engine warning`);
+    } catch (error) {
+      const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+      console.log(`${stdout ?? ''}${stderr ?? ''}`.trim());
+      problems.push(`${pack.name}: does not install under Node ${process.versions.node} (--engine-strict)`);
     }
   }
 } finally {
