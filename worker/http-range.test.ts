@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { expectLinearTime } from '../test/linear-time.js';
 import { contentRange, parseRange, unsatisfiedRange } from './http-range.js';
 
 describe('parseRange', () => {
@@ -72,5 +73,26 @@ describe('parseRange', () => {
   it('formats Content-Range', () => {
     expect(contentRange(0, 9, 100)).toBe('bytes 0-9/100');
     expect(unsatisfiedRange(100)).toBe('bytes */100');
+  });
+});
+
+describe('parseRange on crafted headers of about 1 MiB', () => {
+  const run = (unit: string, n: number) => unit.repeat(Math.ceil(n / unit.length)).slice(0, n);
+  // A page's own media element sends the header, but a page can also fetch() with any Range it likes.
+  const crafted: Array<[string, (n: number) => string]> = [
+    ['empty list elements', (n) => `bytes=${run(',', n)}`],
+    ['more ranges than considered', (n) => `bytes=${run('0-0,', n)}`],
+    ['whitespace around a range', (n) => `bytes=${run(' ', n / 2)}0-1${run('\t ', n / 2)}`],
+    ['a run of =', (n) => `bytes${run('=', n)}`],
+    ['a run of -', (n) => `bytes=${run('-', n)}`],
+    ['a start of a million digits', (n) => `bytes=${run('0', n)}-`],
+    ['a suffix of a million digits', (n) => `bytes=-${run('9', n)}`],
+    ['whitespace-separated list', (n) => `bytes=${run(' , ', n)}5-`],
+  ];
+  it.each(crafted)('%s', async (what, header) => {
+    await expectLinearTime(`parseRange, ${what}`, (n) => ({
+      crafted: () => parseRange(header(n), 1_000_000),
+      benign: () => parseRange(run('x', n), 1_000_000),
+    }));
   });
 });
