@@ -57,7 +57,10 @@ beforeAll(async () => {
       i === 1
         ? [{ t: MOBILE, v: '0612345678' }] // a hint type: the header keeps 061234****
         : i === 4
-          ? [{ t: EMAIL, v: id }, { t: 'pbdf.gemeente.personalData.surname' }] // a value-less attribute
+          ? [
+              { t: EMAIL, v: id },
+              { t: 'pbdf.gemeente.personalData.surname', v: 'Dee' },
+            ] // a second attribute
           : [{ t: EMAIL, v: id }];
     const policy = { ts: TS - i, con };
     recipients.push({ id, policy, usk: extractUsk(kem.msk, policy) });
@@ -136,7 +139,8 @@ describe('in-memory interop', () => {
     }
   }
 
-  it('headers agree: hidden policies with hints and absent values, UTF-8 order', async () => {
+  // Value-less attributes, which only pg-wasm seals: server/valueless-attribute.test.ts.
+  it('headers agree: hidden policies with hints and removed values, UTF-8 order', async () => {
     const opts = optionsFor(10, false);
     const [ours, theirs] = await Promise.all([seal(mpk, opts, message(5)), pg.seal(mpk, opts, message(5))]);
     const theirView = (await pg.Unsealer.new(ours, vk)).inspect_header();
@@ -257,7 +261,7 @@ describe('streaming interop', () => {
       ts: TS - 4,
       con: [
         { t: EMAIL, v: '' },
-        { t: 'pbdf.gemeente.personalData.surname', v: undefined },
+        { t: 'pbdf.gemeente.personalData.surname', v: '' },
       ],
     });
   });

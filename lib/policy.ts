@@ -88,7 +88,8 @@ export function normalizePolicy(raw: unknown, where = 'policy'): Policy {
  * they would seal a file nobody can open as intended: no recipients; an Array (its indices would
  * become recipient ids); an id or attribute that is not valid Unicode; a recipient without
  * attributes (the empty identity, whose key nobody should hold); an attribute with an empty type
- * (no credential has one).
+ * (no credential has one); an attribute without a value (a PKG issues keys for the values a
+ * disclosure proved, so no key names "no value": such a file could not be opened).
  */
 export function normalizeEncryptionPolicy(raw: unknown): Array<[string, Policy]> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -108,8 +109,13 @@ export function normalizeEncryptionPolicy(raw: unknown): Array<[string, Policy]>
     if (policy.con.length === 0) {
       throw invalidPolicy(`${where}: no attributes (the empty identity: nobody should hold its key)`);
     }
-    policy.con.forEach(({ t }, i) => {
+    policy.con.forEach(({ t, v }, i) => {
       if (t === '') throw invalidPolicy(`${where}.con[${i}]: empty attribute type`);
+      if (v === undefined) {
+        throw invalidPolicy(
+          `${where}.con[${i}]: ${t} has no value; keys are issued for disclosed values, so nobody could open the file`,
+        );
+      }
     });
     return [id, policy];
   });
