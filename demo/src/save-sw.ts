@@ -8,10 +8,23 @@ import { MESSAGE_SAVE, SAVE_PATH, type SaveEvent, type SaveRequest } from './sav
  * The page registers a stream and gets a URL; a navigation to it is answered with the stream as an
  * attachment, so the browser writes it to disk as it arrives and nothing holds the whole file. If
  * the stream errors (the sealer failed), the response body errors and the download is marked failed.
+ *
+ * A page that goes away mid-download (a reload, a closed tab) ends its stream without a word:
+ * neither a transferred stream nor a port says so in every engine, and the browser then shows the
+ * download "in progress" for good. So a source that keeps the response waiting for `stallMs`
+ * fails the download instead. Only a read the response is waiting on counts: a slow disk (the
+ * browser not reading) is backpressure, not a stall.
  */
 
 const FETCH_WITHIN_MS = 60_000;
 const MAX_WAITING = 16;
+/** How long the response may wait for the page's next bytes (sealing makes them continuously). */
+export const STALL_MS = 30_000;
+
+export interface SaverOptions {
+  /** How long a pending read of the page's stream may take before the download fails. Default STALL_MS. */
+  stallMs?: number;
+}
 
 interface Waiting {
   request: SaveRequest;
@@ -34,6 +47,46 @@ function sourceStream(request: SaveRequest): ReadableStream<Uint8Array> {
   return request.source.kind === 'stream' ? request.source.stream : portToReadable<Uint8Array>(request.source.port);
 }
 
+/**
+ * `source` as the response body, pulled only when the body is read, errored when a pull waits
+ * longer than `stallMs` for the page (and the source cancelled, so a page that is still there stops).
+ */
+function guardedBody(
+  source: ReadableStream<Uint8Array>,
+  stallMs: number,
+  onBytes: (n: number) => void,
+): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const stalled = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`the page sent nothing for ${stallMs / 1000} s (closed or reloaded)`)),
+            stallMs,
+          );
+        });
+        try {
+          const next = await Promise.race([reader.read(), stalled]);
+          if (next.done) controller.close();
+          else {
+            onBytes(next.value.byteLength);
+            controller.enqueue(next.value);
+          }
+        } catch (error) {
+          void reader.cancel(error).catch(() => undefined);
+          throw error;
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
 /** Why a page's request cannot be served, or undefined. */
 function invalid(request: unknown): string | undefined {
   if (typeof request !== 'object' || request === null) return 'the request must be an object';
@@ -51,7 +104,8 @@ function invalid(request: unknown): string | undefined {
   return 'source must be a ReadableStream or a MessagePort';
 }
 
-export function installSaver(scope: ServiceWorkerGlobalScope): void {
+export function installSaver(scope: ServiceWorkerGlobalScope, options: SaverOptions = {}): void {
+  const stallMs = options.stallMs ?? STALL_MS;
   const waiting = new Map<string, Waiting>();
   const prefix = new URL(SAVE_PATH, scope.registration.scope).pathname;
 
@@ -102,21 +156,15 @@ export function installSaver(scope: ServiceWorkerGlobalScope): void {
       return;
     }
     let bytes = 0;
-    const counter = new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        bytes += chunk.byteLength;
-        controller.enqueue(chunk);
-      },
-    });
-    // pipeTo carries an error of the source into the body (a failed download) and a cancelled
-    // download back to the source (the sealer stops).
-    const piping = sourceStream(entry.request)
-      .pipeTo(counter.writable)
-      .then(
-        () => post(entry.reply, { type: 'done', bytes }),
-        (error: unknown) =>
-          post(entry.reply, { type: 'error', message: error instanceof Error ? error.message : String(error) }),
-      );
+    const body = guardedBody(sourceStream(entry.request), stallMs, (n) => (bytes += n));
+    const counter = new TransformStream<Uint8Array, Uint8Array>();
+    // pipeTo carries an error of the source (or a stall) into the body, a failed download, and a
+    // cancelled download back to the source (the sealer stops).
+    const piping = body.pipeTo(counter.writable).then(
+      () => post(entry.reply, { type: 'done', bytes }),
+      (error: unknown) =>
+        post(entry.reply, { type: 'error', message: error instanceof Error ? error.message : String(error) }),
+    );
     // Keep the worker alive until the whole body went out, not just the headers.
     event.waitUntil(piping);
     const filename = safeFilename(entry.request.filename);
