@@ -134,4 +134,23 @@ describe('the simulated wallet in a browser', () => {
       await page.close();
     }
   });
+
+  it('the wallet page loads without a failed request, and names an icon (the favicon request was a 404)', async () => {
+    const page = await browser.newPage();
+    const failed: string[] = [];
+    page.on('response', (response) => {
+      if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);
+    });
+    try {
+      await page.goto(`${standin.url}/standin/wallet`);
+      await expect.poll(() => page.title()).toBe('Stand-in wallet');
+      // A headed browser asks the origin for /favicon.ico unless the page names an icon; this one
+      // names one that needs no request (headless Chromium never asks, so the link is checked).
+      const icon = await page.evaluate(() => document.querySelector<HTMLLinkElement>('link[rel=icon]')?.href);
+      expect(icon).toMatch(/^data:/);
+      expect(failed).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
 });

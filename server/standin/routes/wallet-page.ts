@@ -84,6 +84,7 @@ ${
   sessions.length === 0 ? '<meta http-equiv="refresh" content="2">' : ''
 }
 <title>Stand-in wallet</title>
+<link rel="icon" href="data:,">
 <style>
 body{font:16px/1.4 system-ui,sans-serif;margin:0 auto;max-width:36rem;padding:1rem}
 section{border:1px solid #ccc;border-radius:.5rem;padding:.75rem;margin:1rem 0}
