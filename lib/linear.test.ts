@@ -1,6 +1,6 @@
 import { sha3_256 } from '@noble/hashes/sha3.js';
 import { describe, expect, it } from 'vitest';
-import { expectLinearTime } from '../test/linear-time.js';
+import { expectLinearTime, repeated as run } from '../test/linear-time.js';
 import { fromBase64, toBase64 } from './base64.js';
 import { Reader } from './bincode.js';
 import { ggKeygen } from './crypto/gg.js';
@@ -27,8 +27,6 @@ const typed = (error: unknown) => error instanceof PostGuardError;
 const ibs = generateSigningKeys();
 const vk = verifyingKeyFromBase64(ibs.vk);
 
-/** `n` characters: `unit` repeated, cut to length. */
-const run = (unit: string, n: number) => unit.repeat(Math.ceil(n / unit.length)).slice(0, n);
 /** Every Unicode White_Space character, so a trim that special-cases some still sees the rest. */
 const WHITE_SPACE =
   '\t\n\v\f\r \u0085\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A\u2028\u2029\u202F\u205F\u3000';

@@ -40,6 +40,12 @@ export interface LinearTimeStep {
 
 export const MIB = 1024 * 1024;
 
+/** `unit` repeated to exactly `n` characters (none for `n` ≤ 0): the runs crafted inputs are made of. */
+export const repeated = (unit: string, n: number): string => {
+  const length = Math.max(0, Math.floor(n));
+  return unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
+};
+
 interface Timed {
   ms: number;
   error?: unknown;

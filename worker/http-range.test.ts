@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { expectLinearTime } from '../test/linear-time.js';
+import { expectLinearTime, repeated as run } from '../test/linear-time.js';
 import { contentRange, parseRange, unsatisfiedRange } from './http-range.js';
 
 describe('parseRange', () => {
@@ -77,7 +77,6 @@ describe('parseRange', () => {
 });
 
 describe('parseRange on crafted headers of about 1 MiB', () => {
-  const run = (unit: string, n: number) => unit.repeat(Math.ceil(n / unit.length)).slice(0, n);
   // A page's own media element sends the header, but a page can also fetch() with any Range it likes.
   const crafted: Array<[string, (n: number) => string]> = [
     ['empty list elements', (n) => `bytes=${run(',', n)}`],
