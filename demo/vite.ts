@@ -22,6 +22,22 @@ export const DEMO_OUT_DIR = here('../dist/demo-app/');
 const SW_ENTRY = here('./src/sw.ts');
 const SW_FILE = 'sw.js';
 
+/** The bare imports of the browser library and the demo (test/boundaries.test.ts keeps the list whole). */
+export const BROWSER_DEPENDENCIES = [
+  '@noble/curves/abstract/curve.js',
+  '@noble/curves/abstract/tower.js',
+  '@noble/curves/abstract/weierstrass.js',
+  '@noble/curves/bls12-381.js',
+  '@noble/curves/ed25519.js',
+  '@noble/curves/utils.js',
+  '@noble/hashes/sha3.js',
+  '@noble/hashes/utils.js',
+  'client-zip',
+  'comlink',
+  'idb-keyval',
+  'qrcode',
+] as const;
+
 /** What the page learns from /config.json. */
 export interface DemoRuntimeConfig {
   /** The PKG's base URL. */
@@ -141,6 +157,9 @@ export function demoConfig(options: DemoConfigOptions = {}): InlineConfig {
     // Its own dependency cache: other Vite roots in this repository keep theirs.
     cacheDir: here('../node_modules/.vite-demo'),
     resolve: { alias: browserAlias },
+    // Every browser dependency, known before the first request: otherwise Vite finds some only while
+    // serving the first page (the crypto worker's) and reloads it, losing what was typed.
+    optimizeDeps: { include: [...BROWSER_DEPENDENCIES] },
     worker: { format: 'es' },
     plugins: [runtimeConfigPlugin(runtime), serviceWorkerPlugin()],
     server: { fs: { allow: [here('../')] } },

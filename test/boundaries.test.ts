@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { BROWSER_DEPENDENCIES } from '../demo/vite.js';
 import { SOURCE_ENTRIES } from '../scripts/source-aliases.js';
 
 /**
@@ -54,6 +55,22 @@ describe('package boundaries', () => {
           .map((spec) => `${file}: ${spec}`),
       );
     expect(found).toEqual([]);
+  });
+
+  it("the demo's Vite pre-bundles exactly the browser code's bare imports (a late find reloads the page)", () => {
+    const nodeSide = new Set([
+      'lib/crypto/aes-node.ts',
+      'lib/crypto/segment-hasher-node.ts',
+      'lib/crypto/shake-node.ts',
+      'worker/vite.ts',
+    ]);
+    const bare = new Set(
+      [...sources('lib'), ...sources('worker'), ...sources('demo/src')]
+        .filter((file) => !nodeSide.has(file) && !file.startsWith('lib/build/'))
+        .flatMap(imports)
+        .filter((spec) => !spec.startsWith('.') && !spec.startsWith('#') && !spec.startsWith('node:')),
+    );
+    expect([...bare].sort()).toEqual([...BROWSER_DEPENDENCIES].sort());
   });
 
   it("tsconfig.json's paths, the source aliases and postguard-ts's exports name the same entries", () => {
