@@ -25,10 +25,27 @@ export class RangeSyntaxError extends Error {
   override readonly name = 'RangeSyntaxError';
 }
 
+/** 2^64 - 1 has 20 decimal digits. */
+const U64_DIGITS = 20;
+
+/**
+ * A u64 in Rust's syntax (an optional `+`, decimal digits, leading zeros allowed); 'invalid' or
+ * 'too large' otherwise. Only up to 20 significant digits reach BigInt, whose decimal parsing grows
+ * faster than the length of its input: a header of a million digits is too large at a glance.
+ */
+function decimalU64(text: string): bigint | 'invalid' | 'too large' {
+  if (!/^\+?\d+$/.test(text)) return 'invalid';
+  let start = text.startsWith('+') ? 1 : 0;
+  while (start < text.length - 1 && text[start] === '0') start++;
+  if (text.length - start > U64_DIGITS) return 'too large';
+  const value = BigInt(text.slice(start));
+  return value > MAX_U64 ? 'too large' : value;
+}
+
 function u64(text: string | undefined, what: string): bigint {
-  if (text === undefined || !/^\+?\d+$/.test(text)) throw new RangeSyntaxError(`invalid ${what}`);
-  const value = BigInt(text);
-  if (value > MAX_U64) throw new RangeSyntaxError(`${what} too large`);
+  const value = text === undefined ? 'invalid' : decimalU64(text);
+  if (value === 'invalid') throw new RangeSyntaxError(`invalid ${what}`);
+  if (value === 'too large') throw new RangeSyntaxError(`${what} too large`);
   return value;
 }
 
@@ -67,8 +84,10 @@ export function parseRangeHeader(header: string, totalSize: number): ByteRange |
   if (dash < 0) return undefined;
   const first = rest.slice(0, dash).trim();
   const last = rest.slice(dash + 1).trim();
-  const number = (text: string): number | undefined =>
-    /^\+?\d+$/.test(text) && BigInt(text) <= MAX_U64 ? Number(text) : undefined;
+  const number = (text: string): number | undefined => {
+    const value = decimalU64(text);
+    return typeof value === 'bigint' ? Number(value) : undefined;
+  };
   if (first === '') {
     const n = number(last);
     if (n === undefined || n === 0 || totalSize === 0) return undefined;
