@@ -85,3 +85,22 @@ export const badSignature = (what: string) => new AuthenticationError(ErrorCode.
 
 /** True for errors this library raised on purpose (as opposed to bugs or platform failures). */
 export const isPostGuardError = (e: unknown): e is PostGuardError => e instanceof PostGuardError;
+
+/** isPostGuardError for a value the caller threw, which may be a Proxy whose traps throw: false then. */
+export function isOwnError(thrown: unknown): thrown is PostGuardError {
+  try {
+    return thrown instanceof PostGuardError;
+  } catch {
+    return false;
+  }
+}
+
+/** What a thrown value says, without trusting it (its message or toString may throw too). */
+export function describeThrown(thrown: unknown): string {
+  try {
+    const message: unknown = thrown instanceof Error ? thrown.message : String(thrown);
+    return typeof message === 'string' ? message : 'a value that cannot be shown';
+  } catch {
+    return 'a value that cannot be shown';
+  }
+}

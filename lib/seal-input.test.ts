@@ -6,8 +6,8 @@ import { extractSigningKey, generateKemKeys, generateSigningKeys } from './keys.
 
 /**
  * Seal options as a careless or hostile caller gives them: recipient attributes that no key could
- * ever match. Each is refused with a typed InputError by `seal` and `sealStream` alike, before a
- * byte is written.
+ * ever match, getters and Proxies that throw while the options are read. Each is refused with a
+ * typed InputError by `seal` and `sealStream` alike, before a byte is written.
  */
 
 const EMAIL = 'pbdf.sidn-pbdf.email.email';
@@ -34,6 +34,8 @@ async function refused(options: unknown, code: string, message: RegExp): Promise
   expect(streamed).toBeInstanceOf(InputError);
   expect(streamed).toMatchObject({ code, message: expect.stringMatching(message) });
   expect(sink.chunks).toEqual([]);
+  expect(sink.state()).toBe('aborted');
+  expect(sink.abortReason()).toBe(streamed);
 }
 
 describe('recipient attributes no key could match', () => {
@@ -47,5 +49,91 @@ describe('recipient attributes no key could match', () => {
     await refused({ policy: new Map([['eve', blank]]), pubSignKey }, 'INVALID_POLICY', /empty attribute type/);
     const second = { ts: 1, con: [{ t: EMAIL, v: 'eve@example.com' }, { t: '' }] };
     await refused({ policy: { eve: second }, pubSignKey }, 'INVALID_POLICY', /con\[1\].*empty attribute type/);
+  });
+});
+
+const boom = new Error('x');
+/** `target` with `key` replaced by a getter that throws `thrown`. */
+function throwing<T extends object>(target: T, key: string, thrown: unknown = boom): T {
+  Object.defineProperty(target, key, {
+    enumerable: true,
+    get() {
+      throw thrown;
+    },
+  });
+  return target;
+}
+
+describe('a getter or Proxy that throws while the options are read: INVALID_INPUT, the throw as its cause', () => {
+  const cases: Array<[string, () => unknown]> = [
+    ['options.policy', () => throwing({ pubSignKey }, 'policy')],
+    ['options.pubSignKey', () => throwing({ policy: { bob } }, 'pubSignKey')],
+    ['options.privSignKey', () => throwing({ policy: { bob }, pubSignKey }, 'privSignKey')],
+    ['options.skipEncryption', () => throwing({ policy: { bob }, pubSignKey }, 'skipEncryption')],
+    ['a policy entry', () => ({ policy: throwing({ bob }, 'eve'), pubSignKey })],
+    ["an entry's ts", () => ({ policy: { eve: throwing({ con: bob.con }, 'ts') }, pubSignKey })],
+    ["an entry's con", () => ({ policy: { eve: throwing({ ts: 1 }, 'con') }, pubSignKey })],
+    ['an attribute type', () => ({ policy: { eve: { ts: 1, con: [throwing({ v: 'x' }, 't')] } }, pubSignKey })],
+    ['an attribute value', () => ({ policy: { eve: { ts: 1, con: [throwing({ t: EMAIL }, 'v')] } }, pubSignKey })],
+    ['the signing key', () => ({ policy: { bob }, pubSignKey: throwing({ policy: alice }, 'key') })],
+    [
+      "the signing key's policy",
+      () => ({ policy: { bob }, pubSignKey: { key: pubSignKey.key, policy: throwing({ ts: 1 }, 'con') } }),
+    ],
+    [
+      'a Proxy whose ownKeys trap throws',
+      () => ({
+        policy: new Proxy(
+          { bob },
+          {
+            ownKeys() {
+              throw boom;
+            },
+          },
+        ),
+        pubSignKey,
+      }),
+    ],
+    [
+      'a Map whose entries throw',
+      () => {
+        const policy = new Map([['bob', bob]]);
+        policy.entries = () => {
+          throw boom;
+        };
+        return { policy, pubSignKey };
+      },
+    ],
+    [
+      'options itself a Proxy whose get trap throws',
+      () =>
+        new Proxy(
+          {},
+          {
+            get: () => {
+              throw boom;
+            },
+          },
+        ),
+    ],
+  ];
+
+  for (const [where, options] of cases) {
+    it(where, async () => {
+      await refused(options(), 'INVALID_INPUT', /options: reading them threw: x/);
+      const error = await seal(kem.mpk, options() as SealOptions, plain).catch((e: unknown) => e);
+      expect((error as Error).cause).toBe(boom);
+    });
+  }
+
+  it('whatever is thrown: a string, or an object whose message itself throws', async () => {
+    await refused(throwing({ pubSignKey }, 'policy', 'plain string'), 'INVALID_INPUT', /threw: plain string/);
+    const nasty = throwing(new Error(), 'message');
+    await refused(throwing({ pubSignKey }, 'policy', nasty), 'INVALID_INPUT', /threw: a value that cannot be shown/);
+  });
+
+  it("a PostGuardError thrown by the caller's getter keeps its code", async () => {
+    const own = new InputError('INVALID_KEY', 'from the caller');
+    await refused(throwing({ pubSignKey }, 'policy', own), 'INVALID_KEY', /from the caller/);
   });
 });

@@ -5,7 +5,7 @@ import { loadPairingAcceleration, multiEncaps } from './crypto/cgwkv.js';
 import { aesGcmSeal, importAesKey } from '#aes';
 import { AES_KEY_BYTES, type AesKey } from './crypto/aes.js';
 import type { Xof } from './crypto/xof.js';
-import { ErrorCode, InputError, invalidKey, invalidPolicy } from './errors.js';
+import { ErrorCode, InputError, describeThrown, invalidKey, invalidPolicy, isOwnError } from './errors.js';
 import { MAX_HEADER_BYTES, MAX_SIGNATURE_BYTES, encodeFrame } from './frame.js';
 import { DEFAULT_SEGMENT_SIZE, IV_BYTES, encodeHeader, type Mode, type RecipientHeader } from './header.js';
 import { asBytes } from './io.js';
@@ -88,11 +88,29 @@ function readSigner(input: unknown, field: string): Signer {
   throw invalidKey(`${field}: the key was not issued for this policy`);
 }
 
-function readOptions(options: unknown): {
+interface ReadOptions {
   recipients: Array<[string, Policy]>;
   publicSigner: Signer;
   payloadSigner: Signer;
-} {
+}
+
+/**
+ * The options, read into our own values. Whatever the caller's objects throw while being read
+ * (a getter, a Proxy trap, a Map whose iterator fails) is the caller's input: an InputError, the
+ * thrown value as its cause, never the raw throw.
+ */
+function readOptions(options: unknown): ReadOptions {
+  try {
+    return readOptionsUnguarded(options);
+  } catch (error) {
+    if (isOwnError(error)) throw error;
+    throw new InputError(ErrorCode.INVALID_INPUT, `options: reading them threw: ${describeThrown(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+function readOptionsUnguarded(options: unknown): ReadOptions {
   if (typeof options !== 'object' || options === null) throw invalidPolicy('options: expected an object');
   const o = options as Partial<SealOptions>;
   if (o.pubSignKey === undefined) throw invalidPolicy('options: missing field pubSignKey');

@@ -3,6 +3,7 @@ import type { Policy } from '../lib/policy.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import type { CryptoWorkerApi, RemoteHeaderView, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
+import { ErrorCode, InputError, describeThrown, isOwnError } from '../lib/errors.js';
 import { sentWritableSettled } from './transfer.js';
 
 /**
@@ -59,6 +60,34 @@ async function afterWritable<T>(writable: WritableStream<Uint8Array>, call: () =
   }
   await sentWritableSettled(writable);
   return result;
+}
+
+/**
+ * The seal options as the worker will get them, copied here first by structured clone (what
+ * postMessage would do). Whatever the caller's objects throw while being copied (a getter, a Proxy
+ * trap) is then an InputError, as the library in-process gives for the same options, rather than
+ * the raw throw out of comlink.
+ */
+function optionsForWorker(options: SealOptions): SealOptions {
+  try {
+    return structuredClone(options);
+  } catch (error) {
+    if (isOwnError(error)) throw error;
+    throw new InputError(
+      ErrorCode.INVALID_INPUT,
+      `options: reading them to send to the worker threw: ${describeThrown(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+/** Runs `act` on a stream of the caller's, whatever state (or type) it is in. */
+async function quietly(act: () => Promise<unknown>): Promise<void> {
+  try {
+    await act();
+  } catch {
+    // Locked, already errored or not a stream: the caller's error is the one to report.
+  }
 }
 
 /** What both worker-side unsealers show, and how they are released. */
@@ -154,8 +183,8 @@ export class PostGuardWorker {
   }
 
   /** In-memory seal. `plain` is copied to the worker; the ciphertext is transferred back. */
-  seal(mpk: string, options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
-    return this.remote.seal(mpk, options, plain);
+  async seal(mpk: string, options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
+    return this.remote.seal(mpk, optionsForWorker(options), plain);
   }
 
   /**
@@ -164,13 +193,22 @@ export class PostGuardWorker {
    * closed after the last segment; on failure `writable` is aborted and the promise rejects, both
    * with the same coded error.
    */
-  sealStream(
+  async sealStream(
     mpk: string,
     options: SealOptions,
     readable: ReadableStream<Uint8Array>,
     writable: WritableStream<Uint8Array>,
   ): Promise<void> {
-    return afterWritable(writable, () => this.remote.sealStream(mpk, options, readable, writable));
+    let sent: SealOptions;
+    try {
+      sent = optionsForWorker(options);
+    } catch (error) {
+      // As the library does with options it refuses: the sink aborted, the source cancelled, with the error.
+      await quietly(() => writable.abort(error));
+      await quietly(() => readable.cancel(error));
+      throw error;
+    }
+    return afterWritable(writable, () => this.remote.sealStream(mpk, sent, readable, writable));
   }
 
   /** The SHAKE128 backend in the worker ('wasm', or '@noble/hashes' where WebAssembly is refused). */

@@ -1,0 +1,106 @@
+import { expose } from 'comlink';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InputError } from '../lib/errors.js';
+import { extractSigningKey, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import type { Policy, SealOptions } from '../lib/index.js';
+import { chunkedSource, collector } from '../test/streams.js';
+import { PostGuardWorker } from './client.js';
+import { cryptoWorkerApi } from './worker-api.js';
+
+/**
+ * Seal options that cannot be copied to the worker, through the client over comlink in Node (one end
+ * of a MessageChannel serves worker-api.ts, as in worker/client.test.ts): a typed InputError, as the
+ * library gives in-process, never the raw throw of structured clone; sealStream also aborts the sink
+ * and cancels the source with it.
+ */
+
+const EMAIL = 'pbdf.sidn-pbdf.email.email';
+const bob: Policy = { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'bob@example.com' }] };
+const alice: Policy = { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'alice@example.com' }] };
+const kem = generateKemKeys();
+const ibs = generateSigningKeys();
+const pubSignKey = { key: extractSigningKey(ibs.sk, alice), policy: alice };
+const plain = new TextEncoder().encode('hello');
+const boom = new Error('x');
+
+let pg: PostGuardWorker;
+let close: () => void;
+beforeAll(() => {
+  const { port1, port2 } = new MessageChannel();
+  expose(cryptoWorkerApi(), port1);
+  pg = new PostGuardWorker({ endpoint: port2 as never });
+  close = () => (port1.close(), port2.close());
+});
+afterAll(() => close());
+
+function throwing<T extends object>(target: T, key: string): T {
+  Object.defineProperty(target, key, {
+    enumerable: true,
+    get() {
+      throw boom;
+    },
+  });
+  return target;
+}
+
+/** Both worker sealers reject with an InputError of `code` (message matching); the streams are ended with it. */
+async function refusedThroughWorker(
+  worker: PostGuardWorker,
+  options: () => unknown,
+  code: string,
+  message: RegExp,
+): Promise<InputError> {
+  let memory: Promise<unknown> | undefined;
+  // A rejected promise, not a synchronous throw.
+  expect(() => (memory = worker.seal(kem.mpk, options() as SealOptions, plain))).not.toThrow();
+  const error = await memory!.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(InputError);
+  expect(error).toMatchObject({ code, message: expect.stringMatching(message) });
+
+  const sink = collector();
+  let cancelled: unknown;
+  const source = new ReadableStream<Uint8Array>({
+    cancel: (reason) => void (cancelled = reason),
+  });
+  const streamed = await worker.sealStream(kem.mpk, options() as SealOptions, source, sink.writable).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(streamed).toBeInstanceOf(InputError);
+  expect(streamed).toMatchObject({ code, message: expect.stringMatching(message) });
+  expect(sink.chunks).toEqual([]);
+  expect(sink.state()).toBe('aborted');
+  expect(sink.abortReason()).toBe(streamed);
+  expect(cancelled).toBe(streamed);
+  return error as InputError;
+}
+
+describe('a getter that throws in the options, through the worker client', () => {
+  const cases: Array<[string, () => unknown]> = [
+    ['options.policy', () => throwing({ pubSignKey }, 'policy')],
+    ['options.pubSignKey', () => throwing({ policy: { bob } }, 'pubSignKey')],
+    ['a policy entry', () => ({ policy: throwing({ bob }, 'eve'), pubSignKey })],
+    ['an attribute value', () => ({ policy: { eve: { ts: 1, con: [throwing({ t: EMAIL }, 'v')] } }, pubSignKey })],
+    [
+      "the signing key's policy",
+      () => ({ policy: { bob }, pubSignKey: { key: pubSignKey.key, policy: throwing({ ts: 1 }, 'con') } }),
+    ],
+  ];
+  for (const [where, options] of cases) {
+    it(`${where}: INVALID_INPUT, the throw as its cause`, async () => {
+      const error = await refusedThroughWorker(pg, options, 'INVALID_INPUT', /options: .*threw: x/);
+      expect(error.cause).toBe(boom);
+    });
+  }
+
+  it('good options still seal through the worker, and a stream with them', async () => {
+    const options = { policy: new Map([['bob', bob]]), pubSignKey };
+    expect((await pg.seal(kem.mpk, options, plain)).length).toBeGreaterThan(plain.length);
+    const sink = collector();
+    await pg.sealStream(kem.mpk, options, chunkedSource(plain), sink.writable);
+    expect(sink.state()).toBe('closed');
+  });
+});
