@@ -21,7 +21,13 @@ let browser: Browser;
 beforeAll(async () => {
   cacheDir = await mkdtemp(join(tmpdir(), 'pg-vite-cache-'));
   const config = demoConfig();
-  server = await createServer({ ...config, cacheDir, server: { ...config.server, host: '127.0.0.1', port: 0 } });
+  // No file watcher: an edit elsewhere in the checkout would reload the page too; the optimiser's
+  // reload, the one under test, goes over the same HMR socket and stays on.
+  server = await createServer({
+    ...config,
+    cacheDir,
+    server: { ...config.server, host: '127.0.0.1', port: 0, watch: null },
+  });
   await server.listen();
   browser = await chromium.launch(chromiumLaunchOptions);
 }, 60_000);
