@@ -137,3 +137,43 @@ describe('a getter or Proxy that throws while the options are read: INVALID_INPU
     await refused(throwing({ pubSignKey }, 'policy', own), 'INVALID_KEY', /from the caller/);
   });
 });
+
+/** `'x'` inside `depth` arrays. */
+function nested(depth: number): unknown {
+  let value: unknown = 'x';
+  for (let i = 0; i < depth; i++) value = [value];
+  return value;
+}
+
+describe('deeply nested options (what structured clone cannot copy) are refused by type, not by overflow', () => {
+  const deep = nested(100_000);
+  const cases: Array<[string, unknown, RegExp]> = [
+    [
+      'as an attribute value',
+      { policy: { eve: { ts: 1, con: [{ t: EMAIL, v: deep }] } }, pubSignKey },
+      /v must be a string/,
+    ],
+    [
+      'as an attribute type',
+      { policy: { eve: { ts: 1, con: [{ t: deep, v: 'x' }] } }, pubSignKey },
+      /t must be a string/,
+    ],
+    ['as a timestamp', { policy: { eve: { ts: deep, con: bob.con } }, pubSignKey }, /ts must be/],
+    ['as the attribute list', { policy: { eve: { ts: 1, con: deep } }, pubSignKey }, /must be a string|attribute/],
+    ['as a policy entry', { policy: { eve: deep }, pubSignKey }, /missing field ts/],
+    ["as the signing key's policy", { policy: { bob }, pubSignKey: { key: pubSignKey.key, policy: deep } }, /ts/],
+  ];
+  for (const [where, options, message] of cases) {
+    it(where, async () => {
+      await refused(options, 'INVALID_POLICY', message);
+    });
+  }
+
+  it('a cycle beside the fields seal reads is no obstacle', async () => {
+    const entry: Record<string, unknown> = { ...bob };
+    entry['self'] = entry;
+    expect(
+      (await seal(kem.mpk, { policy: { bob: entry as unknown as Policy }, pubSignKey }, plain)).length,
+    ).toBeGreaterThan(0);
+  });
+});

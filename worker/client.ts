@@ -62,23 +62,88 @@ async function afterWritable<T>(writable: WritableStream<Uint8Array>, call: () =
   return result;
 }
 
+/** The fields of the options the library reads (lib/seal.ts); nothing else is sent. */
+const OPTION_FIELDS = ['policy', 'pubSignKey', 'privSignKey', 'skipEncryption'] as const;
+
 /**
- * The seal options as the worker will get them, copied here first by structured clone (what
- * postMessage would do). Whatever the caller's objects throw while being copied (a getter, a Proxy
- * trap) is then an InputError, as the library in-process gives for the same options, rather than
- * the raw throw out of comlink.
+ * How deep the options sent may nest. Valid ones nest five objects (options, policy, entry, con,
+ * attribute, whose fields are strings); the bound keeps what crosses far from any engine's recursion
+ * limit when it is cloned here and rebuilt in the worker (a failure there would never answer).
+ */
+const MAX_OPTIONS_DEPTH = 64;
+
+function cannotSend(what: string, ...cause: [unknown?]): InputError {
+  return new InputError(
+    ErrorCode.INVALID_INPUT,
+    `options: ${what}`,
+    cause.length > 0 ? { cause: cause[0] } : undefined,
+  );
+}
+
+const TOO_DEEP = 'nested too deeply to send to the worker (an attribute value must be a string)';
+
+/** Whether a plain, cloned value nests objects `limit` levels deep or more (each object visited once). */
+function nestsAtLeast(root: unknown, limit: number): boolean {
+  const seen = new Set<object>();
+  const stack: Array<[unknown, number]> = [[root, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value !== 'object' || value === null || seen.has(value)) continue;
+    if (depth >= limit) return true;
+    seen.add(value);
+    if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) continue;
+    const children =
+      value instanceof Map
+        ? [...value.keys(), ...value.values()]
+        : value instanceof Set
+          ? [...value]
+          : Object.values(value);
+    for (const child of children) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** Safely, the name of what structured clone threw (RangeError, InternalError, DataCloneError, …). */
+function nameOf(thrown: unknown): string {
+  try {
+    const name: unknown = (thrown as { name?: unknown }).name;
+    return typeof name === 'string' ? name : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The seal options as the worker will get them: the fields the library reads, copied here first
+ * by structured clone (what postMessage would do). Whatever goes wrong in that copy is an
+ * InputError, as the library in-process gives for options it cannot read, rather than the raw
+ * throw out of comlink: a getter or Proxy trap that throws, nesting too deep to clone (RangeError,
+ * or Firefox's InternalError), a value clone cannot carry (DataCloneError).
  */
 function optionsForWorker(options: SealOptions): SealOptions {
+  let copy: unknown;
   try {
-    return structuredClone(options);
+    let picked: unknown = options;
+    if (typeof options === 'object' && options !== null) {
+      const fields: Record<string, unknown> = {};
+      for (const field of OPTION_FIELDS) {
+        const value = (options as unknown as Record<string, unknown>)[field];
+        if (value !== undefined) fields[field] = value;
+      }
+      picked = fields;
+    }
+    copy = structuredClone(picked);
   } catch (error) {
     if (isOwnError(error)) throw error;
-    throw new InputError(
-      ErrorCode.INVALID_INPUT,
-      `options: reading them to send to the worker threw: ${describeThrown(error)}`,
-      { cause: error },
-    );
+    const name = nameOf(error);
+    if (name === 'RangeError' || name === 'InternalError') throw cannotSend(TOO_DEEP, error);
+    if (name === 'DataCloneError') {
+      throw cannotSend(`hold a value that cannot be sent to the worker: ${describeThrown(error)}`, error);
+    }
+    throw cannotSend(`reading them to send to the worker threw: ${describeThrown(error)}`, error);
   }
+  if (nestsAtLeast(copy, MAX_OPTIONS_DEPTH)) throw cannotSend(TOO_DEEP);
+  return copy as SealOptions;
 }
 
 /** Runs `act` on a stream of the caller's, whatever state (or type) it is in. */
