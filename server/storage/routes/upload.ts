@@ -33,7 +33,7 @@ const INIT_BODY_LIMIT = 1024 * 1024;
 const CHALLENGE_BYTES = 32;
 /** Finalize's proof of possession: base64 of signChallenge(senderKey, uuid, challenge). */
 const PROOF_HEADER = 'x-postguard-proof';
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const BASE64 = /^[A-Z0-9+/]+={0,2}$/i;
 /** Rocket reads at most chunk_size + 1 MiB of a chunk body before giving up on it. */
 const BODY_SLACK = 1024 * 1024;
 
