@@ -41,16 +41,20 @@ export interface SealedPair {
   stream: Uint8Array;
 }
 
-/** An in-memory and a streaming ciphertext for `recipient`, signed by `email` under the given master keys. */
+/**
+ * An in-memory and a streaming ciphertext for `recipient` (under the id `recipientId`), signed by
+ * `email` under the given master keys.
+ */
 export async function sealedBy(
   keys: { mpk: string; sk: string },
   email: string,
   recipient: Policy,
   plain: Uint8Array,
+  recipientId = 'bob',
 ): Promise<SealedPair> {
   const signer: Policy = { ts: recipient.ts, con: [{ t: EMAIL, v: email }] };
   const key = rawSigningKey(keys.sk, signer);
-  const options: SealOptions = { policy: { bob: recipient }, pubSignKey: { key, policy: signer } };
+  const options: SealOptions = { policy: { [recipientId]: recipient }, pubSignKey: { key, policy: signer } };
   const memory = await seal(keys.mpk, options, plain);
   // Segment 0 opens with the signer and the sender's copy, 2 MiB here: sealStream's 256 KiB
   // segments cannot hold them, so the stream is sealed as a key holder may, in 4 MiB segments.
