@@ -3,6 +3,7 @@
  * Messages are for people; codes are for programs and never change meaning.
  */
 
+/** The codes a `PostGuardError` carries, by name: compare `error.code` with these. */
 export const ErrorCode = {
   /** The input does not start with the PostGuard prelude. */
   NOT_POSTGUARD: 'NOT_POSTGUARD',
@@ -47,9 +48,16 @@ export const ErrorCode = {
   INVALID_STATE: 'INVALID_STATE',
 } as const;
 
+/** One of the stable codes of {@link ErrorCode}, as carried by `PostGuardError.code`. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/**
+ * The base of every error the library throws (and the worker and service worker relay). Branch
+ * on `code`, not on the message or the subclass; `cause` holds an underlying error where there is
+ * one (a failed stream's own error, for example).
+ */
 export class PostGuardError extends Error {
+  /** What went wrong, as a stable {@link ErrorCode}. */
   readonly code: ErrorCode;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {

@@ -2,6 +2,8 @@
  * postguard-ts/format: the container's framing for tools that inspect a file without opening it
  * (a storage service reading the sender, a CLI checking its input before it asks for a key).
  * Every parser checks lengths against the format's bounds and throws a typed FormatError.
+ *
+ * @module postguard-ts/format
  */
 export {
   PRELUDE,

@@ -6,10 +6,13 @@ import { ErrorCode, FormatError, notPostGuard, truncated } from './errors.js';
  * buffer of that size exists.
  */
 
+/** The four bytes every PostGuard file starts with. */
 export const PRELUDE = Uint8Array.of(0x14, 0x8a, 0x8e, 0xa7);
 /** The u16 the reference calls VERSION_V3. */
 export const FORMAT_VERSION = 2;
+/** The preamble: prelude (4), format version (2), header length (4). */
 export const PREAMBLE_BYTES = 10;
+/** The largest header the format allows (1 MiB): a longer length field is HEADER_TOO_LARGE. */
 export const MAX_HEADER_BYTES = 1024 * 1024;
 /**
  * The reference sets no bound on the header signature and allocates whatever S says. A
@@ -56,6 +59,7 @@ export function parsePreamble(preamble: Uint8Array): number {
   return headerLength;
 }
 
+/** Reads the 4-byte header signature length that follows the header, refusing one past its bound. */
 export function parseSignatureLength(field: Uint8Array): number {
   const length = new DataView(field.buffer, field.byteOffset, 4).getUint32(0);
   if (length > MAX_SIGNATURE_BYTES) {
@@ -67,8 +71,11 @@ export function parseSignatureLength(field: Uint8Array): number {
   return length;
 }
 
+/** An in-memory ciphertext's parts, as `splitFrame` returns them. */
 export interface Frame {
+  /** The bincode header (decode it with `decodeHeader`). */
   readonly header: Uint8Array;
+  /** The header signature field: signature and signer's policy (`decodeSignatureExt`). */
   readonly signature: Uint8Array;
   /** Everything after the header signature. */
   readonly payload: Uint8Array;

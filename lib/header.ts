@@ -10,9 +10,12 @@ import { compareBytes, readPolicy, writePolicy, type Policy } from './policy.js'
 export const IV_BYTES = 12;
 /** A recipient's multi-recipient KEM ciphertext: CGWKV ct (224) ‖ wrapped secret (32) ‖ tag (16) ‖ nonce (12). */
 export const CAPSULE_BYTES = 284;
+/** The segment size sealers write (256 KiB of plaintext per segment), as pg-wasm's. */
 export const DEFAULT_SEGMENT_SIZE = 262_144;
+/** The largest segment size this library reads (4 MiB), so one segment's buffer stays bounded. */
 export const MAX_SEGMENT_SIZE = 4 * 1024 * 1024;
 
+/** How the payload is laid out: one AEAD message of `size` bytes, or segments of `segmentSize`. */
 export type Mode =
   | { readonly type: 'InMemory'; readonly size: number }
   | {
@@ -22,6 +25,7 @@ export type Mode =
       readonly sizeHint: readonly [bigint, bigint | undefined];
     };
 
+/** One recipient's entry in the header. */
 export interface RecipientHeader {
   /** The recipient's policy with values hidden (see hidePolicy). */
   readonly policy: Policy;
@@ -29,9 +33,13 @@ export interface RecipientHeader {
   readonly capsule: Uint8Array;
 }
 
+/** A decoded header (`decodeHeader`): what the file is for and how its payload is laid out. */
 export interface Header {
+  /** Recipient id (e.g. an e-mail address) → hidden policy and key capsule. */
   readonly recipients: ReadonlyMap<string, RecipientHeader>;
+  /** The payload's 12-byte AES-GCM nonce base. */
   readonly iv: Uint8Array;
+  /** In-memory or streaming, with the size or segment size. */
   readonly mode: Mode;
 }
 

@@ -1,7 +1,10 @@
 /**
  * postguard-ts: identity-based encryption, byte-compatible with PostGuard v3 (@e4a/pg-wasm 0.5.10).
  * The names and shapes below are pg-wasm's, so an application can swap the import; errors are
- * typed (PostGuardError with a stable `code`) and objects are reusable.
+ * typed (PostGuardError with a stable `code`) and objects are reusable. Runs on any thread and in
+ * Node; in a page, `postguard-ts/worker` runs the same calls off the main thread.
+ *
+ * @module postguard-ts
  */
 export { seal, sealStream, prepareSeal, MAX_IN_MEMORY_BYTES } from './seal.js';
 export { startHashThread } from '#shake';

@@ -1,3 +1,11 @@
+/**
+ * postguard-ts/keys: keys as they cross APIs: padded standard base64 of the reference encodings
+ * (MPK 896 chars, MSK 684, USK 768, verifying key 44, IBS master secret 44, signing key 128);
+ * master key generation and user key extraction for the PKG; pg-pkg's four key files; and parse
+ * caches for the format layer, so that a key string used again is not decoded and validated again.
+ *
+ * @module postguard-ts/keys
+ */
 import { fromBase64, toBase64 } from './base64.js';
 import {
   cgwkvSetup,
@@ -28,13 +36,6 @@ import {
 import { invalidKey, isPostGuardError } from './errors.js';
 import { kemIdentity, signingIdentity } from './identity.js';
 import { normalizePolicy } from './policy.js';
-
-/**
- * Keys as they cross APIs: padded standard base64 of the reference encodings (MPK 896 chars,
- * MSK 684, USK 768, verifying key 44, IBS master secret 44, signing key 128); master key
- * generation and user key extraction for the PKG; pg-pkg's four key files; and parse caches
- * for the format layer, so that a key string used again is not decoded and validated again.
- */
 
 // ---------------------------------------------------------------------------------------------
 // Generation and extraction
@@ -201,9 +202,13 @@ export interface PkgKeys {
 
 /** The four key files' contents. */
 export interface PkgKeyFiles {
+  /** pkg_ibe.pub: the master public key. */
   ibePublic: Uint8Array;
+  /** pkg_ibe.sec: the master secret key. */
   ibeSecret: Uint8Array;
+  /** pkg_ibs.pub: the verifying key. */
   ibsPublic: Uint8Array;
+  /** pkg_ibs.sec: the IBS master secret key. */
   ibsSecret: Uint8Array;
 }
 

@@ -6,6 +6,7 @@ import { invalidPolicy } from './errors.js';
  * identities derived from them. Wire names are the reference's serde names: ts, con, t, v.
  */
 
+/** One attribute of an identity: a Yivi attribute type and, usually, its value. */
 export interface Attribute {
   /** Attribute type, e.g. "pbdf.sidn-pbdf.email.email". */
   t: string;
@@ -13,9 +14,11 @@ export interface Attribute {
   v?: string | undefined;
 }
 
+/** An identity at a moment: the attributes to prove, and when (keys are issued per timestamp). */
 export interface Policy {
   /** Unix seconds. */
   ts: number;
+  /** The attributes, all of which the identity must have (a conjunction). */
   con: Attribute[];
 }
 

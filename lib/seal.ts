@@ -27,10 +27,13 @@ import { abortBoth, pumpSegments } from './pump.js';
 
 /** A signing key as the PKG issues it: the base64 key and the policy it was issued for. */
 export interface SigningKeyInput {
+  /** The signing key, 128 characters of padded base64. */
   key: string;
+  /** The identity the key was issued for, as the PKG returns it (`t` is pg-pkg's name for `ts`). */
   policy: Policy | { t: number; con: Policy['con'] };
 }
 
+/** What `seal` and `sealStream` encrypt for, and who signs: pg-wasm's sealing options. */
 export interface SealOptions {
   /** Recipient id → policy. Required unless `skipEncryption`. A plain object or a Map. */
   policy?: EncryptionPolicy;

@@ -18,11 +18,18 @@ export type SenderStanding = 'verified' | 'content-signer' | 'older-format' | 'c
 
 /** One identity and what it was shown to be: `label` is the exact wording people read. */
 export interface SenderLine {
+  /** How to introduce this identity, e.g. "Verified sender" (from {@link SENDER_WORDING}). */
   label: string;
+  /** The identity: its attributes and values. */
   policy: Policy;
 }
 
+/**
+ * How to present a file's sender: what `senderReport` and `claimedSenderReport` return. Show the
+ * headline, explanation and lines as they are rather than wording the result yourself.
+ */
 export interface SenderReport {
+  /** How much the signatures proved, strongest first (see {@link SenderStanding}). */
   standing: SenderStanding;
   /** A few words for a badge or a heading. */
   headline: string;
@@ -34,6 +41,7 @@ export interface SenderReport {
   demoCredentials: boolean;
 }
 
+/** The exact words shown for a sender, one per standing and role, shared by every surface. */
 export const SENDER_WORDING = {
   verified: 'Verified sender',
   contentSigner: 'Content signed by',
@@ -48,11 +56,13 @@ export const SENDER_WORDING = {
 /** Yivi's demo scheme: its credentials can be issued by anyone, to anyone. */
 export const DEMO_SCHEME_PREFIX = 'irma-demo.';
 
+/** Whether an attribute type is from Yivi's demo scheme, which proves nothing about a person. */
 export const isDemoCredential = (type: string): boolean => type.startsWith(DEMO_SCHEME_PREFIX);
 
 const hasDemoCredential = (lines: readonly SenderLine[]): boolean =>
   lines.some((line) => line.policy.con.some((a) => isDemoCredential(a.t)));
 
+/** The sentence that follows each standing's headline (and a range's) to say what was proved. */
 export const SENDER_EXPLANATION: Record<SenderStanding | 'range', string> = {
   verified: 'The content and the header were signed by this sender, who is also sealed inside the encryption.',
   'content-signer':

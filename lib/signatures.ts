@@ -14,6 +14,7 @@ import { encodePolicy, policiesEqual, policyToJs, readPolicy, type Policy } from
  * with BE32(counter) ‖ final-flag appended, so counter and flag never enter later transcripts.
  */
 
+/** Bytes of a GG signature, before the signer's policy that follows it on the wire. */
 export const SIGNATURE_BYTES = 96;
 
 export interface Signer {
@@ -30,6 +31,10 @@ export function encodeSignatureExt(signature: Uint8Array, policy: Policy): Uint8
   return out;
 }
 
+/**
+ * Splits the header signature field (what follows the header) into the signature and the signer's
+ * policy, without verifying anything: the sender a file claims, for tools that only inspect it.
+ */
 export function decodeSignatureExt(bytes: Uint8Array): { signature: Uint8Array; policy: Policy } {
   const r = new Reader(bytes, 'header signature');
   const signature = r.take(SIGNATURE_BYTES);

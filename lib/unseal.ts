@@ -74,6 +74,7 @@ abstract class VerifiedHeaderView {
     return new Map([...this.verified.header.recipients].map(([id, r]) => [id, policyToJs(r.policy)]));
   }
 
+  /** camelCase alias of `inspect_header`: recipient id → hidden policy. */
   inspectHeader(): Map<string, Policy> {
     return this.inspect_header();
   }
@@ -96,6 +97,12 @@ abstract class VerifiedHeaderView {
 /** Smallest in-memory payload: length (8) + signature + empty policy (16) + tag. */
 const MIN_MEMORY_PAYLOAD = 8 + SIGNATURE_BYTES + 16 + GCM_TAG_BYTES;
 
+/**
+ * Opens an in-memory ciphertext (one made by `seal`). `Unsealer.new` authenticates the header;
+ * then `inspect_header` lists the recipients, whose hidden policies say which key to request from
+ * the PKG, and `unseal` decrypts for one of them. Reusable: unseal as often as you like. For files
+ * made by `sealStream`, or too large to hold, use {@link StreamUnsealer}.
+ */
 export class Unsealer extends VerifiedHeaderView {
   private constructor(
     verified: VerifiedHeader,
@@ -116,6 +123,10 @@ export class Unsealer extends VerifiedHeaderView {
     return new Unsealer(verified, frame.payload);
   }
 
+  /**
+   * Decrypts for `recipientId` with that recipient's user secret key and verifies the sender's
+   * signature over the message: the plaintext and who signed it (show it with `senderReport`).
+   */
   async unseal(recipientId: string, usk: string | PreparedUserSecretKey): Promise<[Uint8Array, VerificationResult]> {
     const { header, transcript, vk, publicPolicy } = this.verified;
     const key = await openCapsule(header, recipientId, usk);
@@ -163,6 +174,12 @@ export async function openSegmentAccess(
   return { key, iv: header.iv, segmentSize, publicPolicy };
 }
 
+/**
+ * Opens a streaming ciphertext (one made by `sealStream`) from a `ReadableStream`, with memory that
+ * stays flat at any size. `StreamUnsealer.new` reads and authenticates the header; `inspect_header`
+ * lists the recipients; `unseal` decrypts the rest into a `WritableStream`, once: the source is read
+ * a single time. For in-memory ciphertexts use {@link Unsealer}.
+ */
 export class StreamUnsealer extends VerifiedHeaderView {
   /** Set before the first await of `unseal`: one reader at a time, since the source is read once. */
   private claimed = false;

@@ -2,6 +2,9 @@
  * The PKG client for web applications: public keys with ETag revalidation and an IndexedDB cache,
  * identity sessions (QR, same-device link, status events with a polling fallback), key requests,
  * and an opt-in cache of session JWTs and user secret keys. No DOM needed except drawQr's canvas.
+ * `postguard-ts/worker` exports all of it too.
+ *
+ * @module postguard-ts/pkg
  */
 export { PkgClient } from './client.js';
 export type {
