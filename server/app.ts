@@ -84,7 +84,7 @@ export interface AppDeps {
 }
 
 /** Session tokens in URLs (jwt/{token}, statusevents/{token}) are credentials of a sort: never logged. */
-export const maskTokens = (url: string): string => url.replace(/[A-Za-z0-9]{20,}/g, '[token]');
+export const maskTokens = (url: string): string => url.replace(/[A-Z0-9]{20,}/gi, '[token]');
 
 function loggerOptions(logger: AppDeps['logger']): Pick<FastifyServerOptions, 'logger' | 'loggerInstance'> {
   if (logger === undefined || logger === false) return { logger: false };

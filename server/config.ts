@@ -212,7 +212,7 @@ function httpUrl(setting: string, raw: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(setting, 'must be an http(s) URL');
   if (url.search !== '' || url.hash !== '') throw new ConfigError(setting, 'must not have a query or fragment');
-  return url.href.replace(/\/+$/, '');
+  return url.href.replace(/(?<!\/)\/+$/, '');
 }
 
 function origins(setting: string, raw: string): string[] {
@@ -236,7 +236,7 @@ function origins(setting: string, raw: string): string[] {
   });
 }
 
-const ATTRIBUTE_TYPE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+){3}$/;
+const ATTRIBUTE_TYPE = /^[\w-]+(?:\.[\w-]+){3}$/;
 
 function attributeType(setting: string, raw: string): string {
   const v = raw.trim();
