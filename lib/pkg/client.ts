@@ -15,24 +15,11 @@ import { isSessionPointer } from './links.js';
 import { IdentitySession, type EventSourceConstructor, type SessionOptions } from './session.js';
 import { defaultStore, type KeyValueStore } from './store.js';
 
-/**
- * The PKG as a web application needs it (its routes: server/README.md):
- *
- *   masterPublicKey(), verificationKey()   GET /v2/parameters, /v2/sign/parameters; cached in the store
- *                                          and revalidated with the ETag (If-None-Match → 304)
- *   startSession({con, validity?})         POST /v2/irma/start → an IdentitySession (QR, status, JWT)
- *   userSecretKey(jwt, ts)                 GET /v2/irma/key/{ts} with the session JWT
- *   signingKeys({jwt} | {apiKey}, ids)     POST /v2/irma/sign/key
- *   decryptionKey({recipientId, policy})   the whole decryption flow, with the opt-in JWT/USK cache
- *   signingKeysWithSession({...})          the whole sender flow
- *   forgetKeys()                           drops cached JWTs and USKs
- *
- * Nothing here needs the DOM: it runs in pages and in workers.
- */
-
+/** What `new PkgClient(options)` takes: the PKG's URL, and how to cache, time out and follow sessions. */
 export interface PkgClientOptions {
   /** The PKG's base URL, e.g. https://pkg.example (a trailing slash is ignored). */
   url: string;
+  /** The fetch to use; default globalThis.fetch (tests and proxies bring their own). */
   fetch?: typeof fetch;
   /** Extra headers on every PKG request, e.g. X-POSTGUARD-CLIENT-VERSION. Non-safelisted headers cost a CORS preflight. */
   headers?: Record<string, string>;
@@ -58,22 +45,31 @@ export interface PkgClientOptions {
   now?: () => number;
 }
 
+/** What an identity session asks the Yivi app to disclose (`startSession`). */
 export interface StartRequest {
+  /** The attributes to disclose: each item one attribute, or a list of alternatives. */
   con: ConItem[];
   /** Seconds the session-result JWT stays valid (PKG default 300, at most 86400). */
   validity?: number;
 }
 
+/** A signing key as the PKG issues it, ready to pass to `seal` as `pubSignKey` or `privSignKey`. */
 export interface IssuedSigningKey {
+  /** The signing key, 128 characters of padded base64. */
   key: string;
+  /** The identity it signs as (what the sender disclosed, at the issuing time). */
   policy: Policy;
 }
 
+/** The keys a sender signs with: `signingKeys` and `signingKeysWithSession` return them. */
 export interface SigningKeys {
+  /** Signs the header: its identity is readable by anyone who has the file. */
   pubSignKey: IssuedSigningKey;
+  /** Signs the content, when private attributes were asked for: only recipients see its identity. */
   privSignKey?: IssuedSigningKey;
 }
 
+/** Which of the disclosed attribute types go into the sender's public and private signing identities. */
 export interface SigningIdentityRequest {
   /** Disclosed attribute types that go into the public signing identity (visible to anyone). */
   pubSignId: Array<{ t: string }>;
@@ -81,6 +77,7 @@ export interface SigningIdentityRequest {
   privSignId?: Array<{ t: string }>;
 }
 
+/** What `decryptionKey` needs to get one recipient's key for a file, and how to show the QR. */
 export interface DecryptionKeyOptions extends KeyRequestOptions {
   /** The recipient id as the header lists it (an e-mail address by convention). */
   recipientId: string;
@@ -88,6 +85,7 @@ export interface DecryptionKeyOptions extends KeyRequestOptions {
   policy: Policy;
   /** Called when a QR scan is needed: show `session.qrText` as a QR, offer `session.sameDeviceLink`. */
   onSession?: (session: IdentitySession) => void;
+  /** Aborts the request and any session it started (`ABORTED`). */
   signal?: AbortSignal;
   /** Use and fill the JWT / key cache; default the client's `cacheKeys`. */
   cache?: boolean;
@@ -97,6 +95,7 @@ export interface DecryptionKeyOptions extends KeyRequestOptions {
   validity?: number;
 }
 
+/** What `decryptionKey` resolves with: the key, and whether getting it took a scan. */
 export interface DecryptionKey {
   /** The user secret key (base64), for Unsealer.unseal / StreamUnsealer.unseal. */
   usk: string;
@@ -104,11 +103,15 @@ export interface DecryptionKey {
   source: 'cache' | 'cached-jwt' | 'session';
 }
 
+/** What `signingKeysWithSession` needs: what the sender discloses, and which of it they sign as. */
 export interface SigningSessionOptions extends SigningIdentityRequest {
   /** What the sender discloses, e.g. [{t: 'pbdf.sidn-pbdf.email.email', v: 'alice@example.org'}]. */
   con: ConItem[];
+  /** Seconds the session-result JWT stays valid (PKG default 300, at most 86400). */
   validity?: number;
+  /** Called when a QR scan is needed: show `session.qrText` as a QR, offer `session.sameDeviceLink`. */
   onSession?: (session: IdentitySession) => void;
+  /** Aborts the request and any session it started (`ABORTED`). */
   signal?: AbortSignal;
 }
 
@@ -192,7 +195,28 @@ async function showSession(
   }
 }
 
+/**
+ * A client of one PKG (Private Key Generator), as a web application needs it: the public keys to
+ * seal and to verify, identity sessions with the Yivi app, and the keys those sessions earn. Make
+ * one per PKG and keep it: it caches public keys and, with `cacheKeys`, session JWTs and user
+ * secret keys. Failures are `PkgClientError`s with a stable `code`. Its calls and routes (the
+ * PKG's API is described in server/README.md):
+ *
+ * ```text
+ *   masterPublicKey(), verificationKey()   GET /v2/parameters, /v2/sign/parameters; cached in the store
+ *                                          and revalidated with the ETag (If-None-Match → 304)
+ *   startSession({con, validity?})         POST /v2/irma/start → an IdentitySession (QR, status, JWT)
+ *   userSecretKey(jwt, ts)                 GET /v2/irma/key/{ts} with the session JWT
+ *   signingKeys({jwt} | {apiKey}, ids)     POST /v2/irma/sign/key
+ *   decryptionKey({recipientId, policy})   the whole decryption flow, with the opt-in JWT/USK cache
+ *   signingKeysWithSession({...})          the whole sender flow
+ *   forgetKeys()                           drops cached JWTs and USKs
+ * ```
+ *
+ * Nothing here needs the DOM: it runs in pages and in workers.
+ */
 export class PkgClient {
+  /** The PKG's base URL, without a trailing slash. */
   readonly url: string;
   private readonly http: HttpContext;
   private readonly base: string;

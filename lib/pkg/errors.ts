@@ -7,6 +7,7 @@
  * both cross the worker boundary with it (worker/errors.ts).
  */
 
+/** The codes a `PkgClientError` carries, by name: compare `error.code` with these. */
 export const PkgClientErrorCode = {
   /** The PKG could not be reached, timed out, or answered 5xx / 408. Worth retrying later. */
   PKG_UNAVAILABLE: 'PKG_UNAVAILABLE',
@@ -30,9 +31,12 @@ export const PkgClientErrorCode = {
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
 } as const;
 
+/** One of the stable codes of {@link PkgClientErrorCode}, as carried by `PkgClientError.code`. */
 export type PkgClientErrorCode = (typeof PkgClientErrorCode)[keyof typeof PkgClientErrorCode];
 
+/** What a `PkgClientError` carries besides its code and message. */
 export interface PkgClientErrorDetails {
+  /** The underlying failure (a network error, the abort reason), when there was one. */
   cause?: unknown;
   /** HTTP status of the answer behind the failure, when there was one. */
   status?: number;
@@ -44,11 +48,22 @@ export interface PkgClientErrorDetails {
   url?: string;
 }
 
+/**
+ * A failure of the PKG client: the PKG or the identity server unreachable or refusing, a session
+ * cancelled or timed out, an abort, a bad argument. Branch on `code`; the other fields say more
+ * where the code's description names them (`retryAfter` for RATE_LIMITED, `serverCode` for
+ * PKG_REJECTED). Not a `PostGuardError`: that family is the format's and the crypto's.
+ */
 export class PkgClientError extends Error {
+  /** What went wrong, as a stable {@link PkgClientErrorCode}. */
   readonly code: PkgClientErrorCode;
+  /** HTTP status of the answer behind the failure, when there was one. */
   readonly status: number | undefined;
+  /** The PKG's error code from its JSON envelope, e.g. CHRONOLOGY, when it sent one. */
   readonly serverCode: string | undefined;
+  /** Seconds to wait before retrying (RATE_LIMITED), when known. */
   readonly retryAfter: number | undefined;
+  /** The URL that was called (never with credentials in it). */
   readonly url: string | undefined;
 
   constructor(code: PkgClientErrorCode, message: string, details: PkgClientErrorDetails = {}) {
@@ -62,6 +77,7 @@ export class PkgClientError extends Error {
   }
 }
 
+/** Whether `e` is a `PkgClientError` (from this copy of the library: the worker rebuilds them as such). */
 export const isPkgClientError = (e: unknown): e is PkgClientError => e instanceof PkgClientError;
 
 export const aborted = (reason?: unknown): PkgClientError =>

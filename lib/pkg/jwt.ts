@@ -4,12 +4,18 @@
  * JWT it is shown, so a forged one gains nothing.
  */
 
+/** Every status an identity session can have, in the order a session goes through them. */
 export const SESSION_STATUSES = ['INITIALIZED', 'PAIRING', 'CONNECTED', 'DONE', 'CANCELLED', 'TIMEOUT'] as const;
+/**
+ * An identity session's status: INITIALIZED (waiting for a scan), PAIRING, CONNECTED (the app has
+ * it), then one of the final DONE, CANCELLED or TIMEOUT.
+ */
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 export const isSessionStatus = (value: unknown): value is SessionStatus =>
   typeof value === 'string' && (SESSION_STATUSES as readonly string[]).includes(value);
 
+/** Whether a session with this status has ended (DONE, CANCELLED or TIMEOUT). */
 export const isFinalStatus = (status: SessionStatus): boolean =>
   status === 'DONE' || status === 'CANCELLED' || status === 'TIMEOUT';
 

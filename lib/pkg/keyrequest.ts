@@ -11,28 +11,37 @@ import { invalidArgument } from './errors.js';
  * ones it was sealed for.
  */
 
+/** One attribute a session asks for. */
 export interface DisclosureAttribute {
+  /** The attribute type, e.g. "pbdf.sidn-pbdf.email.email". */
   t: string;
+  /** The value it must have; absent, the user discloses whatever value they have. */
   v?: string;
+  /** Whether the user may leave it out. */
   optional?: boolean;
 }
 
 /** A disjunction given in full: one of these conjunctions. */
 export type ConItem = DisclosureAttribute | DisclosureAttribute[][];
 
+/** Attribute types whose value a key request fixes to the recipient id (an e-mail address). */
 export const EMAIL_TYPES: ReadonlySet<string> = new Set([
   'pbdf.sidn-pbdf.email.email',
   'irma-demo.sidn-pbdf.email.email',
 ]);
+/** Attribute types whose value a key request fixes to the recipient id's domain. */
 export const DOMAIN_TYPES: ReadonlySet<string> = new Set([
   'pbdf.sidn-pbdf.email.domain',
   'irma-demo.sidn-pbdf.email.domain',
 ]);
 
+/** How `keyRequestCon` (and `decryptionKey`) fill in the values a hidden policy blanks. */
 export interface KeyRequestOptions {
   /** Values the client knows, by attribute type; they win over the e-mail rules. */
   values?: Readonly<Record<string, string>>;
+  /** Types whose value is the recipient id; default {@link EMAIL_TYPES}. */
   emailTypes?: ReadonlySet<string>;
+  /** Types whose value is the recipient id's domain; default {@link DOMAIN_TYPES}. */
   domainTypes?: ReadonlySet<string>;
 }
 

@@ -8,10 +8,13 @@ import { invalidArgument } from './errors.js';
 
 /** What the identity server hands out for a session: the wallet's URL and the session type. */
 export interface SessionPointer {
+  /** The URL the Yivi app talks to for this session. */
   u: string;
+  /** The session type, e.g. "disclosing". */
   irmaqr: string;
 }
 
+/** Where universal links to the Yivi app start; the session pointer follows, URL-encoded. */
 export const UNIVERSAL_LINK_PREFIX = 'https://open.yivi.app/-/session#';
 const ANDROID_PACKAGE = 'org.irmacard.cardemu';
 
@@ -44,8 +47,10 @@ export const universalLink = (pointer: SessionPointer): string => UNIVERSAL_LINK
 export const androidIntentLink = (pointer: SessionPointer, nowMs = Date.now()): string =>
   `intent://qr/json/${encodePointer(pointer)}#Intent;package=${ANDROID_PACKAGE};scheme=irma;l.timestamp=${nowMs};end`;
 
+/** What kind of device a page runs on, as far as opening the Yivi app goes. */
 export type DeviceKind = 'android' | 'ios' | 'desktop';
 
+/** The kind of device a user agent string names: which same-device link works there. */
 export function deviceKind(userAgent: string): DeviceKind {
   if (/Android/i.test(userAgent)) return 'android';
   if (/iPad|iPhone|iPod/.test(userAgent) || (/Macintosh/.test(userAgent) && /Mobile/.test(userAgent))) return 'ios';

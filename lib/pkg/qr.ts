@@ -7,22 +7,27 @@ import { invalidArgument } from './errors.js';
  * OffscreenCanvas alike.
  */
 
+/** How a QR code is encoded and coloured (`qrSvg`, `qrSvgDataUrl`, `drawQr`, `qrMatrix`). */
 export interface QrOptions {
   /** Error correction; 'M' (15 %) by default, as the Yivi widget's QR. */
   errorCorrectionLevel?: 'L' | 'M' | 'Q' | 'H';
   /** Quiet zone in modules; 4 by default (what scanners expect). */
   margin?: number;
-  /** CSS colours. */
+  /** CSS colour of the dark modules; '#000' by default. */
   dark?: string;
+  /** CSS colour of the light modules and the margin; '#fff' by default. */
   light?: string;
 }
 
+/** A QR code's modules, for drawing it some other way. */
 export interface QrMatrix {
   /** Modules per side, without the margin. */
   size: number;
+  /** Whether the module at `row`, `col` (from 0, top left) is dark. */
   isDark(row: number, col: number): boolean;
 }
 
+/** The QR code for `text` as a matrix of modules, for a renderer of your own; `qrSvg` and `drawQr` draw it for you. */
 export function qrMatrix(text: string, options: QrOptions = {}): QrMatrix {
   if (typeof text !== 'string' || text.length === 0) throw invalidArgument('QR text must be a non-empty string');
   const { modules } = QRCode.create(text, { errorCorrectionLevel: options.errorCorrectionLevel ?? 'M' });
@@ -69,8 +74,11 @@ export const qrSvgDataUrl = (text: string, options: QrOptions = {}): string =>
 
 /** What drawQr needs of a canvas: an HTMLCanvasElement or an OffscreenCanvas. */
 export interface CanvasLike {
+  /** Set by drawQr to the QR's size in pixels. */
   width: number;
+  /** Set by drawQr to the QR's size in pixels. */
   height: number;
+  /** The canvas's 2D context, which drawQr draws with. */
   getContext(kind: '2d'): unknown;
 }
 

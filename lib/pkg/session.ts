@@ -4,23 +4,18 @@ import { isFinalStatus, isSessionStatus, readSessionClaims, type SessionStatus }
 import { qrLink, sameDeviceLink, universalLink, androidIntentLink, type SessionPointer } from './links.js';
 import { readEventStream } from './sse.js';
 
-/**
- * One identity session at the PKG (start, statusevents, jwt: server/README.md, Routes): the PKG started it at the identity
- * server; this object follows its status until it ends and then fetches the session-result JWT.
- *
- * Status comes from `statusevents/{token}` (server-sent events: EventSource where the runtime has
- * one, a fetch-based reader otherwise). If that stream cannot be opened, errors, or ends before a
- * final status, the session falls back to polling `jwt/{token}` and reading the status claim of
- * each (unverified) JWT, as pg-js falls back from events to polling.
- */
-
 /** The subset of EventSource the watcher uses (the DOM's EventSource satisfies it). */
 export interface EventSourceLike {
+  /** Set by the watcher: called when the stream is open. */
   onopen: ((this: never, ev: Event) => unknown) | null;
+  /** Set by the watcher: called with each status event. */
   onmessage: ((this: never, ev: MessageEvent) => unknown) | null;
+  /** Set by the watcher: called when the stream fails (the session then polls). */
   onerror: ((this: never, ev: Event) => unknown) | null;
+  /** Closes the stream. */
   close(): void;
 }
+/** A constructor of {@link EventSourceLike} streams, for `PkgClientOptions.EventSource`. */
 export type EventSourceConstructor = new (url: string) => EventSourceLike;
 
 export interface SessionTransport {
@@ -36,7 +31,9 @@ export interface SessionTransport {
   readonly maxPollFailures: number;
 }
 
+/** Per-session options of `startSession`. */
 export interface SessionOptions {
+  /** Aborts the session: it is cancelled at the identity server too, and `result()` rejects with `ABORTED`. */
   signal?: AbortSignal | undefined;
   /** Called on every status change, starting with INITIALIZED. */
   onStatus?: ((status: SessionStatus) => void) | undefined;
@@ -79,6 +76,22 @@ const STATUS_RANK: Record<SessionStatus, number> = {
   TIMEOUT: 3,
 };
 
+/**
+ * One identity session: the user proves attributes with the Yivi app, by scanning `qrText` as a QR
+ * code (`qrSvg`, `drawQr`) or following `sameDeviceLink` on a phone. `PkgClient.startSession`
+ * returns it (and `decryptionKey` and `signingKeysWithSession` hand it to their `onSession`). Show
+ * `status` as it changes (`onStatus`), offer `cancel()`, and await `result()` for the JWT that
+ * buys keys from the PKG.
+ *
+ * The PKG started it at the identity server (its start, statusevents and jwt routes:
+ * server/README.md, Routes); this object follows its status until it ends and then fetches the
+ * session-result JWT.
+ *
+ * Status comes from `statusevents/{token}` (server-sent events: EventSource where the runtime has
+ * one, a fetch-based reader otherwise). If that stream cannot be opened, errors, or ends before a
+ * final status, the session falls back to polling `jwt/{token}` and reading the status claim of
+ * each (unverified) JWT, as pg-js falls back from events to polling.
+ */
 export class IdentitySession {
   private current: SessionStatus = 'INITIALIZED';
   private readonly listeners = new Set<(status: SessionStatus) => void>();
@@ -130,6 +143,7 @@ export class IdentitySession {
     return universalLink(this.pointer);
   }
 
+  /** The Android intent link that opens the Yivi app on this phone. */
   get androidIntentLink(): string {
     return androidIntentLink(this.pointer);
   }

@@ -7,9 +7,13 @@ import { createStore, del, get, keys, set, type UseStore } from 'idb-keyval';
  * elsewhere. Values are plain JSON-like objects (structured-cloneable).
  */
 export interface KeyValueStore {
+  /** The value stored under `key`, or undefined. */
   get<T>(key: string): Promise<T | undefined>;
+  /** Stores `value` under `key`, replacing what was there. */
   set(key: string, value: unknown): Promise<void>;
+  /** Removes `key`, if it is there. */
   delete(key: string): Promise<void>;
+  /** Every key stored (the client finds its own entries among them). */
   keys(): Promise<string[]>;
 }
 
