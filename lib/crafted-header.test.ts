@@ -105,7 +105,7 @@ describe('a header signed by an e-mail of a million spaces', () => {
     const pg = await loadPgWasm();
     const [message, result] = await (await pg.Unsealer.new(crafted.memory, ibs.vk)).unseal('bob', bobUsk);
     expect(message).toEqual(plain);
-    expect(result.public).toEqual(crafted.signer);
+    expect(result).toEqual({ public: crafted.signer });
   });
 });
 
