@@ -1,3 +1,23 @@
+/**
+ * postguard-ts/worker: the library's API on the main thread, with the work done in a module
+ * worker. Same names and shapes as the library (and @e4a/pg-wasm), every call async:
+ *
+ * ```ts
+ * const pg = new PostGuardWorker();
+ * const ct = await pg.seal(mpk, options, bytes);
+ * await pg.sealStream(mpk, options, readable, writable);     // streams are relayed to the worker
+ * const u = await pg.Unsealer.new(ct, vk);
+ * (await u.inspect_header()).get(id); const [plain, sender] = await u.unseal(id, usk); u.free();
+ * const su = await pg.StreamUnsealer.new(readable, vk);
+ * const streamed = await su.unseal(id, usk, writable);     // the sender, once the last segment verified
+ * ```
+ *
+ * Errors are the library's (PostGuardError with `code`), rebuilt on this side. Also exported here:
+ * the PKG client (lib/pkg) and the page-side service-worker helpers (download.ts; also
+ * `postguard-ts/sw`). The service worker's own code is in `postguard-ts/sw/install`.
+ *
+ * @module postguard-ts/worker
+ */
 import { releaseProxy, wrap, type Endpoint, type Remote } from 'comlink';
 import type { Policy } from '../lib/policy.js';
 import type { SealOptions } from '../lib/seal.js';
@@ -6,23 +26,7 @@ import type { CryptoWorkerApi, RemoteHeaderView, RemoteStreamUnsealer, RemoteUns
 import { ErrorCode, InputError, describeThrown, isOwnError } from '../lib/errors.js';
 import { sentWritableSettled } from './transfer.js';
 
-/**
- * postguard-ts/worker: the library's API on the main thread, with the work done in a module
- * worker. Same names and shapes as the library (and @e4a/pg-wasm), every call async:
- *
- *   const pg = new PostGuardWorker();
- *   const ct = await pg.seal(mpk, options, bytes);
- *   await pg.sealStream(mpk, options, readable, writable);     // streams are relayed to the worker
- *   const u = await pg.Unsealer.new(ct, vk);
- *   (await u.inspect_header()).get(id); const [plain, sender] = await u.unseal(id, usk); u.free();
- *   const su = await pg.StreamUnsealer.new(readable, vk);
- *   const sender = await su.unseal(id, usk, writable);
- *
- * Errors are the library's (PostGuardError with `code`), rebuilt on this side. Also exported here:
- * the PKG client (lib/pkg) and the page-side service-worker helpers (download.ts; also
- * `postguard-ts/sw`). The service worker's own code is in `postguard-ts/sw/install`.
- */
-
+/** How `new PostGuardWorker(options)` reaches its crypto worker; none is needed with a bundler that follows `new URL(...)`. */
 export interface PostGuardWorkerOptions {
   /** A worker you started yourself (e.g. from your own bundle of crypto.worker.js). */
   worker?: Worker;
@@ -163,18 +167,22 @@ abstract class WorkerHeaderView<R extends RemoteHeaderView> {
     return this.remote as unknown as Remote<RemoteHeaderView>;
   }
 
+  /** Recipient id → that recipient's hidden policy (use it to request the key). */
   inspect_header(): Promise<Map<string, Policy>> {
     return this.view.inspect_header();
   }
 
+  /** camelCase alias of `inspect_header`. */
   inspectHeader(): Promise<Map<string, Policy>> {
     return this.inspect_header();
   }
 
+  /** The sender the header claims: a claim until `unseal` verified the content (see the library's Unsealer). */
   public_identity(): Promise<Policy> {
     return this.view.public_identity();
   }
 
+  /** camelCase alias of `public_identity`: the claimed sender. */
   publicIdentity(): Promise<Policy> {
     return this.public_identity();
   }
@@ -192,6 +200,7 @@ export class WorkerUnsealer extends WorkerHeaderView<RemoteUnsealer> {
     return new WorkerUnsealer(remote);
   }
 
+  /** Decrypts for `recipientId` in the worker: the plaintext (transferred back) and who signed it. */
   unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
     return this.remote.unseal(recipientId, usk);
   }
@@ -214,17 +223,25 @@ export class WorkerStreamUnsealer extends WorkerHeaderView<RemoteStreamUnsealer>
   }
 }
 
+/**
+ * The library's sealing and unsealing in a module worker, so a page stays responsive while large
+ * files are encrypted or decrypted. Start one per page and reuse it; its calls have the library's
+ * names and shapes, made async, and its errors keep their codes. Streams stay on your thread and
+ * are relayed to the worker with bounded memory.
+ */
 export class PostGuardWorker {
   /** The worker, unless an endpoint was given. */
   readonly worker: Worker | undefined;
   private readonly remote: Remote<CryptoWorkerApi>;
 
+  /** pg-wasm's `Unsealer.new`, answered by the worker: `await pg.Unsealer.new(ciphertext, vk)`. */
   readonly Unsealer = {
     /** Parses and authenticates an in-memory ciphertext's header in the worker. */
     new: async (input: Uint8Array, vk: string): Promise<WorkerUnsealer> =>
       WorkerUnsealer.wrap((await this.remote.unsealer(input, vk)) as unknown as Remote<RemoteUnsealer>),
   };
 
+  /** pg-wasm's `StreamUnsealer.new`, answered by the worker: `await pg.StreamUnsealer.new(readable, vk)`. */
   readonly StreamUnsealer = {
     /** Relays `readable` to the worker, which reads and authenticates the header from it. */
     new: async (readable: ReadableStream<Uint8Array>, vk: string): Promise<WorkerStreamUnsealer> =>

@@ -26,17 +26,25 @@ import {
 export { DOWNLOAD_PATH } from './sw-protocol.js';
 export type { RegisterRequest } from './sw-protocol.js';
 
+/** What `prepareDownload` decrypts, for whom, and how the response is served. */
 export interface DownloadOptions {
   /** The ciphertext: a URL (fetched by the worker), a Blob/File, or a stream (relayed to the worker, port-stream.ts). */
   source: string | URL | Blob | ReadableStream<Uint8Array>;
   /** For a URL source: request headers (e.g. Authorization) and credentials mode. */
   headers?: Record<string, string>;
+  /** For a URL source: the fetch's credentials mode. */
   credentials?: RequestCredentials;
+  /** The recipient to decrypt for, as the header lists it. */
   recipientId: string;
+  /** That recipient's user secret key (base64), e.g. from `PkgClient.decryptionKey`. */
   usk: string;
+  /** The PKG's verification key (base64), e.g. from `PkgClient.verificationKey`. */
   vk: string;
+  /** The name the browser saves the plaintext under (the last part of the URL, and Content-Disposition). */
   filename: string;
+  /** The response's Content-Type; default application/octet-stream. */
   contentType?: string;
+  /** `attachment` (save; the default) or `inline` (preview, e.g. in an iframe). */
   disposition?: 'attachment' | 'inline';
   /** Ciphertext bytes, for a stream source (Blob and URL sources know theirs): enables Content-Length. */
   size?: number;
@@ -83,7 +91,9 @@ export interface DownloadOptions {
 export interface ServedRange {
   /** First and last byte (inclusive) of the plaintext, of `total`. */
   start: number;
+  /** Last byte served (inclusive). */
   end: number;
+  /** The plaintext's length. */
   total: number;
   /** Every segment authenticated under the file's key; the sender's signatures not verified. */
   verified: 'segments';
@@ -94,7 +104,9 @@ export interface ServedRange {
   claimedSender: Policy;
 }
 
+/** A registered download: its URL, and a promise of the verified sender. */
 export interface PreparedDownload {
+  /** The registration's random id, part of the URL. */
   id: string;
   /** Same-origin URL under the worker's scope; works once (a seekable one: until its lifetime ends). */
   url: string;

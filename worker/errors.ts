@@ -24,6 +24,7 @@ export interface WireError {
   cause?: unknown;
 }
 
+/** Whether `value` is an error sent across realms by `encodeError` (rebuild it with `reviveError`). */
 export const isWireError = (value: unknown): value is WireError =>
   typeof value === 'object' && value !== null && (value as Record<string, unknown>)[MARK] === 1;
 

@@ -6,9 +6,11 @@ import { checkedSegmentSize, decodeHeader } from '../lib/header.js';
  * for lib/segment-map.ts's streamingPlaintextSize: the service worker's Content-Length.
  */
 
+/** What a streaming ciphertext's first bytes say about its layout: enough to work out its plaintext size. */
 export interface StreamFraming {
   /** Bytes before the first segment. */
   framingBytes: number;
+  /** Plaintext bytes per segment, from the header. */
   segmentSize: number;
 }
 
@@ -29,6 +31,7 @@ export class FramingSniffer {
     return this.result;
   }
 
+  /** Shows the sniffer the next chunk of the stream (it keeps a copy of the bytes it still needs). */
   push(chunk: Uint8Array): void {
     if (this.result !== undefined) return;
     const take = Math.min(chunk.length, MAX_SNIFF_BYTES - this.head.length);

@@ -35,11 +35,13 @@ import {
  * for its lifetime (a video that plays or seeks keeps it; one left alone lets its keys go).
  */
 
+/** How `installDecrypter` answers: its path, lifetimes, limits and timeouts; every one has a default. */
 export interface DecrypterOptions {
   /** Path under the scope that the worker answers; default 'pg-download/'. */
   path?: string;
   /** Lifetime of an unused registration. 5 minutes by default, at most 1 hour. */
   defaultTtlMs?: number;
+  /** The longest lifetime a page may ask for (`ttlMs`). 1 hour. */
   maxTtlMs?: number;
   /**
    * Lifetime of a seekable registration, counted again from each request it answers (a playing
@@ -66,6 +68,7 @@ export interface DecrypterOptions {
   pacingWindowBytes?: number;
   /** How often a download being answered tells its page the worker is still there. 10 s (download.ts waits 45 s). */
   heartbeatMs?: number;
+  /** The fetch for URL sources; default the worker's own. */
   fetch?: typeof fetch;
 }
 
@@ -175,6 +178,11 @@ function statusFor(error: unknown): number {
   }
 }
 
+/**
+ * Makes `scope`, your own service worker, answer the URLs that `prepareDownload` gives pages, as
+ * the ready-built `postguard-ts/sw/script` does: it adds a `message` listener (registrations) and a
+ * `fetch` listener that answers only requests under its path and leaves every other to your code.
+ */
 export function installDecrypter(scope: ServiceWorkerGlobalScope, options: DecrypterOptions = {}): void {
   const path = options.path ?? DOWNLOAD_PATH;
   const defaultTtl = options.defaultTtlMs ?? 5 * 60_000;

@@ -3,6 +3,8 @@
  * ready-built script `postguard-ts/sw/script` (copy it to your origin, or let the Vite plugin
  * `postguard-ts/vite` serve and emit it); an app with a service worker of its own installs the
  * decrypter there with `postguard-ts/sw/install`.
+ *
+ * @module postguard-ts/sw
  */
 export { DOWNLOAD_PATH, registerDecryptingServiceWorker, prepareDownload, triggerDownload } from './download.js';
 export type { DownloadOptions, PreparedDownload, RegisterRequest, ServedRange } from './download.js';

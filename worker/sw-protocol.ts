@@ -21,6 +21,7 @@ import type { VerificationResult } from '../lib/signatures.js';
  * credential a fetch needs, and it works once (a seekable one: until its lifetime ends).
  */
 
+/** Where download URLs live under the service worker's scope: `<scope>pg-download/<id>/<filename>`. */
 export const DOWNLOAD_PATH = 'pg-download/';
 export const MESSAGE_REGISTER = 'postguard:register';
 export const MESSAGE_REVOKE = 'postguard:revoke';
@@ -39,13 +40,17 @@ export type WireSource =
    */
   | { kind: 'stream'; stream: ReadableStream<Uint8Array> };
 
+/** What a page sends the service worker to register a download (`prepareDownload` builds it). */
 export interface RegisterRequest {
+  /** The ciphertext, in a form that crosses to the worker. */
   source: WireSource;
+  /** The recipient to decrypt for, as the header lists it. */
   recipientId: string;
   /** User secret key (base64). Held in the worker's memory until the download ends or expires. */
   usk: string;
   /** The PKG's verification key (base64). */
   vk: string;
+  /** The name the browser saves the plaintext under (Content-Disposition). */
   filename: string;
   /** Default application/octet-stream. */
   contentType?: string;

@@ -1,3 +1,10 @@
+/**
+ * postguard-ts/vite: the Vite plugin, `postguard()`. It lets Vite find and bundle the crypto
+ * worker, and serves (dev) and emits (build) the decrypting service worker. Runs in Node, in
+ * vite.config.
+ *
+ * @module postguard-ts/vite
+ */
 import { readFile } from 'node:fs/promises';
 import type { Plugin, UserConfig } from 'vite';
 
