@@ -6,32 +6,40 @@ import { Sealed } from './sealed.js';
 import { apiKeySign, isSignMethod, type ApiKeySign, type SignMethod } from './sign.js';
 import { zipEntries, type PgFile } from './zip.js';
 
-/**
- * The sending-side client: encrypt files for recipients identified by e-mail address or domain,
- * signed with an organisation's API key, and upload them to a Cryptify-style storage service.
- *
- *   const pg = new PostGuard({ pkgUrl, storageUrl });
- *   const { uuid } = await pg
- *     .encrypt({ files: [{ name: 'report.pdf', content: bytes }], recipients: [pg.recipient.email('a@b.nl')], sign: pg.sign.apiKey(key) })
- *     .upload();
- */
-
+/** What `encrypt` seals: the files, who may open them, and how the sender signs. */
 export interface EncryptInput {
+  /** The files, bundled into one ZIP inside the ciphertext. */
   files: readonly PgFile[];
+  /** At least one recipient, from `pg.recipient.email()` or `pg.recipient.emailDomain()`. */
   recipients: readonly RecipientBuilder[];
+  /** How the sender signs: `pg.sign.apiKey(key)`. */
   sign: SignMethod;
 }
 
+/**
+ * The sending-side client: encrypt files for recipients identified by e-mail address or domain,
+ * signed with an organisation's API key, and upload them to a Cryptify-style storage service.
+ * Make one per PKG and storage service and reuse it for every message.
+ *
+ * ```ts
+ * const pg = new PostGuard({ pkgUrl, storageUrl });
+ * const { uuid } = await pg
+ *   .encrypt({ files: [{ name: 'report.pdf', content: bytes }], recipients: [pg.recipient.email('a@b.nl')], sign: pg.sign.apiKey(key) })
+ *   .upload();
+ * ```
+ */
 export class PostGuard {
   /** @internal */
   readonly config: ResolvedConfig;
   private readonly pkg: SdkPkg;
 
+  /** Ways to sign a message, for `EncryptInput.sign`. */
   readonly sign = {
     /** Sign with an organisation API key (`PG-…`). The key is checked for its form here and by the PKG when used. */
     apiKey: (apiKey: string): ApiKeySign => apiKeySign(apiKey),
   };
 
+  /** Ways to name a recipient, for `EncryptInput.recipients`. */
   readonly recipient = {
     /** Only the holder of this e-mail address can decrypt. */
     email: (address: string): RecipientBuilder => emailRecipient(address),

@@ -5,8 +5,10 @@ import { SDK_CLIENT_NAME, SDK_VERSION } from './version.js';
  * throw a TypeError whose message starts with the field name, before anything is sent.
  */
 
+/** The part of `fetch` the SDK calls, so a custom agent or a test double can stand in for it. */
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
+/** How long each kind of request may take before it fails (or is retried). */
 export interface Timeouts {
   /** Per PKG request (parameters, signing key). 30 000 ms. */
   pkgMs?: number;
@@ -16,6 +18,7 @@ export interface Timeouts {
   finalizeMs?: number;
 }
 
+/** How storage chunk uploads are retried after a failure that may pass. */
 export interface RetryOptions {
   /** Attempts per chunk, the first included. 5. */
   maxAttempts?: number;
@@ -25,6 +28,10 @@ export interface RetryOptions {
   maxDelayMs?: number;
 }
 
+/**
+ * What `new PostGuard(config)` takes: the PKG and storage service to use, and how to reach them.
+ * A mistake in it throws a TypeError naming the field.
+ */
 export interface PostGuardConfig {
   /** The PKG, an absolute https URL (a path prefix is kept; a trailing slash is dropped). */
   pkgUrl: string;
@@ -36,7 +43,9 @@ export interface PostGuardConfig {
   fetch?: FetchLike;
   /** Extra headers for every PKG and storage request (e.g. for a gateway). */
   headers?: Record<string, string>;
+  /** Deadlines per request; each has a default. */
   timeouts?: Timeouts;
+  /** Retries of storage chunk uploads; each setting has a default. */
   retry?: RetryOptions;
   /** Ciphertext bytes per chunk PUT: at most what the storage service accepts (Cryptify: 5 000 000). 5 000 000. */
   uploadChunkSize?: number;
@@ -55,8 +64,11 @@ export interface ResolvedConfig {
   attributes: { email: string; domain: string };
 }
 
+/** The attribute type for e-mail addresses unless `attributes.email` says otherwise. */
 export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
+/** The attribute type for e-mail domains unless `attributes.domain` says otherwise. */
 export const DEFAULT_DOMAIN_ATTRIBUTE = 'pbdf.sidn-pbdf.email.domain';
+/** Ciphertext bytes per upload chunk unless `uploadChunkSize` says otherwise: Cryptify's limit. */
 export const DEFAULT_CHUNK_SIZE = 5_000_000;
 export const CLIENT_VERSION_HEADER = 'X-POSTGUARD-CLIENT-VERSION';
 

@@ -4,6 +4,7 @@
  * people; codes are for programs and never change meaning.
  */
 
+/** The codes an `SdkError` carries, by name: compare `error.code` with these. */
 export const SdkErrorCode = {
   /** An argument to encrypt(), a recipient helper or upload() breaks a rule (the message says which). */
   INVALID_INPUT: 'INVALID_INPUT',
@@ -41,9 +42,12 @@ export const SdkErrorCode = {
   INVALID_STATE: 'INVALID_STATE',
 } as const;
 
+/** One of the stable codes of {@link SdkErrorCode}, as carried by `SdkError.code`. */
 export type SdkErrorCode = (typeof SdkErrorCode)[keyof typeof SdkErrorCode];
 
+/** What an `SdkError` carries besides its code and message. */
 export interface SdkErrorDetails {
+  /** The underlying failure (a network error, the sealer's error, the abort reason), when there was one. */
   cause?: unknown;
   /** HTTP status of the answer that caused the failure, when there was one. */
   status?: number;
@@ -55,11 +59,21 @@ export interface SdkErrorDetails {
   uploadedBytes?: number;
 }
 
+/**
+ * A failure of the SDK: a bad argument, the PKG or the storage service unreachable or refusing, a
+ * file that could not be read, an abort. Branch on `code`; for an upload, `uuid` and
+ * `uploadedBytes` say how far it got.
+ */
 export class SdkError extends Error {
+  /** What went wrong, as a stable {@link SdkErrorCode}. */
   readonly code: SdkErrorCode;
+  /** HTTP status of the answer that caused the failure, when there was one. */
   readonly status: number | undefined;
+  /** The URL that was called (never with credentials in it). */
   readonly url: string | undefined;
+  /** The upload this failure belongs to, once the storage service assigned one. */
   readonly uuid: string | undefined;
+  /** Ciphertext bytes the storage service confirmed before the failure. */
   readonly uploadedBytes: number | undefined;
 
   constructor(code: SdkErrorCode, message: string, details: SdkErrorDetails = {}) {
@@ -73,6 +87,7 @@ export class SdkError extends Error {
   }
 }
 
+/** Whether `e` is an `SdkError`. */
 export const isSdkError = (e: unknown): e is SdkError => e instanceof SdkError;
 
 export const invalidInput = (message: string): SdkError => new SdkError(SdkErrorCode.INVALID_INPUT, message);

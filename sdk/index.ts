@@ -1,7 +1,9 @@
 /**
- * postguard-ts/sdk: the sending-side SDK for Node, after the .NET SDK (E4A.PostGuard).
+ * The sending-side SDK for Node (`@postguard-ts/sdk`), after the .NET SDK (E4A.PostGuard).
  * Encrypt files for e-mail recipients, sign with an API key, upload to a Cryptify-style store.
- * See sdk/README.md.
+ * Start with {@link PostGuard}; the package's README has the guide.
+ *
+ * @module @postguard-ts/sdk
  */
 export { PostGuard } from './client.js';
 export type { EncryptInput } from './client.js';

@@ -6,6 +6,7 @@ import { invalidInput } from './errors.js';
  * e-mail address, or the e-mail domain) plus any extra attributes the recipient must also prove.
  */
 
+/** How a recipient is identified: by the whole e-mail address, or by its domain. */
 export type RecipientKind = 'email' | 'emailDomain';
 
 /** No surrounding or inner whitespace, no control characters, exactly one `@` with text on both sides. */
@@ -15,6 +16,10 @@ const DOMAIN = /^[^\s@\p{Cc}.]+(?:\.[^\s@\p{Cc}.]+)*$/u;
 
 const RECIPIENT = Symbol('postguard-ts recipient');
 
+/**
+ * One recipient of a message: who must prove what to open it. Made by `pg.recipient.email()` or
+ * `pg.recipient.emailDomain()`; `extraAttribute` adds attributes they must prove as well.
+ */
 export class RecipientBuilder {
   /** @internal */
   readonly [RECIPIENT] = true;
@@ -24,6 +29,7 @@ export class RecipientBuilder {
   constructor(
     /** The recipient's key in the ciphertext header (the address given). */
     readonly email: string,
+    /** Whether the whole address or only its domain must be proved. */
     readonly kind: RecipientKind,
   ) {}
 

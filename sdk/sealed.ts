@@ -8,13 +8,7 @@ import type { SignMethod } from './sign.js';
 import { StorageClient, type UploadSession } from './storage.js';
 import { zipStream, type ZipEntry } from './zip.js';
 
-/**
- * A message ready to be sealed: nothing runs until toBytes() or upload(). Both fetch the master
- * public key (revalidated by ETag) and, once per Sealed, the signing keys; then the files stream
- * through the ZIP writer and the sealer. upload() sends the ciphertext to the storage service
- * chunk by chunk as it is produced, so memory stays at about one chunk whatever the file sizes.
- */
-
+/** Whom the storage service mails about an upload, and what it says. */
 export interface NotifyOptions {
   /** The storage service mails each recipient a download link. Default false. */
   recipients?: boolean;
@@ -26,19 +20,25 @@ export interface NotifyOptions {
   language?: 'EN' | 'NL';
 }
 
+/** How `upload` runs: notifications, abort and progress. */
 export interface UploadOptions {
   /** Without it (or with everything false) the upload is silent: nobody is mailed. */
   notify?: NotifyOptions;
+  /** Aborts the upload (`ABORTED`). */
   signal?: AbortSignal;
   /** Called after each chunk the storage service confirmed, with the ciphertext bytes stored so far. */
   onProgress?: (uploadedBytes: number) => void;
 }
 
+/** How `toBytes` runs. */
 export interface ToBytesOptions {
+  /** Aborts the sealing (`ABORTED`). */
   signal?: AbortSignal;
 }
 
+/** What a finished upload resolves with. */
 export interface UploadResult {
+  /** The upload's id at the storage service: recipients download it by this. */
   uuid: string;
 }
 
@@ -138,6 +138,13 @@ export function chunkingSink(
   });
 }
 
+/**
+ * A message ready to be sealed, as `pg.encrypt()` returns it: nothing runs until toBytes() or
+ * upload(). Both fetch the master
+ * public key (revalidated by ETag) and, once per Sealed, the signing keys; then the files stream
+ * through the ZIP writer and the sealer. upload() sends the ciphertext to the storage service
+ * chunk by chunk as it is produced, so memory stays at about one chunk whatever the file sizes.
+ */
 export class Sealed {
   private signingKeys: Promise<SigningKeys> | undefined;
   private started = false;

@@ -8,9 +8,14 @@ import { SdkError, SdkErrorCode } from './errors.js';
 
 const SIGN = Symbol('postguard-ts sign method');
 
+/**
+ * Signing with an organisation's API key (`PG-…`): the PKG issues signing keys for the identity
+ * registered with that key, which recipients see as the sender. Made by `pg.sign.apiKey()`.
+ */
 export class ApiKeySign {
   /** @internal */
   readonly [SIGN] = true;
+  /** Which signing method this is. */
   readonly type = 'apiKey' as const;
   readonly #apiKey: string;
 
@@ -30,6 +35,7 @@ export class ApiKeySign {
   }
 }
 
+/** A way for the sender to sign, for `EncryptInput.sign` (so far only {@link ApiKeySign}). */
 export type SignMethod = ApiKeySign;
 
 export const isSignMethod = (value: unknown): value is SignMethod =>

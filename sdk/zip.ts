@@ -8,11 +8,14 @@ import { invalidInput } from './errors.js';
  * extracted to.
  */
 
+/** A file's bytes: a stream (read once), a Uint8Array or a Blob (read each time the message is sealed). */
 export type FileContent = ReadableStream<Uint8Array> | Uint8Array | Blob;
 
+/** One file of a message. */
 export interface PgFile {
   /** The entry name; any directory part (after the last / or \) is dropped. */
   name: string;
+  /** Its bytes. */
   content: FileContent;
   /** Modification time stored in the ZIP. Default: now (or the Blob's own, for a File). */
   lastModified?: Date;
