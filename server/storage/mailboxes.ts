@@ -29,24 +29,20 @@ export function parseMailboxes(list: string): string[] {
   });
 }
 
+/** The entries between commas outside quoted strings (a backslash in quotes escapes the next character). */
 function splitOutsideQuotes(list: string): string[] {
   const out: string[] = [];
-  let current = '';
+  let start = 0;
   let quoted = false;
   for (let i = 0; i < list.length; i++) {
-    const c = list[i]!;
-    if (c === '\\' && quoted && i + 1 < list.length) {
-      current += c + list[++i];
-      continue;
-    }
-    if (c === '"') quoted = !quoted;
-    if (c === ',' && !quoted) {
-      out.push(current);
-      current = '';
-    } else {
-      current += c;
+    const c = list[i];
+    if (c === '\\' && quoted) i++;
+    else if (c === '"') quoted = !quoted;
+    else if (c === ',' && !quoted) {
+      out.push(list.slice(start, i));
+      start = i + 1;
     }
   }
-  out.push(current);
+  out.push(list.slice(start));
   return out;
 }
