@@ -11,6 +11,7 @@ export const SOURCE_ENTRIES: Readonly<Record<string, string>> = {
   'postguard-ts/format': 'lib/format.ts',
   'postguard-ts/pkg': 'lib/pkg/index.ts',
   'postguard-ts/worker': 'worker/client.ts',
+  'postguard-ts/browser': 'worker/browser.ts',
   'postguard-ts/sw': 'worker/sw-page.ts',
   'postguard-ts/sw/install': 'worker/sw-install.ts',
   'postguard-ts/vite': 'worker/vite.ts',

@@ -1,12 +1,13 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join } from 'node:path';
+import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../../lib/keys.js';
 import { ROOT, packAll, packageJson, type Packed } from '../../scripts/packages.js';
 import type { ConsumerApi, ConsumerKeys } from './apps/web/page.js';
+import { serveStatic as startStatic, type StaticServer } from './static-server.js';
 
 /**
  * What users install is what we test: the packed tarballs (not the workspace) installed into fresh
@@ -14,6 +15,7 @@ import type { ConsumerApi, ConsumerKeys } from './apps/web/page.js';
  *   vite      a Vite app with `postguard()` from postguard-ts/vite: worker and service worker
  *   esbuild   a plain esbuild bundle, the two ready-built scripts copied next to it
  *   node      a Node app with the SDK, the library and the CLI
+ * (no-bundler.spec.ts: a page with no build step, on every engine.)
  * The apps' sources are in apps/; installs use the npm cache (--prefer-offline).
  */
 
@@ -24,7 +26,7 @@ const EMAIL = 'pbdf.sidn-pbdf.email.email';
 let work: string;
 let viteApp: string | undefined;
 let packs: Packed[];
-const servers: Server[] = [];
+const servers: StaticServer[] = [];
 
 const run = (command: string, args: string[], cwd: string): string =>
   execFileSync(command, args, {
@@ -55,29 +57,11 @@ const rootVersion = (name: string): string => {
   return manifest.version;
 };
 
-const TYPES: Record<string, string> = {
-  '.html': 'text/html',
-  '.js': 'text/javascript',
-  '.css': 'text/css',
-  '.wasm': 'application/wasm',
-};
-
-/** A static file server on loopback: what a user's host would be. */
+/** A static file server on loopback (what a user's host would be), closed after the suite. */
 async function serveStatic(dir: string): Promise<string> {
-  const server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const file = join(dir, path.endsWith('/') ? `${path}index.html` : path);
-    if (!file.startsWith(dir) || !existsSync(file)) {
-      res.statusCode = 404;
-      res.end();
-      return;
-    }
-    res.setHeader('content-type', TYPES[extname(file)] ?? 'application/octet-stream');
-    res.end(readFileSync(file));
-  });
+  const server = await startStatic(dir);
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return server.url;
 }
 
 async function freePort(): Promise<number> {
@@ -144,7 +128,7 @@ test.beforeAll(async () => {
 });
 
 test.afterAll(async () => {
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  await Promise.all(servers.map((s) => s.close()));
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 

@@ -4,15 +4,18 @@ import { postguard } from '../../worker/vite.js';
 import { embeddedWasmBytesModule } from './wasm-bytes.js';
 
 /**
- * The two browser scripts postguard-ts ships ready-built, as Vite configurations over the sources:
+ * The three browser files postguard-ts ships ready-built, as Vite configurations over the sources:
  *
  *   postguard-sw.js              the decrypting service worker as one classic script (every
  *                                browser registers those without {type: 'module'})
  *   postguard-crypto-worker.js   the crypto worker as one self-contained ES module, for apps whose
  *                                bundler does not follow `new Worker(new URL(...))` (esbuild)
+ *   postguard.js                 the page side (postguard-ts/browser, worker/browser.ts) as one
+ *                                self-contained ES module, for pages with no build step; it starts
+ *                                postguard-crypto-worker.js from beside itself
  *
- * lib/build/main.ts writes both into lib/dist/browser/; tests and the demo build them in memory
- * from the sources (bundleServiceWorker).
+ * lib/build/main.ts writes them into lib/dist/browser/; tests and the demo build the service worker
+ * in memory from the sources (bundleServiceWorker).
  */
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -38,6 +41,7 @@ const embeddedWasm = (): Plugin => {
 
 export const SERVICE_WORKER_FILE = 'postguard-sw.js';
 export const CRYPTO_WORKER_FILE = 'postguard-crypto-worker.js';
+export const PAGE_MODULE_FILE = 'postguard.js';
 
 /** One browser script, bundled whole (no imports left), minified, into `outDir/fileName`. */
 export function scriptBuild(entry: string, format: 'iife' | 'es', fileName: string, outDir: string): InlineConfig {
@@ -63,6 +67,37 @@ export const serviceWorkerBuild = (outDir: string): InlineConfig =>
 
 export const cryptoWorkerBuild = (outDir: string): InlineConfig =>
   scriptBuild(here('../../worker/crypto.worker.ts'), 'es', CRYPTO_WORKER_FILE, outDir);
+
+/** Where worker/client.ts starts the crypto worker by default, for bundlers to follow. */
+const BUNDLED_WORKER = "new URL('./crypto.worker.js', import.meta.url)";
+
+/**
+ * In the page module, `new PostGuardWorker()` starts the ready-built crypto worker served beside
+ * the module instead of bundling a second copy of it: client.ts's default worker URL becomes
+ * postguard-crypto-worker.js relative to the module's own URL. The name is read from a variable,
+ * so that Vite neither bundles it as a worker nor looks for it as an asset. A client.ts that no
+ * longer has that URL fails the build rather than shipping the worker inside the page module.
+ */
+const siblingCryptoWorker = (): Plugin => {
+  const client = here('../../worker/client.ts');
+  return {
+    name: 'postguard-sibling-crypto-worker',
+    enforce: 'pre',
+    transform(code, id) {
+      if (id !== client) return undefined;
+      if (code.split(BUNDLED_WORKER).length !== 2) {
+        this.error(`worker/client.ts must start its default worker with ${BUNDLED_WORKER} exactly once`);
+      }
+      const sibling = `((file) => new URL(file, import.meta.url))(${JSON.stringify(CRYPTO_WORKER_FILE)})`;
+      return { code: code.replace(BUNDLED_WORKER, sibling), map: null };
+    },
+  };
+};
+
+export const pageModuleBuild = (outDir: string): InlineConfig => {
+  const config = scriptBuild(here('../../worker/browser.ts'), 'es', PAGE_MODULE_FILE, outDir);
+  return { ...config, plugins: [...(config.plugins ?? []), siblingCryptoWorker()] };
+};
 
 /** The code of the service worker bundle, built in memory from the sources. */
 export async function bundleServiceWorker(): Promise<string> {

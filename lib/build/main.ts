@@ -2,13 +2,14 @@
 //   dist/lib, dist/worker   ES modules and .d.ts (tsc: the browser program, then the Node one;
 //                           the WebAssembly bytes embedded in place of their emitters)
 //   dist/vite               the Vite plugin (postguard-ts/vite)
-//   dist/browser            the ready-built service worker and crypto worker scripts (bundles.ts)
+//   dist/browser            the ready-built service worker and crypto worker scripts, and the
+//                           page module postguard.js (bundles.ts)
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
-import { cryptoWorkerBuild, serviceWorkerBuild } from './bundles.js';
+import { cryptoWorkerBuild, pageModuleBuild, serviceWorkerBuild } from './bundles.js';
 import { embeddedWasmBytesModule } from './wasm-bytes.js';
 
 const pkg = fileURLToPath(new URL('..', import.meta.url));
@@ -23,3 +24,4 @@ for (const project of ['tsconfig.build.json', 'tsconfig.node.json']) {
 writeFileSync(`${dist}lib/crypto/wasm-bytes.js`, embeddedWasmBytesModule());
 await build(serviceWorkerBuild(`${dist}browser`));
 await build(cryptoWorkerBuild(`${dist}browser`));
+await build(pageModuleBuild(`${dist}browser`));

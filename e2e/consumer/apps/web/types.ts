@@ -4,6 +4,11 @@ import { PkgClient, IdentitySession, qrSvg } from 'postguard-ts/pkg';
 import { PostGuardWorker } from 'postguard-ts/worker';
 import { prepareDownload, registerDecryptingServiceWorker, triggerDownload } from 'postguard-ts/sw';
 import { parsePreamble } from 'postguard-ts/format';
+import {
+  PostGuardWorker as ReadyBuiltWorker,
+  PkgClient as ReadyBuiltPkgClient,
+  senderReport,
+} from 'postguard-ts/browser';
 
 export const entries = [
   seal,
@@ -23,3 +28,4 @@ export const browser = [
   triggerDownload,
   parsePreamble,
 ];
+export const readyBuilt = [ReadyBuiltWorker, ReadyBuiltPkgClient, senderReport];
