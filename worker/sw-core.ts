@@ -95,7 +95,7 @@ const randomId = (): string => {
   return btoa(String.fromCharCode(...bytes))
     .replace(/\+/g, '-')
     .replace(/\//g, '_')
-    .replace(/=+$/, '');
+    .replace(/=/g, ''); // padding, only ever at the end
 };
 
 /** `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266 / 8187). */
@@ -112,7 +112,7 @@ export function contentDisposition(disposition: 'attachment' | 'inline', filenam
 export function safeFilename(name: unknown): string {
   const base = (typeof name === 'string' ? name : '').split(/[/\\]/).pop() ?? '';
   const cleaned = base
-    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .replace(/\p{Cc}/gu, '') // C0 and C1 controls, DEL
     .trim()
     .slice(0, 255);
   return cleaned === '' || cleaned === '.' || cleaned === '..' ? 'download' : cleaned;

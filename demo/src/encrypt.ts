@@ -337,7 +337,7 @@ function validate(): boolean {
     fieldProblem(
       apiKey,
       'api-key-problem',
-      signerKind() === 'apikey' && !/^PG-[A-Za-z0-9_-]{8,}$/.test(key)
+      signerKind() === 'apikey' && !/^PG-[\w-]{8,}$/.test(key)
         ? 'An API key starts with PG- followed by letters, digits, - or _.'
         : undefined,
     )
