@@ -17,6 +17,7 @@ export default tseslint.config(
       'playwright-report/**',
       'tmp/**',
       'e2e/consumer/apps/**',
+      'docs/api/**',
     ],
   },
   {

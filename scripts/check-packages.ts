@@ -1,16 +1,32 @@
 // `npm run check:packages`: what each published tarball holds, then publint and Are the Types
 // Wrong? on the tarballs themselves (not the folders), after `npm run build`.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, posix, relative } from 'node:path';
 import { ROOT, packAll, packageJson } from './packages.js';
+import { publicEntries } from './public-entries.js';
+import { linkProblems } from './readme-links.js';
 
 // Files a package reads at run time rather than imports: only the build copies them, so only this
 // check notices one that does not ship (e.g. pg-pkg's SQL migrations).
 const DATA_FILES: Readonly<Record<string, ReadonlyArray<{ source: string; shipped: string }>>> = {
   server: [{ source: 'db/migrations', shipped: 'dist/db/migrations' }],
 };
+/**
+ * READMEs the entries rely on, beyond the package's own: the README beside an entry's source in
+ * another folder (worker/README.md: PkgClient's options and errors, the service worker) ships
+ * beside the entry's built types (dist/worker/README.md; lib/build/main.ts copies it).
+ */
+function entryReadmes(dir: string): Array<{ source: string; shipped: string }> {
+  const readmes = new Map<string, string>();
+  for (const entry of publicEntries().filter((e) => e.dir === dir)) {
+    const source = join(dirname(entry.source), 'README.md');
+    if (dirname(entry.source) !== join(ROOT, dir) && existsSync(source))
+      readmes.set(posix.join(posix.dirname(entry.types), 'README.md'), source);
+  }
+  return [...readmes].map(([shipped, source]) => ({ source, shipped }));
+}
 const FORBIDDEN = [/\.test\./, /\.spec\./, /(^|\/)testing\./, /\.fixture\./, /\.map$/, /tsbuildinfo/, /(^|\/)test\//];
 const problems: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'pg-packages-'));
@@ -28,8 +44,20 @@ try {
           problems.push(`${pack.name}: ${shipped}/${file} is missing from the tarball`);
       }
     }
+    for (const { source, shipped } of entryReadmes(pack.dir)) {
+      const built = join(ROOT, pack.dir, shipped);
+      if (!pack.files.includes(shipped))
+        problems.push(`${pack.name}: ${shipped} (${relative(ROOT, source)}) is missing from the tarball`);
+      else if (readFileSync(built, 'utf8') !== readFileSync(source, 'utf8'))
+        problems.push(`${pack.name}: ${shipped} differs from ${relative(ROOT, source)} (run npm run build)`);
+    }
     for (const file of pack.files) {
       if (FORBIDDEN.some((pattern) => pattern.test(file))) problems.push(`${pack.name}: ships ${file}`);
+      // Links are followed from the installed package: each must reach a file that ships, or the repository.
+      if (file.endsWith('.md')) {
+        const text = readFileSync(join(ROOT, pack.dir, file), 'utf8');
+        problems.push(...linkProblems(text, file, pack.files).map((problem) => `${pack.name}: ${problem}`));
+      }
     }
     const manifest = packageJson(pack.dir);
     if (manifest['repository'] === undefined) problems.push(`${pack.name}: no repository`);

@@ -12,5 +12,7 @@
  * `registerDecryptingServiceWorker(url)` takes the service worker's. An app with a bundler imports
  * `postguard-ts/worker` instead, which its bundler can share with the other entries.
  * lib/build/bundles.ts builds the file.
+ *
+ * @module postguard-ts/browser
  */
 export * from './client.js';

@@ -4,8 +4,10 @@
 //   dist/vite               the Vite plugin (postguard-ts/vite)
 //   dist/browser            the ready-built service worker and crypto worker scripts, and the
 //                           page module postguard.js (bundles.ts)
+//   dist/worker/README.md   worker/README.md, the guide the worker entries rely on (lib/README.md
+//                           links it; npm run check:packages checks the tarball's copy is current)
 import { execFileSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { build } from 'vite';
@@ -20,6 +22,7 @@ rmSync(dist, { recursive: true, force: true });
 for (const project of ['tsconfig.build.json', 'tsconfig.node.json']) {
   execFileSync(process.execPath, [tsc, '-p', project], { cwd: pkg, stdio: 'inherit' });
 }
+copyFileSync(fileURLToPath(new URL('../../worker/README.md', import.meta.url)), `${dist}worker/README.md`);
 // The WebAssembly modules ship as bytes, not as the emitters that make them (wasm-bytes.ts).
 writeFileSync(`${dist}lib/crypto/wasm-bytes.js`, embeddedWasmBytesModule());
 await build(serviceWorkerBuild(`${dist}browser`));
