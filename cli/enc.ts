@@ -67,7 +67,6 @@ export async function enc(argv: readonly string[], io: CliIo): Promise<ExitCode>
     throw usage('enc: --pub-sign-id (-P) is required: which attributes do you sign with? (or sign with --api-key)');
   }
   const output = settings.output ?? `${file}.enc`;
-  for (const warning of recipients.warnings) io.stderr.write(`pg-cli: warning: ${warning}\n`);
 
   const { signal } = io;
   const input = await openInput(file);

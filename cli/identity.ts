@@ -53,7 +53,11 @@ function attribute(flag: string, where: string, value: Json): Attribute {
   onlyKeys(flag, where, value, ['t', 'v']);
   const { t, v } = value as { t?: Json; v?: Json };
   const type = attributeType(flag, where, t);
-  if (v === undefined) return { t: type };
+  // The library refuses these (INVALID_POLICY): the PKG issues keys for disclosed values, so no key
+  // it hands out opens a file sealed for "any value". Said here, before the file is read.
+  if (v === undefined) {
+    throw usage(`${flag}: ${where} needs "v": no key the PKG issues opens a file sealed for any value of ${type}`);
+  }
   if (typeof v !== 'string') throw usage(`${flag}: ${where}: "v" must be a string`);
   return { t: type, v };
 }
@@ -66,8 +70,6 @@ function conjunction(flag: string, where: string, value: Json): Attribute[] {
 export interface Recipients {
   /** Recipient id → the attributes it must disclose (the timestamp is added when sealing). */
   policies: Map<string, Attribute[]>;
-  /** Things worth saying but not refusing (pg-cli warns about an empty attribute list). */
-  warnings: string[];
 }
 
 /** `-i`: {"bob@example.org": [{"t": "…email.email", "v": "bob@example.org"}]} or {…: {"t": 0, "con": […]}}. */
@@ -79,7 +81,6 @@ export function parseRecipients(text: string, flag = '--identity'): Recipients {
   const entries = Object.entries(value);
   if (entries.length === 0) throw usage(`${flag}: names no recipient`);
   const policies = new Map<string, Attribute[]>();
-  const warnings: string[] = [];
   for (const [id, entry] of entries) {
     const where = `recipient ${JSON.stringify(id)}`;
     let con: Attribute[];
@@ -98,10 +99,10 @@ export function parseRecipients(text: string, flag = '--identity'): Recipients {
       throw usage(`${flag}: ${where} must be an array of attributes, not ${describe(entry)}`);
     }
     if (con.length === 0)
-      warnings.push(`recipient ${JSON.stringify(id)} has no attributes: anyone can get a key for it`);
+      throw usage(`${flag}: ${where} has no attributes: name at least one (e.g. an e-mail address)`);
     policies.set(id, con);
   }
-  return { policies, warnings };
+  return { policies };
 }
 
 /** `--pub-sign-id` / `--priv-sign-id`: [{"t": type}]. A value would never match (the PKG takes values from the disclosure). */
