@@ -29,8 +29,8 @@ import { parseArgs } from 'node:util';
 import { createRequire } from 'node:module';
 import { generatePkgKeys } from '../lib/keys.js';
 import { writePkgKeys } from '../server/keyfiles.js';
-import { startStandin } from '../server/standin/testing.js';
-import { disclose } from '../server/standin/wallet.js';
+import { startStandin } from '../devtools/standin/testing.js';
+import { disclose } from '../devtools/standin/wallet.js';
 
 /** The part of autocannon's API used here (the package ships no types). */
 interface AutocannonResult {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey, createApiKeyStore, type ApiKeyStore } from '../server/db.js';
 import { createTestSchema, type TestSchema } from '../server/db/testing.js';
-import { disclose } from '../server/standin/wallet.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { Exit } from './exit.js';
 import { realClock, runCliProcess } from './testing.js';

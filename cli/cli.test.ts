@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StreamUnsealer } from '../lib/index.js';
 import { closedPort } from '../server/db/testing.js';
-import { cancel, disclose, type AttributeValues } from '../server/standin/wallet.js';
+import { cancel, disclose, type AttributeValues } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { chunkedSource } from '../test/streams.js';
 import { Exit } from './exit.js';

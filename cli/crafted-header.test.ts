@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { disclose } from '../server/standin/wallet.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { benignEmail, craftedEmail, sealedBy } from '../test/crafted-header.js';
 import { realClock, runCliProcess, type SessionLine } from './testing.js';

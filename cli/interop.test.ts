@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource } from '../test/streams.js';
-import { disclose, type AttributeValues } from '../server/standin/wallet.js';
+import { disclose, type AttributeValues } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { realClock, runCliProcess } from './testing.js';
 

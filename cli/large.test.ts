@@ -4,7 +4,7 @@ import { mkdtemp, open, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { disclose } from '../server/standin/wallet.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { realClock, runCliProcess } from './testing.js';
 

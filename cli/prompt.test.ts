@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { disclose } from '../server/standin/wallet.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import type { CliIo } from './args.js';
 import { disclosureFor } from './dec.js';

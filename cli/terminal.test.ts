@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { qrMatrix } from '../lib/pkg/qr.js';
-import { fromQr } from '../server/standin/wallet.js';
+import { fromQr } from '../devtools/standin/wallet.js';
 import { CliError, Exit } from './exit.js';
 import { Progress, emitPointer, formatBytes, parsePointerSink, renderQr } from './terminal.js';
 

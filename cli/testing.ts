@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { ManualClock } from '../server/standin/testing.js';
+import type { ManualClock } from '../devtools/standin/testing.js';
 
 /**
  * Helpers for tests that run pg-cli as a process: the real entry point under the tsx loader, the

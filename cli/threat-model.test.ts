@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy, VerificationResult } from '../lib/index.js';
-import { disclose } from '../server/standin/wallet.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, testKeys, type RunningPkg } from '../server/testing.js';
 import {
   ATTACKERS,

@@ -28,6 +28,10 @@ function entryReadmes(dir: string): Array<{ source: string; shipped: string }> {
   return [...readmes].map(([shipped, source]) => ({ source, shipped }));
 }
 const FORBIDDEN = [/\.test\./, /\.spec\./, /(^|\/)testing\./, /\.fixture\./, /\.map$/, /tsbuildinfo/, /(^|\/)test\//];
+// Code of another package: the PKG's tarball carries the PKG alone (the dev tools are @postguard-ts/dev's).
+const NOT_SHIPPED: Readonly<Record<string, readonly RegExp[]>> = {
+  server: [/(^|\/)standin\//, /(^|\/)storage\//, /(^|\/)dev-server-cli\./],
+};
 const problems: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'pg-packages-'));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -53,6 +57,8 @@ try {
     }
     for (const file of pack.files) {
       if (FORBIDDEN.some((pattern) => pattern.test(file))) problems.push(`${pack.name}: ships ${file}`);
+      if ((NOT_SHIPPED[pack.dir] ?? []).some((pattern) => pattern.test(file)))
+        problems.push(`${pack.name}: ships ${file}, which belongs to @postguard-ts/dev`);
       // Links are followed from the installed package: each must reach a file that ships, or the repository.
       if (file.endsWith('.md')) {
         const text = readFileSync(join(ROOT, pack.dir, file), 'utf8');
@@ -94,7 +100,10 @@ try {
   for (const pack of packs) {
     const app = mkdtempSync(join(dir, `install-${pack.dir}-`));
     writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'engines-check', private: true }));
-    const tarballs = pack === library ? [library.tarball] : [library.tarball, pack.tarball];
+    // With the published packages it depends on (@postguard-ts/dev needs the PKG), as tarballs too.
+    const needed = Object.keys((packageJson(pack.dir)['dependencies'] ?? {}) as object);
+    const siblings = packs.filter((p) => p !== pack && p !== library && needed.includes(p.name)).map((p) => p.tarball);
+    const tarballs = pack === library ? [library.tarball] : [library.tarball, ...siblings, pack.tarball];
     try {
       execFileSync(
         'npm',

@@ -20,7 +20,7 @@ import { writePkgKeys, type PkgKeyPaths } from '../server/keyfiles.js';
 import { ConfigError, parseCommand } from '../server/config.js';
 import { migrate, migrationLabel } from '../server/db/migrate.js';
 import { StartupError, serve, type RunningServer } from '../server/serve.js';
-import { buildStandin } from '../server/standin/app.js';
+import { buildStandin } from '../devtools/standin/app.js';
 
 export const DEV_KEY_DIR = '.keys';
 /** Vite's dev server and its preview server, by both loopback names. */

@@ -8,6 +8,7 @@ export const PUBLISHED = [
   { dir: 'sdk', name: '@postguard-ts/sdk' },
   { dir: 'cli', name: '@postguard-ts/cli' },
   { dir: 'server', name: '@postguard-ts/pkg' },
+  { dir: 'devtools', name: '@postguard-ts/dev' },
 ] as const;
 
 export const ROOT = resolve(import.meta.dirname, '..');

@@ -4,7 +4,7 @@ import { makeZip } from 'client-zip';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { StreamUnsealer } from '../lib/index.js';
 import { extractUsk } from '../lib/keys.js';
-import { startStorage, type RunningStorage } from '../server/storage/testing.js';
+import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { pseudoRandomStream as generated, startFakePkg, type FakePkg } from './testing.js';
 
 /**

@@ -4,7 +4,7 @@ import { StreamUnsealer } from '../lib/index.js';
 import { extractUsk } from '../lib/keys.js';
 import { apiKeyHash, createApiKey, createApiKeyStore, type ApiKeyStore } from '../server/db.js';
 import { createTestSchema, startTcpProxy, withPort, type TcpProxy, type TestSchema } from '../server/db/testing.js';
-import { startStorage, type RunningStorage } from '../server/storage/testing.js';
+import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { loadPgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector } from '../test/streams.js';

@@ -6,7 +6,7 @@ import Fastify from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { StreamUnsealer } from '../lib/index.js';
 import { extractUsk } from '../lib/keys.js';
-import { startStorage, type RunningStorage } from '../server/storage/testing.js';
+import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { loadPgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, failingSource } from '../test/streams.js';
 import { PostGuard, SdkError, SdkErrorCode, type FetchLike, type PostGuardConfig } from './index.js';

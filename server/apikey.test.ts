@@ -7,7 +7,7 @@ import { buildApp } from './app.js';
 import { apiKeyHash, createApiKey, createApiKeyStore, type ApiKeyStore } from './db.js';
 import { createTestSchema, startTcpProxy, withPort, type TcpProxy, type TestSchema } from './db/testing.js';
 import { memoryBucketStore } from './ratelimit/index.js';
-import { disclose } from './standin/wallet.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { NO_RATE_LIMIT, startPkg, testKeys, type RunningPkg } from './testing.js';
 
 /**

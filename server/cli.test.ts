@@ -9,7 +9,7 @@ import pg from 'pg';
 import { createApiKeyStore } from './db.js';
 import { loadMigrations, migrationLabel, MIGRATIONS_TABLE, schemaState } from './db/migrate.js';
 import { closedPort, createTestSchema, type TestSchema } from './db/testing.js';
-import { startStandin, type RunningStandin } from './standin/testing.js';
+import { startStandin, type RunningStandin } from '../devtools/standin/testing.js';
 import { testKeys } from './testing.js';
 
 /**

@@ -2,8 +2,8 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { CompactSign } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiKeyRecord, ApiKeyStore } from './db.js';
-import { disclose } from './standin/wallet.js';
-import { testKeyPem } from './standin/testing.js';
+import { disclose } from '../devtools/standin/wallet.js';
+import { testKeyPem } from '../devtools/standin/testing.js';
 import { startPkg, type RunningPkg } from './testing.js';
 
 /**

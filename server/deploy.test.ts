@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { buildApp } from './app.js';
 import { parseCommand, type Env, type ServerConfig } from './config.js';
 import { memoryBucketStore } from './ratelimit/index.js';
-import { parseCli as parseStandinCli } from './standin/cli.js';
+import { parseCli as parseStandinCli } from '../devtools/standin/cli.js';
 import { NO_RATE_LIMIT, testKeys } from './testing.js';
 
 /**
@@ -19,7 +19,7 @@ const read = (name: string) => readFile(new URL(name, import.meta.url), 'utf8');
 
 interface Service {
   image?: string;
-  build?: { context: string; dockerfile: string };
+  build?: { context: string; dockerfile: string; target?: string };
   command?: string[];
   environment?: Record<string, string>;
   ports?: string[];
@@ -30,6 +30,7 @@ interface Service {
 let services: Record<string, Service>;
 let dockerfile: Instruction[];
 let bins: string[];
+let devBins: string[];
 
 interface Instruction {
   keyword: string;
@@ -70,6 +71,9 @@ function containerEnv(service: Service, host: Env = {}): Env {
   );
 }
 
+/** The PKG image's stage: from the last FROM on. */
+const runtime = () => dockerfile.slice(dockerfile.findLastIndex((i) => i.keyword === 'FROM'));
+
 const ours = (service: Service) => service.image === services['pkg']!.image;
 
 function serverConfig(host: Env = {}): ServerConfig & { migrate: boolean } {
@@ -84,6 +88,7 @@ beforeAll(async () => {
   services = (parse(await read('./compose.yaml'), { merge: true }) as { services: Record<string, Service> }).services;
   dockerfile = instructions(await read('./Dockerfile'));
   bins = Object.keys((JSON.parse(await read('./package.json')) as { bin: Record<string, string> }).bin);
+  devBins = Object.keys((JSON.parse(await read('../devtools/package.json')) as { bin: Record<string, string> }).bin);
 });
 
 describe('compose.yaml', () => {
@@ -94,7 +99,24 @@ describe('compose.yaml', () => {
       Object.keys(services)
         .filter((name) => ours(services[name]!))
         .sort(),
-    ).toEqual(['keygen', 'migrate', 'pkg', 'standin']);
+    ).toEqual(['keygen', 'migrate', 'pkg']);
+  });
+
+  it("the stand-in runs from the dev tools' own image (the Dockerfile's devtools stage), never from the PKG's", () => {
+    const standin = services['standin']!;
+    expect(standin.image).not.toBe(services['pkg']!.image);
+    expect(standin.build).toEqual({ context: '..', dockerfile: 'server/Dockerfile', target: 'devtools' });
+    const stages = dockerfile.filter((i) => i.keyword === 'FROM').map((i) => i.args);
+    expect(stages).toContainEqual(expect.stringMatching(/ AS devtools$/));
+    // The PKG's image is the last stage, and nothing of the dev tools is copied into it.
+    expect(stages.at(-1)).not.toMatch(/ AS /);
+    expect(runtime().filter((i) => i.keyword === 'COPY')).toEqual([
+      { keyword: 'COPY', args: '--from=build /app /opt/pg-pkg' },
+    ]);
+    const [bin, ...argv] = standin.command ?? [];
+    expect(devBins).toContain(bin);
+    expect(bins).not.toContain(bin);
+    expect(parseStandinCli(argv).kind).not.toBe('help');
   });
 
   it("every command of our image is one of the package's bins, and its parser accepts it", () => {
@@ -103,13 +125,9 @@ describe('compose.yaml', () => {
       if (!ours(service)) continue;
       const [bin, ...argv] = service.command ?? [];
       expect(bins, name).toContain(bin);
-      if (bin === 'pg-standin') {
-        expect(parseStandinCli(argv).kind, name).not.toBe('help');
-      } else {
-        const command = parseCommand(argv, containerEnv(service)); // throws ConfigError on anything wrong
-        expect(command.kind, name).not.toBe('help');
-        kinds.push(command.kind);
-      }
+      const command = parseCommand(argv, containerEnv(service)); // throws ConfigError on anything wrong
+      expect(command.kind, name).not.toBe('help');
+      kinds.push(command.kind);
     }
     expect(kinds.sort()).toEqual(['gen', 'migrate', 'server']);
   });
@@ -169,8 +187,6 @@ describe('Dockerfile', () => {
     });
   });
   afterAll(() => app.close());
-
-  const runtime = () => dockerfile.slice(dockerfile.findLastIndex((i) => i.keyword === 'FROM'));
 
   it('is multi-stage, and the image runs as the unprivileged node user', () => {
     expect(dockerfile.filter((i) => i.keyword === 'FROM').length).toBeGreaterThanOrEqual(2);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { notModified, publishKey } from './routes/parameters.js';
-import { connect, fromQr, sendDisclosure } from './standin/wallet.js';
+import { connect, fromQr, sendDisclosure } from '../devtools/standin/wallet.js';
 import { startPkg, testKeys, type RunningPkg } from './testing.js';
 
 /**

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTcpProxy, type TcpProxy } from './db/testing.js';
 import { IdentityServerClient } from './idp/client.js';
 import { disclosureRequest } from './idp/request.js';
-import { manualClock, startStandin, type RunningStandin } from './standin/testing.js';
-import { disclose } from './standin/wallet.js';
+import { manualClock, startStandin, type RunningStandin } from '../devtools/standin/testing.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from './testing.js';
 
 /**

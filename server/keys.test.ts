@@ -3,8 +3,8 @@ import { CompactSign } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PkgError } from './errors.js';
 import { keyTimestamp } from './routes/keys.js';
-import { disclose } from './standin/wallet.js';
-import { testKeyPem } from './standin/testing.js';
+import { disclose } from '../devtools/standin/wallet.js';
+import { testKeyPem } from '../devtools/standin/testing.js';
 import { startPkg, type RunningPkg } from './testing.js';
 
 /**

@@ -7,8 +7,8 @@ import { MIB, expectLinearTime, repeated as run } from '../test/linear-time.js';
 import { bearerCredential } from './auth.js';
 import { PkgError } from './errors.js';
 import { ResultJwtVerifier } from './idp/jwt.js';
-import { manualClock } from './standin/testing.js';
-import { disclose } from './standin/wallet.js';
+import { manualClock } from '../devtools/standin/testing.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from './testing.js';
 
 /**

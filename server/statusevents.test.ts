@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connect, fromQr, sendDisclosure } from './standin/wallet.js';
+import { connect, fromQr, sendDisclosure } from '../devtools/standin/wallet.js';
 import { NO_RATE_LIMIT, startPkg, type RunningPkg } from './testing.js';
 
 /**

@@ -3,8 +3,8 @@ import { generatePkgKeys, type PkgKeys } from '../lib/keys.js';
 import { buildApp, type AppDeps } from './app.js';
 import type { Clock } from './clock.js';
 import { memoryBucketStore, type BucketStore, type RateLimitSettings } from './ratelimit/index.js';
-import { manualClock, startStandin, type ManualClock, type RunningStandin } from './standin/testing.js';
-import type { StandinOptions } from './standin/settings.js';
+import { manualClock, startStandin, type ManualClock, type RunningStandin } from '../devtools/standin/testing.js';
+import type { StandinOptions } from '../devtools/standin/settings.js';
 
 /**
  * Helpers for tests that need a running PKG: real HTTP on loopback, in front of the real stand-in

@@ -3,7 +3,7 @@ import { InputError, Unsealer, seal, sealStream, type Policy, type SealOptions }
 import { extractSigningKey, extractUsk, generateSigningKeys } from '../lib/keys.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector } from '../test/streams.js';
-import { disclose } from './standin/wallet.js';
+import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from './testing.js';
 
 /**

@@ -26,7 +26,7 @@ const imports = (file: string): string[] =>
   [...readFileSync(join(ROOT, file), 'utf8').matchAll(/(?:from|import)\s*(?:\(\s*)?'([^']+)'/g)].map((m) => m[1]!);
 
 describe('package boundaries', () => {
-  for (const pkg of ['server', 'cli', 'sdk']) {
+  for (const pkg of ['server', 'devtools', 'cli', 'sdk']) {
     it(`${pkg}/ reaches other packages only by name`, () => {
       const escapes = sources(pkg).flatMap((file) =>
         imports(file)
@@ -37,6 +37,20 @@ describe('package boundaries', () => {
       expect(escapes).toEqual([]);
     });
   }
+
+  it('the PKG needs none of the dev tools: server/ neither imports @postguard-ts/dev nor depends on it', () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'server', 'package.json'), 'utf8')) as Record<string, object>;
+    const declared = ['dependencies', 'peerDependencies', 'optionalDependencies'].flatMap((k) =>
+      Object.keys(manifest[k] ?? {}),
+    );
+    expect(declared).not.toContain('@postguard-ts/dev');
+    const found = sources('server').flatMap((file) =>
+      imports(file)
+        .filter((spec) => spec.startsWith('@postguard-ts/dev'))
+        .map((spec) => `${file}: ${spec}`),
+    );
+    expect(found).toEqual([]);
+  });
 
   it('lib/ and worker/ import neither Node nor the other packages (but for the Node-side modules)', () => {
     const nodeSide = new Set([
@@ -50,7 +64,8 @@ describe('package boundaries', () => {
       .flatMap((file) =>
         imports(file)
           .filter(
-            (spec) => spec.startsWith('node:') || /^(?:\.\.\/)+(?:server|cli|sdk|demo|e2e|bench|scripts)\//.test(spec),
+            (spec) =>
+              spec.startsWith('node:') || /^(?:\.\.\/)+(?:server|devtools|cli|sdk|demo|e2e|bench|scripts)\//.test(spec),
           )
           .map((spec) => `${file}: ${spec}`),
       );
@@ -104,7 +119,7 @@ describe('package boundaries', () => {
 describe('one vocabulary', () => {
   it("the stand-in's Yivi session statuses are the library's (the stand-in keeps its own copy to stay import-free)", async () => {
     const { SESSION_STATUSES: library } = await import('../lib/pkg/jwt.js');
-    const { SESSION_STATUSES: standin } = await import('../server/standin/protocol.js');
+    const { SESSION_STATUSES: standin } = await import('../devtools/standin/protocol.js');
     expect([...standin].sort()).toEqual([...library].sort());
   });
 });

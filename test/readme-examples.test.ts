@@ -10,12 +10,13 @@ import { readZip } from '../sdk/testing.js';
 import { parseCommand as parsePgPkg } from '../server/config.js';
 import { createApiKey, createApiKeyStore, type ApiKeyStore } from '../server/db.js';
 import { createTestSchema, type TestSchema } from '../server/db/testing.js';
-import { parseCli as parseStandin, USAGE as STANDIN_USAGE } from '../server/standin/cli.js';
-import { requestedType, satisfies, type AttributeConDisCon } from '../server/standin/protocol.js';
-import type { PendingSessionView } from '../server/standin/routes/knobs.js';
-import { cancel, chooseDisclosure, connect, sendDisclosure, type AttributeValues } from '../server/standin/wallet.js';
-import { parseCli as parseStorage, USAGE as STORAGE_USAGE } from '../server/storage/cli.js';
-import { startStorage, type RunningStorage } from '../server/storage/testing.js';
+import { parseCli as parseStandin, USAGE as STANDIN_USAGE } from '../devtools/standin/cli.js';
+import { requestedType, satisfies, type AttributeConDisCon } from '../devtools/standin/protocol.js';
+import type { PendingSessionView } from '../devtools/standin/routes/knobs.js';
+import { cancel, chooseDisclosure, connect, sendDisclosure, type AttributeValues } from '../devtools/standin/wallet.js';
+import { parseCli as parseStorage, USAGE as STORAGE_USAGE } from '../devtools/storage/cli.js';
+import { parseCli as parseDev, USAGE as DEV_USAGE } from '../devtools/dev/cli.js';
+import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { runCli as runPgCli } from '../cli/run.js';
 import { PostGuardWorker } from '../worker/client.js';
@@ -113,8 +114,9 @@ it('finds every README and its blocks', () => {
       'lib/README.md',
       'sdk/README.md',
       'server/README.md',
-      'server/standin/README.md',
-      'server/storage/README.md',
+      'devtools/README.md',
+      'devtools/standin/README.md',
+      'devtools/storage/README.md',
       'worker/README.md',
     ]),
   );
@@ -187,7 +189,14 @@ async function shellWorld(): Promise<ShellWorld> {
     playwrightProjects: (playwright.projects ?? []).map((p) => p.name ?? ''),
     subcommandDepth: (bin, args) => {
       const first = args[0];
-      if (first === undefined || first.startsWith('-') || bin === 'pg-standin' || bin === 'pg-storage') return 0;
+      if (
+        first === undefined ||
+        first.startsWith('-') ||
+        bin === 'pg-standin' ||
+        bin === 'pg-storage' ||
+        bin === 'pg-dev'
+      )
+        return 0;
       return bin === 'pg-pkg' && first === 'api-key' ? 2 : 1;
     },
     help: async (bin, path) => {
@@ -205,6 +214,8 @@ async function shellWorld(): Promise<ShellWorld> {
           return path.length === 0 && parseStandin(['--help']).kind === 'help' ? STANDIN_USAGE : undefined;
         case 'pg-storage':
           return path.length === 0 && parseStorage(['--help']).kind === 'help' ? STORAGE_USAGE : undefined;
+        case 'pg-dev':
+          return path.length === 0 && parseDev(['--help']).kind === 'help' ? DEV_USAGE : undefined;
         default:
           return undefined;
       }
@@ -483,11 +494,11 @@ const MODULES: Readonly<Record<string, () => Promise<unknown>>> = {
   'postguard-ts/worker': () => import('postguard-ts/worker'),
   'postguard-ts/vite': () => import('postguard-ts/vite'),
   '@postguard-ts/sdk': () => import('../sdk/index.js'),
-  './server/standin/app.js': () => import('../server/standin/app.js'),
-  './server/standin/testing.js': () => import('../server/standin/testing.js'),
-  './server/standin/wallet.js': () => import('../server/standin/wallet.js'),
-  './server/storage/app.js': () => import('../server/storage/app.js'),
-  './server/storage/testing.js': () => import('../server/storage/testing.js'),
+  './devtools/standin/app.js': () => import('../devtools/standin/app.js'),
+  './devtools/standin/testing.js': () => import('../devtools/standin/testing.js'),
+  './devtools/standin/wallet.js': () => import('../devtools/standin/wallet.js'),
+  './devtools/storage/app.js': () => import('../devtools/storage/app.js'),
+  './devtools/storage/testing.js': () => import('../devtools/storage/testing.js'),
   'node:fs': () => import('node:fs'),
   'node:fs/promises': () => import('node:fs/promises'),
   'node:stream': () => import('node:stream'),
@@ -525,7 +536,7 @@ describe('blocks that run in Node run', () => {
 
   /**
    * The phones: every new session at the stand-in is answered by the person whose credential meets
-   * the request (as that person's wallet would, server/standin/wallet.ts), or refused when nobody's does.
+   * the request (as that person's wallet would, devtools/standin/wallet.ts), or refused when nobody's does.
    */
   async function answerSessions(): Promise<void> {
     const seen = new Set<string>();

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { disclose } from '../../server/standin/wallet.js';
+import { disclose } from '../../devtools/standin/wallet.js';
 import type { Stack } from '../fixtures.js';
 import { layout, sealInNode } from '../sealing.js';
 import { clearDownloads, listDownloads, settledDownloads } from './driver.js';

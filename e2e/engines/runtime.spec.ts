@@ -5,7 +5,7 @@ import { seal } from '../../lib/index.js';
 import { DEFAULT_SEGMENT_SIZE } from '../../lib/index.js';
 import { extractSigningKey } from '../../lib/keys.js';
 import { SEGMENT_OVERHEAD } from '../../lib/segments.js';
-import { disclose } from '../../server/standin/wallet.js';
+import { disclose } from '../../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { makeKeys } from '../../worker/test/fixtures.js';
 import { expectSeekResult, makeVideo, sealForStream } from '../../worker/test/video.js';

@@ -1,4 +1,4 @@
-import { disclose } from '../../server/standin/wallet.js';
+import { disclose } from '../../devtools/standin/wallet.js';
 import {
   ALICE,
   ATTACKERS,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Unsealer, seal } from '../index.js';
 import { generatePkgKeys } from '../keys.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
-import { disclose } from '../../server/standin/wallet.js';
+import { disclose } from '../../devtools/standin/wallet.js';
 import { PkgClient, type PkgClientOptions, type SigningKeys } from './client.js';
 import type { IdentitySession } from './session.js';
 import { memoryStore, type KeyValueStore } from './store.js';

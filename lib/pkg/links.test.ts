@@ -1,7 +1,7 @@
 import QRCode from 'qrcode';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fromQr } from '../../server/standin/wallet.js';
+import { fromQr } from '../../devtools/standin/wallet.js';
 import {
   UNIVERSAL_LINK_PREFIX,
   androidIntentLink,

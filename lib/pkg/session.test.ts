@@ -8,7 +8,7 @@ import {
   fromQr,
   sendDisclosure,
   status as walletStatus,
-} from '../../server/standin/wallet.js';
+} from '../../devtools/standin/wallet.js';
 import { PkgClient, type PkgClientOptions } from './client.js';
 import { readSessionClaims, type SessionStatus } from './jwt.js';
 import type { IdentitySession } from './session.js';

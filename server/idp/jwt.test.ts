@@ -1,7 +1,7 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { CompactSign } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { manualClock } from '../standin/testing.js';
+import { manualClock } from '../../devtools/standin/testing.js';
 import { PkgError } from '../errors.js';
 import { ResultJwtVerifier, provenAttributes, type ResultClaims } from './jwt.js';
 

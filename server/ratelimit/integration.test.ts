@@ -3,7 +3,7 @@ import { closedPort } from '../db/testing.js';
 import { createMetrics } from '../metrics.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryBucketStore, redisBucketStore, type BucketStore, type RateLimitSettings } from './index.js';
-import { manualClock, startStandin, type RunningStandin } from '../standin/testing.js';
+import { manualClock, startStandin, type RunningStandin } from '../../devtools/standin/testing.js';
 import { startPkg, type RunningPkg } from '../testing.js';
 
 /**

@@ -1,7 +1,7 @@
 import { seal } from '../../lib/index.js';
 import { extractSigningKey } from '../../lib/keys.js';
 import { qrSvg } from '../../lib/pkg/qr.js';
-import { disclose } from '../../server/standin/wallet.js';
+import { disclose } from '../../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { test, expect } from './fixtures.js';
 

@@ -2,7 +2,7 @@
  * The Yivi (IRMA) wire vocabulary shared by the stand-in server and the simulated wallet.
  *
  * Browser-safe on purpose: no Node imports, so a demo page can bundle the wallet client.
- * Names and JSON shapes follow the Yivi server (irmago) exactly; see server/standin/README.md.
+ * Names and JSON shapes follow the Yivi server (irmago) exactly; see devtools/standin/README.md.
  */
 
 export const LD_CONTEXT = {

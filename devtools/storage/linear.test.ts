@@ -27,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(() => storage.close());
 
-describe('Content-Range and Range (server/storage/range.ts)', () => {
+describe('Content-Range and Range (devtools/storage/range.ts)', () => {
   const contentRanges: Array<[string, (n: number) => string]> = [
     ['whitespace between unit and range', (n) => `bytes${run(' \t', n)}0-1/2`],
     ['a run of slashes', (n) => `bytes ${run('/', n)}`],
@@ -59,7 +59,7 @@ describe('Content-Range and Range (server/storage/range.ts)', () => {
   });
 });
 
-describe('mailbox lists (server/storage/mailboxes.ts)', () => {
+describe('mailbox lists (devtools/storage/mailboxes.ts)', () => {
   const lists: Array<[string, (n: number) => string]> = [
     // A display name followed by whitespace and no address: the name and the whitespace must not
     // share the run (the pattern once let both take it, which backtracked quadratically).
@@ -83,7 +83,7 @@ describe('mailbox lists (server/storage/mailboxes.ts)', () => {
   });
 });
 
-describe('headers with credentials (server/storage/pkg.ts, tokens.ts)', () => {
+describe('headers with credentials (devtools/storage/pkg.ts, tokens.ts)', () => {
   it('Authorization: Bearer PG-…', async () => {
     for (const [what, header] of [
       ['spaces before the key', (n: number) => `Bearer ${run(' ', n)}PG-x`],

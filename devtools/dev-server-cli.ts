@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError } from './config.js';
 
 /**
  * The shared shape of the development servers' command lines (pg-standin, pg-storage): strict flag
@@ -8,8 +7,17 @@ import { ConfigError } from './config.js';
  * <url>" line on stdout, and a clean exit on SIGINT or SIGTERM.
  */
 
-// The dev servers' usage errors are pg-pkg's: one class for "this setting is wrong" in the package.
-export { ConfigError };
+/** A command-line setting is wrong: the same shape as pg-pkg's ConfigError, kept here so the dev tools need none of the PKG's code. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    /** The flag at fault, e.g. "--port"; undefined when the problem names it itself (the parser's own messages). */
+    readonly setting: string | undefined,
+    problem: string,
+  ) {
+    super(setting === undefined ? problem : `${setting}: ${problem}`);
+  }
+}
 
 export type ServerCommand<O> = { kind: 'help' } | { kind: 'run'; port: number; host: string; options: O };
 

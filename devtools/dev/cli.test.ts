@@ -1,0 +1,164 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../dev-server-cli.js';
+import { USAGE, banner, parseCli } from './cli.js';
+import { startDevStack } from './stack.js';
+
+/** pg-dev's command line, and the stack it starts (the PKG from this repository's sources, as `pg-pkg`). */
+
+// pg-pkg runs in the key directory, outside the repository: tsx's loader by its full URL.
+const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+const PKG_FROM_SOURCES = [process.execPath, '--import', TSX, resolve(import.meta.dirname, '../../server/main.ts')];
+const quiet = () =>
+  new Writable({
+    write: (_chunk, _encoding, done) => done(),
+  });
+
+describe('parseCli', () => {
+  it('defaults to loopback, 8080, 8088, 8100, temporary keys and uploads, any origin', () => {
+    expect(parseCli([])).toEqual({
+      kind: 'run',
+      options: { host: '127.0.0.1', pkgPort: 8080, standinPort: 8088, storagePort: 8100, allowedOrigins: ['*'] },
+    });
+  });
+
+  it('maps every flag', () => {
+    expect(
+      parseCli([
+        '--host=0.0.0.0',
+        '--pkg-port',
+        '0',
+        '--standin-port',
+        '9088',
+        '--storage-port',
+        '9100',
+        '--key-dir',
+        'keys',
+        '--data-dir',
+        'uploads',
+        '--allowed-origins',
+        'http://a.test, http://b.test',
+      ]),
+    ).toEqual({
+      kind: 'run',
+      options: {
+        host: '0.0.0.0',
+        pkgPort: 0,
+        standinPort: 9088,
+        storagePort: 9100,
+        keyDir: 'keys',
+        dataDir: 'uploads',
+        allowedOrigins: ['http://a.test', 'http://b.test'],
+      },
+    });
+    expect(parseCli(['-h'])).toEqual({ kind: 'help' });
+    for (const flag of ['--host', '--pkg-port', '--standin-port', '--storage-port', '--key-dir', '--data-dir'])
+      expect(USAGE).toContain(flag);
+  });
+
+  it('refuses what it cannot use, naming the flag', () => {
+    for (const [argv, setting] of [
+      [['--pkg-port', '65536'], '--pkg-port'],
+      [['--standin-port', 'x'], '--standin-port'],
+      [['--key-dir', ''], '--key-dir'],
+      [['--nope'], undefined],
+      [['extra'], undefined],
+    ] as const) {
+      let error: unknown;
+      try {
+        parseCli(argv);
+      } catch (e) {
+        error = e;
+      }
+      expect(error, argv.join(' ')).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).setting).toBe(setting);
+    }
+  });
+});
+
+describe('startDevStack', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'pg-dev-test-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('starts PKG, stand-in and storage on free ports, keeps a given key directory, and stops them all', async () => {
+    const keyDir = join(dir, 'keys');
+    const options = {
+      host: '127.0.0.1',
+      pkgPort: 0,
+      standinPort: 0,
+      storagePort: 0,
+      allowedOrigins: ['*'],
+      keyDir,
+      pkgCommand: PKG_FROM_SOURCES,
+      log: quiet(),
+    };
+    const stack = await startDevStack(options);
+    try {
+      expect(await (await fetch(`${stack.pkgUrl}/health`)).text()).toBe('OK');
+      expect((await fetch(stack.walletUrl)).status).toBe(200);
+      expect(await (await fetch(`${stack.storageUrl}/health`)).text()).toBe('OK');
+      expect(stack.temporaryKeys).toBe(false);
+      expect(banner(stack)).toContain(stack.walletUrl);
+    } finally {
+      await stack.close();
+    }
+    await expect(fetch(`${stack.pkgUrl}/health`)).rejects.toThrow();
+    expect(await stack.pkgExited).toMatch(/^(exit 0|SIGTERM)$/);
+    // A second start reuses the keys, so files sealed before still open.
+    const key = await readFile(join(keyDir, 'pkg_ibe.sec'));
+    const again = await startDevStack(options);
+    await again.close();
+    expect(await readFile(join(keyDir, 'pkg_ibe.sec'))).toEqual(key);
+  });
+
+  it('without a key directory, makes a temporary one and removes it on close', async () => {
+    const stack = await startDevStack({
+      host: '127.0.0.1',
+      pkgPort: 0,
+      standinPort: 0,
+      storagePort: 0,
+      allowedOrigins: ['*'],
+      pkgCommand: PKG_FROM_SOURCES,
+      log: quiet(),
+    });
+    expect(stack.temporaryKeys).toBe(true);
+    expect(existsSync(join(stack.keyDir, 'pkg_ibs.pub'))).toBe(true);
+    await stack.close();
+    expect(existsSync(stack.keyDir)).toBe(false);
+  });
+
+  it('a port in use is a one-line start-up error, and nothing is left running', async () => {
+    const first = await startDevStack({
+      host: '127.0.0.1',
+      pkgPort: 0,
+      standinPort: 0,
+      storagePort: 0,
+      allowedOrigins: ['*'],
+      pkgCommand: PKG_FROM_SOURCES,
+      log: quiet(),
+    });
+    try {
+      const port = Number(new URL(first.standinUrl).port);
+      await expect(
+        startDevStack({
+          host: '127.0.0.1',
+          pkgPort: 0,
+          standinPort: port,
+          storagePort: 0,
+          allowedOrigins: ['*'],
+          pkgCommand: PKG_FROM_SOURCES,
+          log: quiet(),
+        }),
+      ).rejects.toMatchObject({ name: 'StartupError', message: expect.stringContaining(`port ${port}`) });
+    } finally {
+      await first.close();
+    }
+  });
+});
