@@ -99,7 +99,13 @@ describe('startDevStack', () => {
       pkgCommand: PKG_FROM_SOURCES,
       log: quiet(),
     };
-    const stack = await startDevStack(options);
+    let printed = '';
+    const stack = await startDevStack({
+      ...options,
+      log: new Writable({ write: (chunk: Buffer, _encoding, done) => done(void (printed += chunk.toString())) }),
+    });
+    // The new key files are named where they are, not relative to the PKG's working directory.
+    expect(printed).toContain(`IBE public key: ${join(keyDir, 'pkg_ibe.pub')}`);
     try {
       expect(await (await fetch(`${stack.pkgUrl}/health`)).text()).toBe('OK');
       expect((await fetch(stack.walletUrl)).status).toBe(200);

@@ -146,7 +146,20 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     const command = options.pkgCommand ?? (await installedPkgCommand());
     const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...options.env };
     // Fresh master keys in a new directory; an existing complete set is kept (so ciphertexts survive a restart).
-    await runPkg(command, ['gen', '--if-missing'], keyDir, env, log);
+    // Absolute paths, so what gen prints names the files wherever pg-dev was started.
+    const keyFile = (name: string) => resolve(keyDir, name);
+    await runPkg(
+      command,
+      [
+        'gen',
+        '--if-missing',
+        ...['--ibe-secret-path', keyFile('pkg_ibe.sec'), '--ibe-public-path', keyFile('pkg_ibe.pub')],
+        ...['--ibs-secret-path', keyFile('pkg_ibs.sec'), '--ibs-public-path', keyFile('pkg_ibs.pub')],
+      ],
+      keyDir,
+      env,
+      log,
+    );
 
     const standin = buildStandin({
       keyPath: join(keyDir, 'standin-jwt.pem'),
