@@ -1,10 +1,10 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
-import { CompactSign } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiKeyRecord, ApiKeyStore } from './db.js';
 import { disclose } from '../devtools/standin/wallet.js';
 import { testKeyPem } from '../devtools/standin/testing.js';
 import { startPkg, type RunningPkg } from './testing.js';
+import { disclosingClaims, signClaims } from './idp/testing.js';
 
 /**
  * --refuse-demo-schemes: irma-demo attributes, which anyone can issue to themselves, are refused at
@@ -73,21 +73,8 @@ async function sessionJwt(via: RunningPkg, con: unknown[], values: Record<string
 
 /** A result JWT disclosing `attributes`, signed with the stand-in's key (a session started elsewhere). */
 function forgedJwt(attributes: Array<[string, string]>): Promise<string> {
-  const now = strict.clock.now();
-  const claims = {
-    exp: now + 300,
-    iat: now,
-    iss: 'irmaserver',
-    sub: 'disclosing_result',
-    token: 'AAAAAAAAAAAAAAAAAAAA',
-    status: 'DONE',
-    type: 'disclosing',
-    proofStatus: 'VALID',
-    disclosed: attributes.map(([id, rawvalue]) => [{ id, rawvalue, status: 'PRESENT', issuancetime: 0 }]),
-  };
-  return new CompactSign(new TextEncoder().encode(JSON.stringify(claims)))
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
-    .sign(standinKey);
+  const disclosed = attributes.map(([id, rawvalue]) => [{ id, rawvalue, status: 'PRESENT', issuancetime: 0 }]);
+  return signClaims(disclosingClaims(strict.clock.now(), disclosed), standinKey);
 }
 
 describe('refused at session start', () => {

@@ -1,11 +1,11 @@
 import { createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { CompactSign } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PkgError } from './errors.js';
 import { keyTimestamp } from './routes/keys.js';
 import { disclose } from '../devtools/standin/wallet.js';
 import { testKeyPem } from '../devtools/standin/testing.js';
 import { startPkg, type RunningPkg } from './testing.js';
+import { disclosingClaims, emailDisclosed, signClaims } from './idp/testing.js';
 
 /**
  * Every rule of the key routes, broken one at a time over HTTP: credentials, JWT algorithm, claims,
@@ -29,31 +29,7 @@ afterAll(async () => {
   await pkg?.close();
 });
 
-function claims(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const now = pkg.clock.now();
-  return {
-    exp: now + 300,
-    iat: now,
-    iss: 'irmaserver',
-    sub: 'disclosing_result',
-    token: 'AAAAAAAAAAAAAAAAAAAA',
-    status: 'DONE',
-    type: 'disclosing',
-    proofStatus: 'VALID',
-    disclosed: [
-      [
-        {
-          rawvalue: 'a@example.org',
-          value: { '': 'a@example.org', en: 'a@example.org', nl: 'a@example.org' },
-          id: EMAIL,
-          status: 'PRESENT',
-          issuancetime: 0,
-        },
-      ],
-    ],
-    ...extra,
-  };
-}
+const claims = (extra: Record<string, unknown> = {}) => disclosingClaims(pkg.clock.now(), emailDisclosed(EMAIL), extra);
 
 const without = (name: string): Record<string, unknown> => {
   const c = claims();
@@ -63,10 +39,7 @@ const without = (name: string): Record<string, unknown> => {
 
 const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
-const rs256 = (payload: Record<string, unknown>, key: KeyObject = standinKey) =>
-  new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
-    .sign(key);
+const rs256 = (payload: Record<string, unknown>, key: KeyObject = standinKey) => signClaims(payload, key);
 
 /** The classic confusion attack: HS256 with the server's public key PEM as the HMAC secret. */
 function hs256WithPublicKey(payload: Record<string, unknown>): string {
@@ -151,9 +124,7 @@ describe('JWT algorithm and signature', () => {
 
   it('other RSA algorithms with the right key are refused (RS384, RS512, PS256)', async () => {
     for (const alg of ['RS384', 'RS512', 'PS256']) {
-      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(claims())))
-        .setProtectedHeader({ alg })
-        .sign(standinKey);
+      const jwt = await signClaims(claims(), standinKey, { alg });
       await expectError(await key(jwt), 401, 'JWT_INVALID');
     }
   });
@@ -206,9 +177,7 @@ describe('JWT claims', () => {
       await expectError(await key(await rs256(claims(extra))), 401, 'JWT_INVALID');
     }
     for (const payload of [[], 'x', null]) {
-      const jwt = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
-        .setProtectedHeader({ alg: 'RS256' })
-        .sign(standinKey);
+      const jwt = await signClaims(payload, standinKey, { alg: 'RS256' });
       await expectError(await key(jwt), 401, 'JWT_INVALID');
     }
   });

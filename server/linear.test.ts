@@ -1,12 +1,12 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { FastifyRequest } from 'fastify';
-import { CompactSign } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIB, expectLinearTime, repeated as run } from '../test/linear-time.js';
 import { bearerCredential } from './auth.js';
 import { PkgError } from './errors.js';
 import { ResultJwtVerifier } from './idp/jwt.js';
+import { disclosingClaims, signPayload } from './idp/testing.js';
 import { manualClock } from '../devtools/standin/testing.js';
 import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from './testing.js';
@@ -94,19 +94,8 @@ describe('the session JWT (server/idp/jwt.ts)', () => {
   const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
   const verifier = new ResultJwtVerifier({ fetchPublicKey: async () => pem, clock });
   const now = clock.now();
-  const claims = (extra: Record<string, unknown>) => ({
-    exp: now + 300,
-    iat: now,
-    iss: 'irmaserver',
-    sub: 'disclosing_result',
-    token: 'AAAAAAAAAAAAAAAAAAAA',
-    status: 'DONE',
-    type: 'disclosing',
-    proofStatus: 'VALID',
-    ...extra,
-  });
-  const sign = (payload: string, header: Record<string, unknown> = { alg: 'RS256', typ: 'JWT' }) =>
-    new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader(header as { alg: string }).sign(privateKey);
+  const claims = (extra: Record<string, unknown>) => disclosingClaims(now, undefined, extra);
+  const sign = (payload: string, header?: Record<string, unknown>) => signPayload(payload, privateKey, header);
   /** A signed token whose JSON payload is about `n` characters once encoded, padded with a claim of `unit`. */
   const padded = (n: number, unit: string, extra: Record<string, unknown> = {}) =>
     sign(JSON.stringify(claims({ ...extra, pad: run(unit, Math.max(0, (n * 3) / 4 - 600)) })));

@@ -1,9 +1,9 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { CompactSign } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { manualClock } from '../../devtools/standin/testing.js';
 import { PkgError } from '../errors.js';
 import { ResultJwtVerifier, provenAttributes, type ResultClaims } from './jwt.js';
+import { disclosingClaims, emailDisclosed, signClaims } from './testing.js';
 
 /** The verifier on its own: key caching, rotation and backoff with a fake key source and clock. */
 
@@ -17,35 +17,10 @@ function rsa(bits = 2048): { privateKey: KeyObject; pem: string } {
 const keyA = rsa();
 const keyB = rsa();
 
-function claims(now: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    exp: now + 300,
-    iat: now,
-    iss: 'irmaserver',
-    sub: 'disclosing_result',
-    token: 'AAAAAAAAAAAAAAAAAAAA',
-    status: 'DONE',
-    type: 'disclosing',
-    proofStatus: 'VALID',
-    disclosed: [
-      [
-        {
-          rawvalue: 'a@example.org',
-          value: { '': 'a@example.org', en: 'a@example.org', nl: 'a@example.org' },
-          id: EMAIL,
-          status: 'PRESENT',
-          issuancetime: 0,
-        },
-      ],
-    ],
-    ...extra,
-  };
-}
+const claims = (now: number, extra: Record<string, unknown> = {}) =>
+  disclosingClaims(now, emailDisclosed(EMAIL), extra);
 
-const sign = (payload: Record<string, unknown>, key: KeyObject = keyA.privateKey) =>
-  new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
-    .sign(key);
+const sign = (payload: Record<string, unknown>, key: KeyObject = keyA.privateKey) => signClaims(payload, key);
 
 /** A key source that counts its calls and can be switched or broken. */
 function keySource(initial: string) {
