@@ -9,7 +9,7 @@ import {
   withSignerPolicy,
   type SealedPair,
 } from '../../test/crafted-header.js';
-import { startStorage, type RunningStorage } from './testing.js';
+import { startStorage, uploadWhole, type RunningStorage } from './testing.js';
 
 /**
  * pg-storage reads the sender from an upload's header at finalize, in the request's own turn of
@@ -41,28 +41,6 @@ afterAll(async () => {
   if (process.env['LINEAR_TIME_LOG'] !== undefined) for (const line of timings) console.log(`[crafted] ${line}`);
 });
 
-/** init and one chunk with all of `file`; the upload's id, token and challenge. */
-async function upload(file: Uint8Array<ArrayBuffer>): Promise<{ uuid: string; token: string; challenge: Uint8Array }> {
-  const init = await fetch(`${storage.url}/fileupload/init`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ recipient: 'bob@example.org', mailContent: '', mailLang: 'EN', confirm: false }),
-  });
-  expect(init.status).toBe(200);
-  const { uuid, challenge } = (await init.json()) as { uuid: string; challenge: string };
-  const put = await fetch(`${storage.url}/fileupload/${uuid}`, {
-    method: 'PUT',
-    headers: {
-      cryptifytoken: init.headers.get('cryptifytoken')!,
-      'content-range': `bytes 0-${file.length}/*`,
-      'content-type': 'application/octet-stream',
-    },
-    body: file,
-  });
-  expect(put.status).toBe(200);
-  return { uuid, token: put.headers.get('cryptifytoken')!, challenge: new Uint8Array(Buffer.from(challenge, 'hex')) };
-}
-
 /**
  * Finalizes while asking /health every 10 ms, and once more after: the finalize's status and time,
  * and the slowest /health answer (which includes any time the event loop was held).
@@ -72,7 +50,7 @@ async function finalizeWatched(
   file: Uint8Array<ArrayBuffer>,
   proofKey?: string,
 ): Promise<{ status: number; ms: number; slowestHealthMs: number; healthChecks: number }> {
-  const { uuid, token, challenge } = await upload(file);
+  const { uuid, token, challenge } = await uploadWhole(storage.url, file);
   const proof = proofKey === undefined ? undefined : signChallenge(proofKey, uuid, challenge);
   const start = performance.now();
   let done = false;

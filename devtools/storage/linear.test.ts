@@ -4,7 +4,7 @@ import { expectLinearTime, repeated as run } from '../../test/linear-time.js';
 import { MailboxError, parseMailboxes } from './mailboxes.js';
 import { apiKeyFromHeader } from './pkg.js';
 import { RangeSyntaxError, parseContentRange, parseRangeHeader } from './range.js';
-import { startStorage, type RunningStorage } from './testing.js';
+import { startStorage, uploadWhole, type RunningStorage } from './testing.js';
 import { tokensEqual } from './tokens.js';
 
 /**
@@ -115,27 +115,6 @@ describe('through the app (in process)', () => {
     payload?: string | Uint8Array;
   }) => (await storage.app.inject({ method: options.method ?? 'GET', ...options })).statusCode;
 
-  /** An upload of `file`, all chunks sent, not finalized. */
-  async function uploaded(): Promise<{ uuid: string; token: string }> {
-    const init = await fetch(`${storage.url}/fileupload/init`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ recipient: 'bob@example.org', mailContent: '', mailLang: 'EN', confirm: false }),
-    });
-    const { uuid } = (await init.json()) as { uuid: string };
-    const put = await fetch(`${storage.url}/fileupload/${uuid}`, {
-      method: 'PUT',
-      headers: {
-        cryptifytoken: init.headers.get('cryptifytoken')!,
-        'content-range': `bytes 0-${file.length}/*`,
-        'content-type': 'application/octet-stream',
-      },
-      body: file,
-    });
-    expect(put.status).toBe(200);
-    return { uuid, token: put.headers.get('cryptifytoken')! };
-  }
-
   it('init bodies: nesting, whitespace, a crafted recipient list; over 1 MiB refused', async () => {
     const init = { mailContent: '', mailLang: 'EN', confirm: false };
     const bodies: Array<[string, (n: number) => string, number]> = [
@@ -160,7 +139,7 @@ describe('through the app (in process)', () => {
   });
 
   it('chunk and finalize headers: Content-Range, Cryptify token, proof, recovery token', async () => {
-    const upload = await uploaded();
+    const upload = await uploadWhole(storage.url, file);
     const put = (headers: Record<string, string>) =>
       inject({
         method: 'PUT',

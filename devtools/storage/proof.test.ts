@@ -3,7 +3,7 @@ import { sealStream, signChallenge } from '../../lib/index.js';
 import { extractSigningKey, generateSigningKeys } from '../../lib/keys.js';
 import { fakePkgKeys } from '../../sdk/testing.js';
 import { collector } from '../../test/streams.js';
-import { startStorage, type RunningStorage } from './testing.js';
+import { startStorage, uploadWhole, type RunningStorage } from './testing.js';
 
 /**
  * Proof of possession at finalize (pg-js 2.5, pg-core 0.6.5): init hands out a 32-byte
@@ -36,31 +36,8 @@ beforeAll(async () => {
 afterAll(() => storage.close());
 beforeEach(() => fetch(`${storage.url}/standin/outbox`, { method: 'DELETE' }));
 
-async function uploaded(): Promise<{ uuid: string; token: string; challenge: Uint8Array }> {
-  const init = await fetch(`${storage.url}/fileupload/init`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      recipient: 'bob@example.org',
-      mailContent: '',
-      mailLang: 'EN',
-      confirm: false,
-      notifyRecipients: true,
-    }),
-  });
-  const { uuid, challenge } = (await init.json()) as { uuid: string; challenge: string };
-  const put = await fetch(`${storage.url}/fileupload/${uuid}`, {
-    method: 'PUT',
-    headers: {
-      cryptifytoken: init.headers.get('cryptifytoken')!,
-      'content-range': `bytes 0-${file.length}/*`,
-      'content-type': 'application/octet-stream',
-    },
-    body: file,
-  });
-  expect(put.status).toBe(200);
-  return { uuid, token: put.headers.get('cryptifytoken')!, challenge: new Uint8Array(Buffer.from(challenge, 'hex')) };
-}
+/** An upload of `file` (to bob, who is told), its one chunk sent, not finalized. */
+const uploaded = () => uploadWhole(storage.url, file, { notifyRecipients: true });
 
 const finalize = (upload: { uuid: string; token: string }, proof?: string) =>
   fetch(`${storage.url}/fileupload/finalize/${upload.uuid}`, {

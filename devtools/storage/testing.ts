@@ -63,3 +63,39 @@ export async function startStorage(options: StorageOptions = {}): Promise<Runnin
     close: () => app.close(),
   };
 }
+
+/** An upload of {@link uploadWhole}: its id, the Cryptify token after the chunk, init's challenge (bytes). */
+export interface WholeUpload {
+  uuid: string;
+  token: string;
+  challenge: Uint8Array;
+}
+
+/**
+ * Inits an upload to bob@example.org at the storage at `url` (`init` adds to or overrides the init
+ * body) and sends all of `file` in one chunk, not finalized. Throws unless both answer 200.
+ */
+export async function uploadWhole(
+  url: string,
+  file: Uint8Array<ArrayBuffer>,
+  init: Record<string, unknown> = {},
+): Promise<WholeUpload> {
+  const started = await fetch(`${url}/fileupload/init`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ recipient: 'bob@example.org', mailContent: '', mailLang: 'EN', confirm: false, ...init }),
+  });
+  if (started.status !== 200) throw new Error(`init: HTTP ${started.status} ${await started.text()}`);
+  const { uuid, challenge } = (await started.json()) as { uuid: string; challenge: string };
+  const put = await fetch(`${url}/fileupload/${uuid}`, {
+    method: 'PUT',
+    headers: {
+      cryptifytoken: started.headers.get('cryptifytoken')!,
+      'content-range': `bytes 0-${file.length}/*`,
+      'content-type': 'application/octet-stream',
+    },
+    body: file,
+  });
+  if (put.status !== 200) throw new Error(`chunk: HTTP ${put.status} ${await put.text()}`);
+  return { uuid, token: put.headers.get('cryptifytoken')!, challenge: new Uint8Array(Buffer.from(challenge, 'hex')) };
+}
