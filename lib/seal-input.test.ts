@@ -2,21 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { chunkedSource, collector } from '../test/streams.js';
 import { InputError } from './errors.js';
 import { seal, sealStream, type Policy, type SealOptions } from './index.js';
-import { extractSigningKey, generateKemKeys, generateSigningKeys } from './keys.js';
+import { EMAIL, alice, bob, boom, kem, plain, pubSignKey, throwing } from '../test/seal-options.js';
 
 /**
  * Seal options as a careless or hostile caller gives them: recipient attributes that no key could
  * ever match, getters and Proxies that throw while the options are read. Each is refused with a
  * typed InputError by `seal` and `sealStream` alike, before a byte is written.
  */
-
-const EMAIL = 'pbdf.sidn-pbdf.email.email';
-const bob: Policy = { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'bob@example.com' }] };
-const alice: Policy = { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'alice@example.com' }] };
-const kem = generateKemKeys();
-const ibs = generateSigningKeys();
-const pubSignKey = { key: extractSigningKey(ibs.sk, alice), policy: alice };
-const plain = new TextEncoder().encode('hello');
 
 /** Both sealers reject with an InputError of `code` (message matching), and the stream's sink got nothing. */
 async function refused(options: unknown, code: string, message: RegExp): Promise<void> {
@@ -51,18 +43,6 @@ describe('recipient attributes no key could match', () => {
     await refused({ policy: { eve: second }, pubSignKey }, 'INVALID_POLICY', /con\[1\].*empty attribute type/);
   });
 });
-
-const boom = new Error('x');
-/** `target` with `key` replaced by a getter that throws `thrown`. */
-function throwing<T extends object>(target: T, key: string, thrown: unknown = boom): T {
-  Object.defineProperty(target, key, {
-    enumerable: true,
-    get() {
-      throw thrown;
-    },
-  });
-  return target;
-}
 
 describe('a getter or Proxy that throws while the options are read: INVALID_INPUT, the throw as its cause', () => {
   const cases: Array<[string, () => unknown]> = [

@@ -1,8 +1,8 @@
 import { expose } from 'comlink';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InputError } from '../lib/errors.js';
-import { extractSigningKey, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
-import type { Policy, SealOptions } from '../lib/index.js';
+import type { SealOptions } from '../lib/index.js';
+import { EMAIL, bob, boom, kem, plain, pubSignKey, throwing } from '../test/seal-options.js';
 import { chunkedSource, collector } from '../test/streams.js';
 import { PostGuardWorker } from './client.js';
 import { cryptoWorkerApi } from './worker-api.js';
@@ -15,15 +15,6 @@ import { cryptoWorkerApi } from './worker-api.js';
  * on the caller's side, before anything is posted, so a real module worker changes nothing here.
  */
 
-const EMAIL = 'pbdf.sidn-pbdf.email.email';
-const bob: Policy = { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'bob@example.com' }] };
-const alice: Policy = { ts: 1_700_000_000, con: [{ t: EMAIL, v: 'alice@example.com' }] };
-const kem = generateKemKeys();
-const ibs = generateSigningKeys();
-const pubSignKey = { key: extractSigningKey(ibs.sk, alice), policy: alice };
-const plain = new TextEncoder().encode('hello');
-const boom = new Error('x');
-
 let pg: PostGuardWorker;
 let close: () => void;
 beforeAll(() => {
@@ -33,16 +24,6 @@ beforeAll(() => {
   close = () => (port1.close(), port2.close());
 });
 afterAll(() => close());
-
-function throwing<T extends object>(target: T, key: string): T {
-  Object.defineProperty(target, key, {
-    enumerable: true,
-    get() {
-      throw boom;
-    },
-  });
-  return target;
-}
 
 /** Both worker sealers reject with an InputError of `code` (message matching); the streams are ended with it. */
 async function refusedThroughWorker(
