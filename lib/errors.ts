@@ -91,13 +91,13 @@ export const tampered = (what: string) => new AuthenticationError(ErrorCode.TAMP
 
 export const badSignature = (what: string) => new AuthenticationError(ErrorCode.BAD_SIGNATURE, what);
 
-/** True for errors this library raised on purpose (as opposed to bugs or platform failures). */
-export const isPostGuardError = (e: unknown): e is PostGuardError => e instanceof PostGuardError;
-
-/** isPostGuardError for a value the caller threw, which may be a Proxy whose traps throw: false then. */
-export function isOwnError(thrown: unknown): thrown is PostGuardError {
+/**
+ * True for errors this library raised on purpose (as opposed to bugs or platform failures). Safe
+ * on anything a caller threw, a Proxy whose traps throw included: false then.
+ */
+export function isPostGuardError(e: unknown): e is PostGuardError {
   try {
-    return thrown instanceof PostGuardError;
+    return e instanceof PostGuardError;
   } catch {
     return false;
   }

@@ -5,7 +5,7 @@ import { loadPairingAcceleration, multiEncaps } from './crypto/cgwkv.js';
 import { aesGcmSeal, importAesKey } from '#aes';
 import { AES_KEY_BYTES, type AesKey } from './crypto/aes.js';
 import type { Xof } from './crypto/xof.js';
-import { ErrorCode, InputError, describeThrown, invalidKey, invalidPolicy, isOwnError } from './errors.js';
+import { ErrorCode, InputError, describeThrown, invalidKey, invalidPolicy, isPostGuardError } from './errors.js';
 import { MAX_HEADER_BYTES, MAX_SIGNATURE_BYTES, encodeFrame } from './frame.js';
 import { DEFAULT_SEGMENT_SIZE, IV_BYTES, encodeHeader, type Mode, type RecipientHeader } from './header.js';
 import { asBytes } from './io.js';
@@ -106,7 +106,7 @@ function readOptions(options: unknown): ReadOptions {
   try {
     return readOptionsUnguarded(options);
   } catch (error) {
-    if (isOwnError(error)) throw error;
+    if (isPostGuardError(error)) throw error;
     throw new InputError(ErrorCode.INVALID_INPUT, `options: reading them threw: ${describeThrown(error)}`, {
       cause: error,
     });

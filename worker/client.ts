@@ -23,7 +23,7 @@ import type { Policy } from '../lib/policy.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import type { CryptoWorkerApi, RemoteHeaderView, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
-import { ErrorCode, InputError, describeThrown, isOwnError } from '../lib/errors.js';
+import { ErrorCode, InputError, describeThrown, isPostGuardError } from '../lib/errors.js';
 import { sentWritableSettled } from './transfer.js';
 
 /** How `new PostGuardWorker(options)` reaches its crypto worker; none is needed with a bundler that follows `new URL(...)`. */
@@ -138,7 +138,7 @@ function optionsForWorker(options: SealOptions): SealOptions {
     }
     copy = structuredClone(picked);
   } catch (error) {
-    if (isOwnError(error)) throw error;
+    if (isPostGuardError(error)) throw error;
     const name = nameOf(error);
     if (name === 'RangeError' || name === 'InternalError') throw cannotSend(TOO_DEEP, error);
     if (name === 'DataCloneError') {

@@ -353,9 +353,10 @@ function senderParts(report: SenderReport): Array<HTMLElement | null> {
 
 function showVerified(verified: VerificationResult, what: string): void {
   verifiedRegion.replaceChildren();
-  append(verifiedRegion, [h('p', {}, h('strong', {}, what)), ...senderParts(senderReport(verified))]);
+  const report = senderReport(verified);
+  append(verifiedRegion, [h('p', {}, h('strong', {}, what)), ...senderParts(report)]);
   verifiedRegion.dataset['outcome'] = 'decrypted';
-  verifiedRegion.dataset['standing'] = senderReport(verified).standing;
+  verifiedRegion.dataset['standing'] = report.standing;
   verifiedRegion.hidden = false;
 }
 
