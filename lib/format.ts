@@ -13,9 +13,10 @@ export {
   MAX_SIGNATURE_BYTES,
   parsePreamble,
   parseSignatureLength,
+  readFrame,
   splitFrame,
 } from './frame.js';
-export type { Frame } from './frame.js';
+export type { Frame, FrameParts } from './frame.js';
 export { decodeHeader, checkedSegmentSize, DEFAULT_SEGMENT_SIZE, MAX_SEGMENT_SIZE } from './header.js';
 export type { Header, Mode, RecipientHeader } from './header.js';
 export { decodeSignatureExt, SIGNATURE_BYTES } from './signatures.js';

@@ -71,28 +71,77 @@ export function parseSignatureLength(field: Uint8Array): number {
   return length;
 }
 
-/** An in-memory ciphertext's parts, as `splitFrame` returns them. */
-export interface Frame {
+/** A ciphertext's framing: its header and header signature, and where its payload starts. */
+export interface FrameParts {
   /** The bincode header (decode it with `decodeHeader`). */
   readonly header: Uint8Array;
   /** The header signature field: signature and signer's policy (`decodeSignatureExt`). */
   readonly signature: Uint8Array;
+  /** Bytes before the payload: preamble, header, signature length and header signature. */
+  readonly framingBytes: number;
+}
+
+/** An in-memory ciphertext's parts, as `splitFrame` returns them. */
+export interface Frame extends FrameParts {
   /** Everything after the header signature. */
   readonly payload: Uint8Array;
 }
 
+/** One read the frame walk asks for: `length` bytes at `offset`, named `what` in a TRUNCATED error. */
+interface FrameRead {
+  readonly offset: number;
+  readonly length: number;
+  readonly what: string;
+}
+
+/**
+ * The frame walk, written once for every reader of the framing (in memory, a stream, a Blob, a
+ * ranged URL, a file on disk): preamble, header, signature length, signature, each length checked
+ * against its bound before the read that trusts it. It asks for reads and is handed back what the
+ * source had (fewer bytes only at the end of the source); the drivers below feed it.
+ */
+function* frameWalk(): Generator<FrameRead, FrameParts, Uint8Array> {
+  const preamble = yield { offset: 0, length: PREAMBLE_BYTES, what: 'the preamble' };
+  // parsePreamble tells a short file that starts like PostGuard (TRUNCATED) from anything else.
+  const headerLength = parsePreamble(preamble);
+  const headerEnd = PREAMBLE_BYTES + headerLength;
+  const header = yield { offset: PREAMBLE_BYTES, length: headerLength, what: 'the header' };
+  const signatureLength = parseSignatureLength(
+    yield { offset: headerEnd, length: 4, what: 'the header signature length' },
+  );
+  const signature = yield { offset: headerEnd + 4, length: signatureLength, what: 'the header signature' };
+  return { header, signature, framingBytes: headerEnd + 4 + signatureLength };
+}
+
+/** Checks a read's result: short only where the preamble check explains it. */
+function delivered(read: FrameRead, bytes: Uint8Array): Uint8Array {
+  if (bytes.length === read.length || read.offset === 0) return bytes;
+  throw truncated(read.what);
+}
+
+/**
+ * Reads a ciphertext's framing through `read(offset, length)`, which answers up to `length` bytes
+ * (fewer only at the end of the source). Reads come in order, each right after the one before, so
+ * a sequential source may ignore `offset`. Throws the framing's typed errors (NOT_POSTGUARD,
+ * UNSUPPORTED_VERSION, HEADER_TOO_LARGE, TRUNCATED); the header itself is not decoded.
+ */
+export async function readFrame(read: (offset: number, length: number) => Promise<Uint8Array>): Promise<FrameParts> {
+  const walk = frameWalk();
+  let step = walk.next();
+  while (!step.done) {
+    const request = step.value;
+    step = walk.next(delivered(request, await read(request.offset, request.length)));
+  }
+  return step.value;
+}
+
 /** Splits an in-memory ciphertext into its parts (views, no copies). */
 export function splitFrame(bytes: Uint8Array): Frame {
-  const headerLength = parsePreamble(bytes.subarray(0, PREAMBLE_BYTES));
-  const headerEnd = PREAMBLE_BYTES + headerLength;
-  if (bytes.length < headerEnd) throw truncated('the header');
-  if (bytes.length < headerEnd + 4) throw truncated('the header signature length');
-  const signatureLength = parseSignatureLength(bytes.subarray(headerEnd, headerEnd + 4));
-  const signatureEnd = headerEnd + 4 + signatureLength;
-  if (bytes.length < signatureEnd) throw truncated('the header signature');
-  return {
-    header: bytes.subarray(PREAMBLE_BYTES, headerEnd),
-    signature: bytes.subarray(headerEnd + 4, signatureEnd),
-    payload: bytes.subarray(signatureEnd),
-  };
+  const walk = frameWalk();
+  let step = walk.next();
+  while (!step.done) {
+    const { offset, length } = step.value;
+    step = walk.next(delivered(step.value, bytes.subarray(offset, offset + length)));
+  }
+  return { ...step.value, payload: bytes.subarray(step.value.framingBytes) };
 }

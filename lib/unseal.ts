@@ -7,7 +7,7 @@ import { AES_KEY_BYTES, GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
 import { ErrorCode, FormatError, InputError, PostGuardError, malformed, tampered } from './errors.js';
-import { PREAMBLE_BYTES, parsePreamble, parseSignatureLength, splitFrame } from './frame.js';
+import { readFrame, splitFrame } from './frame.js';
 import { checkedSegmentSize, decodeHeader, type Header } from './header.js';
 import { StreamReader } from './io.js';
 import { userSecretKeyFromBase64, verifyingKeyFromBase64, type PreparedUserSecretKey } from './keys.js';
@@ -201,11 +201,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
   static async new(readable: ReadableStream<Uint8Array>, vk: string): Promise<StreamUnsealer> {
     const reader = new StreamReader(readable);
     try {
-      const { bytes: preamble } = await reader.readUpTo(PREAMBLE_BYTES);
-      const headerLength = parsePreamble(preamble);
-      const header = await reader.readExact(headerLength, 'the header');
-      const signatureLength = parseSignatureLength(await reader.readExact(4, 'the header signature length'));
-      const signature = await reader.readExact(signatureLength, 'the header signature');
+      const { header, signature } = await readFrame(async (_, length) => (await reader.readUpTo(length)).bytes);
       const verified = await verifyHeader(header, signature, vk);
       if (verified.header.mode.type !== 'Streaming') {
         throw new FormatError(ErrorCode.WRONG_MODE, 'this is an in-memory ciphertext: use Unsealer');
