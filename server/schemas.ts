@@ -1,4 +1,4 @@
-import { SESSION_STATUSES } from 'postguard-ts/pkg';
+import { PROOF_STATUSES, SESSION_STATUSES } from 'postguard-ts/pkg';
 
 /**
  * JSON Schemas shared by the routes. Every object schema closes itself (additionalProperties: false),
@@ -64,5 +64,5 @@ export const sessionStatusSchema = {
 
 export const proofStatusSchema = {
   type: 'string',
-  enum: ['VALID', 'INVALID', 'INVALID_TIMESTAMP', 'UNMATCHED_REQUEST', 'MISSING_ATTRIBUTES', 'EXPIRED'],
+  enum: [...PROOF_STATUSES],
 } as const;

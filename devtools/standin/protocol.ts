@@ -22,7 +22,7 @@ export const MIN_VERSION_HEADER = 'X-IRMA-MinProtocolVersion';
 export const MAX_VERSION_HEADER = 'X-IRMA-MaxProtocolVersion';
 export const CLIENT_PROTOCOL_VERSION = '2.8';
 
-// The stand-in models irmago on its own (this file has no imports: wallet.ts runs in pages as is);
+// The stand-in models irmago on its own (this file imports no values: wallet.ts runs in pages as is);
 // test/boundaries.test.ts checks the list against the one the PKG and its client use (postguard-ts/pkg).
 export const SESSION_STATUSES = ['INITIALIZED', 'PAIRING', 'CONNECTED', 'CANCELLED', 'DONE', 'TIMEOUT'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
@@ -30,15 +30,9 @@ export type SessionStatus = (typeof SESSION_STATUSES)[number];
 export const FINAL_STATUSES: ReadonlySet<SessionStatus> = new Set(['DONE', 'CANCELLED', 'TIMEOUT']);
 export const isFinalStatus = (status: SessionStatus): boolean => FINAL_STATUSES.has(status);
 
-export const PROOF_STATUSES = [
-  'VALID',
-  'INVALID',
-  'INVALID_TIMESTAMP',
-  'UNMATCHED_REQUEST',
-  'MISSING_ATTRIBUTES',
-  'EXPIRED',
-] as const;
-export type ProofStatus = (typeof PROOF_STATUSES)[number];
+// The proof statuses are the library's list (postguard-ts/pkg PROOF_STATUSES), which the PKG checks
+// results against; a type-only import, erased when wallet.ts runs in a page.
+export type { ProofStatus } from 'postguard-ts/pkg';
 
 export type SessionType = 'disclosing' | 'signing' | 'issuing';
 

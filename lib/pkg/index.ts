@@ -19,8 +19,8 @@ export type {
 } from './client.js';
 export { IdentitySession, statusFromEventData } from './session.js';
 export type { SessionOptions, EventSourceConstructor, EventSourceLike } from './session.js';
-export type { SessionStatus } from './jwt.js';
-export { SESSION_STATUSES, isFinalStatus, readSessionClaims } from './jwt.js';
+export type { SessionStatus, ProofStatus } from './jwt.js';
+export { SESSION_STATUSES, PROOF_STATUSES, isFinalStatus, readSessionClaims } from './jwt.js';
 export { PkgClientError, PkgClientErrorCode, isPkgClientError } from './errors.js';
 export type { PkgClientErrorDetails } from './errors.js';
 export { memoryStore, indexedDbStore, defaultStore } from './store.js';

@@ -19,6 +19,21 @@ export const isSessionStatus = (value: unknown): value is SessionStatus =>
 export const isFinalStatus = (status: SessionStatus): boolean =>
   status === 'DONE' || status === 'CANCELLED' || status === 'TIMEOUT';
 
+/**
+ * Every proof status a finished Yivi session can report (irmago's `ProofStatus`); only VALID proves
+ * what was asked. The PKG checks session results against this list and the stand-in reports from it.
+ */
+export const PROOF_STATUSES = [
+  'VALID',
+  'INVALID',
+  'INVALID_TIMESTAMP',
+  'UNMATCHED_REQUEST',
+  'MISSING_ATTRIBUTES',
+  'EXPIRED',
+] as const;
+/** A Yivi proof status: VALID, or why the disclosure proves nothing (INVALID, EXPIRED, …). */
+export type ProofStatus = (typeof PROOF_STATUSES)[number];
+
 export interface SessionClaims {
   status: SessionStatus;
   proofStatus?: string;

@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import type { Attribute } from 'postguard-ts';
-import { SESSION_STATUSES } from 'postguard-ts/pkg';
+import { PROOF_STATUSES, SESSION_STATUSES, type ProofStatus } from 'postguard-ts/pkg';
 import { CLOCK_SKEW_SECONDS, type Clock } from '../clock.js';
 import { PkgError } from '../errors.js';
 
@@ -25,21 +25,12 @@ import { PkgError } from '../errors.js';
  *   is not valid Unicode (a lone surrogate) makes the token invalid.
  */
 
-// One list of Yivi's session statuses, the library's (postguard-ts/pkg): the PKG, its client and the stand-in agree.
+// Yivi's session and proof statuses are the library's lists (postguard-ts/pkg): the PKG, its client and the stand-in agree.
 export { SESSION_STATUSES };
-export const PROOF_STATUSES = [
-  'VALID',
-  'INVALID',
-  'INVALID_TIMESTAMP',
-  'UNMATCHED_REQUEST',
-  'MISSING_ATTRIBUTES',
-  'EXPIRED',
-] as const;
 const SESSION_TYPES = ['disclosing', 'signing', 'issuing'] as const;
 const ATTRIBUTE_STATUSES = ['PRESENT', 'EXTRA', 'NULL'] as const;
 
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
-export type ProofStatus = (typeof PROOF_STATUSES)[number];
 
 export interface ResultClaims {
   exp: number;

@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { extractSigningKey, extractUsk } from 'postguard-ts/keys';
 import { canonicalize, type Attribute, type Policy } from 'postguard-ts';
+import type { ProofStatus } from 'postguard-ts/pkg';
 import { bearerCredential } from '../auth.js';
 import { CLOCK_SKEW_SECONDS, type Clock } from '../clock.js';
 import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyStore } from '../db.js';
 import { PkgError } from '../errors.js';
-import type { ResultJwtVerifier, ProofStatus, SessionStatus, VerifiedResult } from '../idp/jwt.js';
+import type { ResultJwtVerifier, SessionStatus, VerifiedResult } from '../idp/jwt.js';
 import { refuseDemoTypes } from '../idp/schemes.js';
 import type { PkgMetrics } from '../metrics.js';
 import { LIMITS, attributeSchema, policySchema, proofStatusSchema, sessionStatusSchema } from '../schemas.js';

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
+import { PROOF_STATUSES } from 'postguard-ts/pkg';
 import { YiviError } from '../errors.js';
-import { PROOF_STATUSES, SESSION_STATUSES } from '../protocol.js';
+import { SESSION_STATUSES } from '../protocol.js';
 
 /**
  * Schemas and parsers shared by the route plugins. Response schemas double as the field order of
