@@ -10,7 +10,11 @@ export default defineConfig({
     // Processes the tests start under tsx (pg-pkg, pg-cli, ...) run from temp folders: point tsx at
     // this tsconfig.json so they too see the library's sources, never a stale lib/dist.
     env: { TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.json', import.meta.url)) },
-    include: ['{lib,server,devtools,cli,sdk,worker,test,scripts}/**/*.test.ts', 'demo/src/**/*.test.ts'],
+    include: [
+      '{lib,server,devtools,cli,sdk,worker,test,scripts}/**/*.test.ts',
+      'demo/*.test.ts',
+      'demo/src/**/*.test.ts',
+    ],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

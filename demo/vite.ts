@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { build, type InlineConfig, type Plugin } from 'vite';
-import { browserAlias, scriptBuild } from '../lib/build/bundles.js';
+import { scriptBuild } from '../lib/build/bundles.js';
+import { sourceAliases } from '../scripts/source-aliases.js';
 
 /**
  * How the demo is built and served (Vite's JS API; vite.config.ts `--mode demo` and scripts/dev.ts use it):
@@ -52,10 +53,16 @@ export const DEFAULT_RUNTIME: DemoRuntimeConfig = {
   walletUrl: 'http://127.0.0.1:8088/standin/wallet',
 };
 
+/**
+ * The demo imports the library by its published names, as an app does (demo/imports.test.ts keeps it
+ * so); here they resolve to the sources, with the browser's `#aes` and `#shake`.
+ */
+const LIBRARY_SOURCES = sourceAliases('portable');
+
 /** The service worker as one classic script (every browser registers those), in memory or to disk. */
 function serviceWorkerConfig(outDir: string, write: boolean): InlineConfig {
   const config = scriptBuild(SW_ENTRY, 'iife', SW_FILE, outDir);
-  return { ...config, build: { ...config.build, write, minify: write } };
+  return { ...config, resolve: { alias: LIBRARY_SOURCES }, build: { ...config.build, write, minify: write } };
 }
 
 function firstChunk(output: Awaited<ReturnType<typeof build>>): string {
@@ -156,7 +163,7 @@ export function demoConfig(options: DemoConfigOptions = {}): InlineConfig {
     logLevel: 'warn',
     // Its own dependency cache: other Vite roots in this repository keep theirs.
     cacheDir: here('../node_modules/.vite-demo'),
-    resolve: { alias: browserAlias },
+    resolve: { alias: LIBRARY_SOURCES },
     // Every browser dependency, known before the first request: otherwise Vite finds some only while
     // serving the first page (the crypto worker's) and reloads it, losing what was typed.
     optimizeDeps: { include: [...BROWSER_DEPENDENCIES] },

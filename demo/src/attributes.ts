@@ -1,5 +1,4 @@
-import type { Attribute, Policy } from '../../lib/policy.js';
-import { DEMO_SCHEME_PREFIX, isDemoCredential } from '../../lib/sender.js';
+import { DEMO_SCHEME_PREFIX, isDemoCredential, type Attribute, type Policy } from 'postguard-ts';
 
 /**
  * The attribute types the demo offers, with names people read. Recipients are addressed by

@@ -9,8 +9,8 @@ import {
   type Policy,
   type VerificationResult,
   type WorkerUnsealer,
-} from '../../worker/client.js';
-import { HINT_TYPES } from '../../lib/policy.js';
+} from 'postguard-ts/worker';
+import { HINT_TYPES } from 'postguard-ts';
 import { attributeLabel, identityLines, isEmailType } from './attributes.js';
 import { append, byId, h, setStatus, showError, uid } from './dom.js';
 import { PREVIEW_LIMIT, contentTypeFor, decryptedName, formatBytes, previewKind } from './files.js';

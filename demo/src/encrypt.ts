@@ -1,5 +1,5 @@
 import { downloadZip } from 'client-zip';
-import type { IdentitySession, SealOptions, SigningKeys } from '../../worker/client.js';
+import type { IdentitySession, SealOptions, SigningKeys } from 'postguard-ts/worker';
 import { EMAIL, EXTRA_ATTRIBUTES, MOBILE, identityLines } from './attributes.js';
 import { byId, h, setStatus, showError, uid } from './dom.js';
 import { BUNDLE_NAME, TEXT_NAME, encryptedName, formatBytes } from './files.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ErrorCode, PostGuardError } from '../../lib/errors.js';
-import { PkgClientError, PkgClientErrorCode } from '../../lib/pkg/errors.js';
+import { ErrorCode, PostGuardError } from 'postguard-ts';
+import { PkgClientError, PkgClientErrorCode } from 'postguard-ts/pkg';
 import { DemoError, describeError } from './messages.js';
 
 describe('describeError', () => {

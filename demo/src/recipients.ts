@@ -1,4 +1,4 @@
-import type { Policy } from '../../lib/policy.js';
+import type { Policy } from 'postguard-ts/worker';
 import { EMAIL, MOBILE } from './attributes.js';
 
 /**

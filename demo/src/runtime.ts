@@ -1,4 +1,4 @@
-import { PkgClient, PostGuardWorker, registerDecryptingServiceWorker } from '../../worker/client.js';
+import { PkgClient, PostGuardWorker, registerDecryptingServiceWorker } from 'postguard-ts/worker';
 import type { DemoRuntimeConfig } from '../vite.js';
 
 /**

@@ -1,5 +1,5 @@
 /// <reference lib="webworker" />
-import { contentDisposition, safeFilename } from '../../worker/sw-core.js';
+import { contentDisposition, safeFilename } from 'postguard-ts/sw/install';
 import { portToReadable } from '../../worker/port-stream.js';
 import { MESSAGE_SAVE, SAVE_PATH, type SaveEvent, type SaveRequest } from './save-protocol.js';
 

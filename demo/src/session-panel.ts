@@ -1,4 +1,4 @@
-import { qrSvg, type IdentitySession, type SessionStatus } from '../../worker/client.js';
+import { qrSvg, type IdentitySession, type SessionStatus } from 'postguard-ts/worker';
 import { h } from './dom.js';
 
 /**

@@ -1,5 +1,5 @@
 /// <reference lib="webworker" />
-import { installDecrypter } from '../../worker/sw-core.js';
+import { installDecrypter } from 'postguard-ts/sw/install';
 import { installSaver } from './save-sw.js';
 
 /**
