@@ -16,6 +16,11 @@ import type { XofFactory } from './xof.js';
 /** The `name` the crypto worker's script runs the hashing service under. */
 export const HASH_WORKER_NAME = 'postguard-hash';
 
+/** Posted once, when the hashing worker has loaded its SHAKE128 and serves requests. */
+const READY = 'ready';
+/** What the hashing worker posts: READY, then a HashReply to each absorb (segment-hasher-remote.ts). */
+type FromHashWorker = typeof READY | HashReply;
+
 interface Started {
   hashing: RemoteHashing;
   ready: boolean;
@@ -54,8 +59,8 @@ export function startHashWorker(spawn: () => Worker): Promise<boolean> {
       fail('it did not start');
       resolve(false);
     }, START_TIMEOUT_MS);
-    worker.onmessage = (e: MessageEvent<HashReply | 'ready'>) => {
-      if (e.data !== 'ready') return hashing.receive(e.data);
+    worker.onmessage = (e: MessageEvent<FromHashWorker>) => {
+      if (e.data !== READY) return hashing.receive(e.data);
       clearTimeout(timer);
       entry.ready = true;
       resolve(true);
@@ -91,7 +96,8 @@ export function hashWorker(): RemoteHashing | undefined {
 
 /** Runs the hashing service in this (nested) worker's global scope, with the best SHAKE128 it loaded. */
 export function serveHashing(scope: DedicatedWorkerGlobalScope, createShake: XofFactory): void {
-  const serve = hashingService(createShake, (reply, transfer) => scope.postMessage(reply, transfer));
+  const post = (message: FromHashWorker, transfer: ArrayBuffer[] = []) => scope.postMessage(message, transfer);
+  const serve = hashingService(createShake, post);
   scope.onmessage = (e: MessageEvent<HashRequest>) => serve(e.data);
-  scope.postMessage('ready');
+  post(READY);
 }

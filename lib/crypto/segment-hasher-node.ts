@@ -1,6 +1,7 @@
-import { Worker } from 'node:worker_threads';
+import type { createHash, Hash } from 'node:crypto';
+import { Worker, type MessagePort } from 'node:worker_threads';
 import { FORK_DIGEST_BYTES, inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
-import { RemoteHashing, type HashReply } from './segment-hasher-remote.js';
+import { RemoteHashing, type HashReply, type HashRequest } from './segment-hasher-remote.js';
 import type { Xof } from './xof.js';
 
 /**
@@ -15,24 +16,38 @@ import type { Xof } from './xof.js';
  * thread keeps a process alive only while it starts (tens of ms) and while a reply is awaited.
  */
 
+/**
+ * The thread's whole program: segment-hasher-remote.ts's protocol (HashRequest in, HashReply out)
+ * over node:crypto's SHAKE128, which hashes faster than the portable `hashingService` can here.
+ * It runs from its source text, so it uses nothing but its parameters: no imports, no module
+ * constants, and no named inner functions (a bundler keeping names would wrap those in a helper
+ * the thread does not have).
+ */
+function hashThread(port: MessagePort, shake: typeof createHash, digestBytes: number): void {
+  const transcripts = new Map<number, Hash>();
+  port.on('message', (m: HashRequest) => {
+    if (m.op === 'open') {
+      transcripts.set(m.id, shake('shake128').update(m.absorbed));
+    } else if (m.op === 'close') {
+      transcripts.delete(m.id);
+    } else {
+      const h = transcripts.get(m.id);
+      if (h === undefined) return;
+      h.update(new Uint8Array(m.buffer, m.start, m.end - m.start));
+      const reply: HashReply = {
+        id: m.id,
+        buffer: m.buffer,
+        digests: m.tails.map((t) => h.copy({ outputLength: digestBytes }).update(t).digest()),
+      };
+      port.postMessage(reply, [m.buffer]);
+    }
+  });
+}
+
 // A module of its own as a data: URL, so it works from the sources, from dist and from any bundle.
-const THREAD_SOURCE = `
-import { parentPort } from 'node:worker_threads';
+const THREAD_SOURCE = `import { parentPort } from 'node:worker_threads';
 import { createHash } from 'node:crypto';
-const transcripts = new Map();
-parentPort.on('message', (m) => {
-  if (m.op === 'open') {
-    transcripts.set(m.id, createHash('shake128').update(m.absorbed));
-  } else if (m.op === 'close') {
-    transcripts.delete(m.id);
-  } else {
-    const h = transcripts.get(m.id);
-    if (h === undefined) return;
-    h.update(new Uint8Array(m.buffer, m.start, m.end - m.start));
-    const digests = m.tails.map((t) => h.copy({ outputLength: ${FORK_DIGEST_BYTES} }).update(t).digest());
-    parentPort.postMessage({ id: m.id, buffer: m.buffer, digests }, [m.buffer]);
-  }
-});
+(${hashThread.toString()})(parentPort, createHash, ${FORK_DIGEST_BYTES});
 `;
 
 class HashThread {
