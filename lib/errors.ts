@@ -15,6 +15,11 @@ export const ErrorCode = {
   MALFORMED: 'MALFORMED',
   /** The input ended before the format said it would. */
   TRUNCATED: 'TRUNCATED',
+  /**
+   * Armored text (lib/armor.ts) breaks the armor's layout: a missing or wrong BEGIN/END line, a
+   * line of the wrong length, a character outside base64, misplaced padding, text after END.
+   */
+  ARMOR_INVALID: 'ARMOR_INVALID',
   /** A header or payload signature does not verify. */
   BAD_SIGNATURE: 'BAD_SIGNATURE',
   /** The sender named in the header differs from the copy sealed inside the encryption (a re-signed header). */
