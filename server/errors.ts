@@ -96,17 +96,6 @@ export class PkgError extends Error {
   }
 }
 
-export const envelopeSchema = {
-  type: 'object',
-  required: ['error', 'code', 'message'],
-  additionalProperties: false,
-  properties: {
-    error: { type: 'boolean', const: true },
-    code: { type: 'string', enum: Object.keys(PKG_ERRORS) },
-    message: { type: 'string' },
-  },
-} as const;
-
 /**
  * Retry-After and pg-pkg's X-RateLimit-After, both whole seconds. pg-pkg rounds the wait down and so
  * often says 0 ("retry at once", which a client then does); we round up and never send less than 1.

@@ -50,14 +50,10 @@ export class YiviError extends Error {
   }
 }
 
+/** The content type of irmago's JSON (Go's WriteJson; note the charset spelling). */
 export const YIVI_JSON = 'application/json; charset=UTF-8';
 
 export function sendYiviError(reply: FastifyReply, error: YiviError | RemoteError): FastifyReply {
   const body = error instanceof YiviError ? error.toJSON() : error;
   return reply.code(body.status).header('content-type', YIVI_JSON).send(JSON.stringify(body));
-}
-
-/** JSON the way Go's WriteJson sends it (note the charset spelling). */
-export function sendYiviJson(reply: FastifyReply, value: unknown): FastifyReply {
-  return reply.code(200).header('content-type', YIVI_JSON).send(JSON.stringify(value));
 }

@@ -6,9 +6,6 @@
 const ALPHANUMERIC = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 export const TOKEN_LENGTH = 20;
 
-/** Anchored: a token that is exactly 20 alphanumerics. */
-export const TOKEN_PATTERN = /^[A-Z0-9]{20}$/i;
-
 /**
  * Yivi checks path tokens with an unanchored match (any run of 20 alphanumerics passes, and a longer
  * string then fails the lookup as an unknown session). We keep that distinction: 400 INVALID_REQUEST
