@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative } from 'node:path';
+import { emitterOutputs } from '../lib/build/emitters.js';
 import { ROOT, packAll, packageJson } from './packages.js';
 import { publicEntries } from './public-entries.js';
 import { linkProblems } from './readme-links.js';
@@ -32,6 +33,8 @@ const FORBIDDEN = [/\.test\./, /\.spec\./, /(^|\/)testing\./, /\.fixture\./, /\.
 const NOT_SHIPPED: Readonly<Record<string, readonly RegExp[]>> = {
   server: [/(^|\/)standin\//, /(^|\/)storage\//, /(^|\/)dev-server-cli\./],
 };
+// The library ships the WebAssembly modules' bytes, not the emitters that make them (lib/build/main.ts removes them).
+const EMITTER_FILES: Readonly<Record<string, ReadonlySet<string>>> = { lib: new Set(emitterOutputs('dist/')) };
 const problems: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'pg-packages-'));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -59,6 +62,7 @@ try {
       if (FORBIDDEN.some((pattern) => pattern.test(file))) problems.push(`${pack.name}: ships ${file}`);
       if ((NOT_SHIPPED[pack.dir] ?? []).some((pattern) => pattern.test(file)))
         problems.push(`${pack.name}: ships ${file}, which belongs to @postguard-ts/dev`);
+      if (EMITTER_FILES[pack.dir]?.has(file)) problems.push(`${pack.name}: ships ${file}, a WebAssembly emitter`);
       // Links are followed from the installed package: each must reach a file that ships, or the repository.
       if (file.endsWith('.md')) {
         const text = readFileSync(join(ROOT, pack.dir, file), 'utf8');

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
-import { build, type InlineConfig, type Plugin, type Rollup } from 'vite';
+import type { InlineConfig, Plugin, Rollup } from 'vite';
 import { postguard } from '../../worker/vite.js';
+import { emitterSources } from './emitters.js';
 import { embeddedWasmBytesModule } from './wasm-bytes.js';
 
 /**
@@ -29,13 +30,20 @@ export const browserAlias = {
   '#shake': here('../crypto/shake-portable.ts'),
 };
 
-/** The scripts carry the WebAssembly bytes, not the emitters (lib/crypto/wasm-bytes.ts). */
+/**
+ * The scripts carry the WebAssembly bytes, not the emitters (lib/crypto/wasm-bytes.ts): a runtime
+ * module that imports an emitter fails the build rather than bundling it (emitters.ts).
+ */
 const embeddedWasm = (): Plugin => {
   const source = here('../crypto/wasm-bytes.ts');
+  const emitters = new Set(emitterSources());
   return {
     name: 'postguard-embedded-wasm',
     enforce: 'pre',
-    load: (id) => (id === source ? embeddedWasmBytesModule() : undefined),
+    load(id) {
+      if (emitters.has(id)) this.error(`${id} is a WebAssembly emitter: the runtime imports its layout module instead`);
+      return id === source ? embeddedWasmBytesModule() : undefined;
+    },
   };
 };
 
@@ -102,6 +110,8 @@ export const pageModuleBuild = (outDir: string): InlineConfig => {
 /** The code of the service worker bundle, built in memory from the sources. */
 export async function bundleServiceWorker(): Promise<string> {
   const config = serviceWorkerBuild('dist');
+  // Loaded here, so that reading the configurations (no-emitters.test.ts) does not load Vite.
+  const { build } = await import('vite');
   const result = await build({ ...config, build: { ...config.build, write: false } });
   for (const output of Array.isArray(result) ? result : [result]) {
     if (!('output' in output)) continue;

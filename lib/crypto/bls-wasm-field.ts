@@ -1,3 +1,4 @@
+import { FP2_BYTES, FP_BYTES, fpBytes, P, R_MONT } from './bls-wasm-layout.js';
 import { ModuleBuilder, pushAddr, type Addr } from './ristretto-wasm-field.js';
 import { FunctionBody, I32, I64, Op } from './wasm-emit.js';
 
@@ -16,17 +17,9 @@ import { FunctionBody, I32, I64, Op } from './wasm-emit.js';
  * exponents, so their operation sequence is fixed as well.
  */
 
-export const P = BigInt(
-  '0x1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab',
-);
-export const FP_BYTES = 48;
-export const FP2_BYTES = 96;
 const LIMBS = 12;
 const MASK32 = 0xffff_ffffn;
-const R_MONT = (1n << 384n) % P;
 const R2 = (R_MONT * R_MONT) % P;
-
-export const modP = (x: bigint): bigint => ((x % P) + P) % P;
 
 function limbsOf(x: bigint): bigint[] {
   return Array.from({ length: LIMBS }, (_, i) => (x >> BigInt(32 * i)) & MASK32);
@@ -38,34 +31,6 @@ const N0 = (() => {
   for (let i = 0; i < 6; i++) inv = (inv * (2n - P_LIMBS[0]! * inv)) & MASK32;
   return (1n << 32n) - inv;
 })();
-
-/** 48 bytes: x·R mod p as little-endian limbs (how an element sits in wasm memory). */
-export function fpBytes(x: bigint): Uint8Array {
-  const out = new Uint8Array(FP_BYTES);
-  let v = (modP(x) * R_MONT) % P;
-  for (let i = 0; i < FP_BYTES; i++, v >>= 8n) out[i] = Number(v & 0xffn);
-  return out;
-}
-
-/** The value of an element in wasm memory (inverse of fpBytes). */
-export function fpValue(bytes: Uint8Array, offset = 0): bigint {
-  let v = 0n;
-  for (let i = FP_BYTES - 1; i >= 0; i--) v = (v << 8n) | BigInt(bytes[offset + i]!);
-  rInverse ??= modPow(R_MONT, P - 2n);
-  return (v * rInverse) % P;
-}
-
-let rInverse: bigint | undefined;
-
-export function modPow(b: bigint, e: bigint, m = P): bigint {
-  let r = 1n;
-  let x = ((b % m) + m) % m;
-  for (let k = e; k > 0n; k >>= 1n) {
-    if (k & 1n) r = (r * x) % m;
-    x = (x * x) % m;
-  }
-  return r;
-}
 
 function loadLimbs(f: FunctionBody, local: number): number[] {
   return Array.from({ length: LIMBS }, (_, i) => {

@@ -2,8 +2,8 @@ import type { Fp12 } from '@noble/curves/abstract/tower.js';
 import { bls12_381 } from '@noble/curves/bls12-381.js';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { FP_BYTES, fpBytes, fpValue } from './bls-wasm-field.js';
-import { buildBlsModule, LINES_PER_POINT, type BlsLayout } from './bls-wasm-module.js';
+import { FP_BYTES, fpBytes, fpValue, LINES_PER_POINT, type BlsLayout } from './bls-wasm-layout.js';
+import { buildBlsModule } from './bls-wasm-module.js';
 import { R } from './gt.js';
 
 /**

@@ -1,14 +1,25 @@
 import { bls12_381 } from '@noble/curves/bls12-381.js';
 import {
-  buildBlsField,
-  emitPow,
-  fieldConstantsSegment,
+  ATE_NAF,
+  BLS_X,
+  blsLayout,
+  FP12_BYTES,
   FP2_BYTES,
+  FP6_BYTES,
   FP_BYTES,
   fpBytes,
+  G1_BETA,
+  G1_MSM_STEPS,
+  G1_PROJECTIVE_BYTES,
+  GT_POW_STEPS,
+  GT_TABLE_ENTRIES,
+  LINE_BYTES,
   P,
-  type BlsFieldFunctions,
-} from './bls-wasm-field.js';
+  SCRATCH_END,
+  SCRATCH_START,
+  type BlsLayout,
+} from './bls-wasm-layout.js';
+import { buildBlsField, emitPow, fieldConstantsSegment, type BlsFieldFunctions } from './bls-wasm-field.js';
 import { ModuleBuilder, pushAddr, type Addr } from './ristretto-wasm-field.js';
 import { encodeModule, FunctionBody, I32, I64, Op } from './wasm-emit.js';
 
@@ -29,91 +40,13 @@ import { encodeModule, FunctionBody, I32, I64, Op } from './wasm-emit.js';
  * alias inputs. Secret inputs (the user secret key's G2 points) only ever meet fixed operation
  * sequences: the loop structure depends on the public curve parameter x alone.
  *
- * Linear memory (fixed size):
- *   [0, 4096)             constants (one, R², Frobenius coefficients, curve constants)
- *   [4096, SCRATCH_END)   per-function temporaries
- *   [IO, ...)             inputs and outputs, see BlsLayout
+ * The memory map (BlsLayout), the table sizes and the curve constants the JavaScript side shares
+ * are bls-wasm-layout.ts.
  */
-
-const FP6_BYTES = 3 * FP2_BYTES;
-const FP12_BYTES = 2 * FP6_BYTES;
-const LINE_BYTES = 3 * FP2_BYTES;
-const PAGE = 65536;
-const SCRATCH_START = 4096;
-const SCRATCH_END = 4 * PAGE;
-const IO = SCRATCH_END;
-
-/** |x| of BLS12-381; x itself is negative. */
-export const BLS_X = 0xd201000000010000n;
-
-/** noble's NAF of |x| (marker bit dropped), most significant digit first. */
-export const ATE_NAF: readonly number[] = (() => {
-  const res: number[] = [];
-  for (let a = BLS_X; a > 1n; a >>= 1n) {
-    if ((a & 1n) === 0n) res.unshift(0);
-    else if ((a & 3n) === 3n) {
-      res.unshift(-1);
-      a += 1n;
-    } else res.unshift(1);
-  }
-  return res;
-})();
-
-/** Lines per G2 point: one per doubling, one more per non-zero NAF digit. */
-export const LINES_PER_POINT = ATE_NAF.length + ATE_NAF.filter((d) => d !== 0).length;
-export const MAX_PAIRS = 6;
-
-export interface BlsLayout {
-  readonly pages: number;
-  /** Fp12 result of miller / final_exp (576 bytes). */
-  readonly f: number;
-  /** Second Fp12 buffer. */
-  readonly g: number;
-  /** Input: plain little-endian limbs of x.c0 ‖ x.c1 for g2_decompress. */
-  readonly xIn: number;
-  /** Affine G2 point x ‖ y (Montgomery form), out of g2_decompress. */
-  readonly q: number;
-  /** G1 points (x ‖ y Montgomery form, 96 bytes each) for miller. */
-  readonly points: number;
-  /** Line coefficients, LINES_PER_POINT × 288 bytes per point. */
-  readonly lines: number;
-  readonly linesBytes: number;
-  /** General purpose buffer for conversions (1024 bytes). */
-  readonly buf: number;
-  /** A table for g1_msm (up to 64 projective G1 points) or gt_pow (16 Fp12 elements). */
-  readonly table: number;
-  /** One table index per step of g1_msm (128) or gt_pow (64). */
-  readonly digits: number;
-}
-
-/** Entries of a joint G1 table: two bases (P and φ(P)) per scalar, up to three scalars. */
-export const G1_TABLE_MAX = 64;
-export const G1_PROJECTIVE_BYTES = 3 * FP_BYTES;
-export const G1_MSM_STEPS = 128;
-export const GT_TABLE_ENTRIES = 16;
-export const GT_POW_STEPS = 64;
-const TABLE_BYTES = Math.max(G1_TABLE_MAX * G1_PROJECTIVE_BYTES, GT_TABLE_ENTRIES * FP12_BYTES);
-
-export function blsLayout(): BlsLayout {
-  const f = IO;
-  const g = f + FP12_BYTES;
-  const xIn = g + FP12_BYTES;
-  const q = xIn + FP2_BYTES;
-  const points = q + 2 * FP2_BYTES;
-  const buf = points + MAX_PAIRS * 2 * FP_BYTES;
-  const lines = buf + 1024;
-  const linesBytes = LINES_PER_POINT * LINE_BYTES;
-  const table = lines + MAX_PAIRS * linesBytes;
-  const digits = table + TABLE_BYTES;
-  const end = digits + G1_MSM_STEPS;
-  return { pages: Math.ceil(end / PAGE), f, g, xIn, q, points, lines, linesBytes, buf, table, digits };
-}
 
 // ---- constants ------------------------------------------------------------------------------
 
 const Fp2N = bls12_381.fields.Fp2;
-/** β of G1's endomorphism φ(x, y) = (β·x, −y), which acts as λ = x² (cgwkv.ts, bls-wasm.ts). */
-export const G1_BETA = BigInt('0x5f19672fdf76ce51ba69c6076a0f77eaddb3a93be6f89688de17d813620a00022e01fffffffefffe');
 type Fp2V = { c0: bigint; c1: bigint };
 
 const CONST_ONE = 0;

@@ -1,8 +1,10 @@
 import type { Fp12 } from '@noble/curves/abstract/tower.js';
-import { FP_BYTES, fpBytes, fpValue, P } from './bls-wasm-field.js';
 import {
   BLS_X,
   blsLayout,
+  FP_BYTES,
+  fpBytes,
+  fpValue,
   G1_BETA,
   G1_MSM_STEPS,
   G1_PROJECTIVE_BYTES,
@@ -10,8 +12,9 @@ import {
   GT_POW_STEPS,
   GT_TABLE_ENTRIES,
   MAX_PAIRS,
+  P,
   type BlsLayout,
-} from './bls-wasm-module.js';
+} from './bls-wasm-layout.js';
 import { blsWasmBytes } from './wasm-bytes.js';
 
 /**

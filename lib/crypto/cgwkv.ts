@@ -8,7 +8,7 @@ import { AuthenticationError, ErrorCode, InputError, invalidKey, malformed, type
 import { aesGcmOpen, aesGcmSeal, importAesKey } from '#aes';
 import { AES_KEY_BYTES, GCM_IV_BYTES, GCM_TAG_BYTES } from './aes.js';
 import { loadPairingWasm, type PairingWasm } from './bls-wasm.js';
-import { G1_BETA } from './bls-wasm-module.js';
+import { G1_BETA } from './bls-wasm-layout.js';
 import { compressGt, decompressGt, GtPowBase, gtEquals, gtGenerator, GT_ONE, lexFp, lexFp2, R } from './gt.js';
 
 /**

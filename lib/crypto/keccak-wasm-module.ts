@@ -1,3 +1,12 @@
+import {
+  absorbExport,
+  MEMORY_EXPORT,
+  MEMORY_PAGES,
+  PERMUTE_EXPORT,
+  RATE_LANES,
+  RC_OFFSET,
+  STATE_OFFSET,
+} from './keccak-wasm-layout.js';
 import { encodeModule, FunctionBody, I32, I64, Op } from './wasm-emit.js';
 
 /**
@@ -5,26 +14,8 @@ import { encodeModule, FunctionBody, I32, I64, Op } from './wasm-emit.js';
  * absorbs many full blocks per call with the 25 lanes held in locals, so a 256 KiB update costs
  * a few calls into wasm rather than one per 168-byte block.
  *
- * Linear memory (fixed size, never grows):
- *   [RC_OFFSET, +192)        the 24 round constants
- *   [STATE_OFFSET, +200)     the one working state; callers copy an object's state in and out
- *   [WINDOW_OFFSET, end)     the input window: whole blocks copied in from JavaScript
+ * The memory map and export names are keccak-wasm-layout.ts, shared with keccak-wasm.ts.
  */
-
-export const RC_OFFSET = 0;
-export const STATE_OFFSET = 256;
-export const STATE_BYTES = 200;
-export const WINDOW_OFFSET = 512;
-export const MEMORY_PAGES = 4;
-export const WINDOW_BYTES = MEMORY_PAGES * 65536 - WINDOW_OFFSET;
-
-/** Rates in 64-bit lanes of the functions the module exports (see `absorbExport`). */
-export const RATE_LANES = [21, 17, 9] as const; // SHAKE128; SHAKE256 / SHA3-256; SHA3-512
-export type RateLanes = (typeof RATE_LANES)[number];
-
-export const absorbExport = (lanes: RateLanes) => `absorb${lanes * 8}`;
-export const PERMUTE_EXPORT = 'permute';
-export const MEMORY_EXPORT = 'memory';
 
 const ROUNDS = 24;
 const lane = (x: number, y: number) => (x % 5) + 5 * (y % 5);

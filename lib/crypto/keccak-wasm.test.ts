@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { hex } from '../../test/vectors.js';
 import { ErrorCode, PostGuardError } from '../errors.js';
 import { instantiateKeccakWasm, loadKeccakWasm, type KeccakWasm } from './keccak-wasm.js';
+import { WINDOW_BYTES } from './keccak-wasm-layout.js';
 import {
   chiPlan,
   COMPLEMENTED_LANES,
@@ -11,7 +12,6 @@ import {
   keccakModuleBytes,
   rhoOffsets,
   roundConstants,
-  WINDOW_BYTES,
 } from './keccak-wasm-module.js';
 import type { Xof } from './xof.js';
 

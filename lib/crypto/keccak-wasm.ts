@@ -9,7 +9,7 @@ import {
   WINDOW_BYTES,
   WINDOW_OFFSET,
   type RateLanes,
-} from './keccak-wasm-module.js';
+} from './keccak-wasm-layout.js';
 import { keccakWasmBytes } from './wasm-bytes.js';
 import type { Xof, XofFactory } from './xof.js';
 

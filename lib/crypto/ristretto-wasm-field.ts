@@ -1,3 +1,4 @@
+import { FE_BYTES } from './ristretto-wasm-layout.js';
 import { FunctionBody, I32, I64, Op, type ValType } from './wasm-emit.js';
 
 /**
@@ -18,7 +19,6 @@ import { FunctionBody, I32, I64, Op, type ValType } from './wasm-emit.js';
  */
 
 export const P = 2n ** 255n - 19n;
-export const FE_BYTES = 40;
 const LIMBS = 10;
 const BITS = [26, 25, 26, 25, 26, 25, 26, 25, 26, 25] as const;
 const START = [0, 26, 51, 77, 102, 128, 153, 179, 204, 230] as const;

@@ -3,7 +3,8 @@ import { bytesToNumberLE, numberToBytesLE } from '@noble/curves/utils.js';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fromLimbs, mod, P } from './ristretto-wasm-field.js';
-import { INVSQRT_A_MINUS_D, ristrettoModule, SQRT_M1, type RistrettoLayout } from './ristretto-wasm-module.js';
+import type { RistrettoLayout } from './ristretto-wasm-layout.js';
+import { INVSQRT_A_MINUS_D, ristrettoModule, SQRT_M1 } from './ristretto-wasm-module.js';
 
 /**
  * The generated module's internals against BigInt arithmetic and @noble/curves: field

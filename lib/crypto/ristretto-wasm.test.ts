@@ -3,7 +3,8 @@ import { bytesToNumberLE, numberToBytesLE } from '@noble/curves/utils.js';
 import fc from 'fast-check';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PostGuardError } from '../errors.js';
-import { ristrettoLayout, ristrettoModule } from './ristretto-wasm-module.js';
+import { ristrettoLayout } from './ristretto-wasm-layout.js';
+import { ristrettoModule } from './ristretto-wasm-module.js';
 import { instantiateRistrettoWasm, loadRistrettoWasm, type RistrettoWasm } from './ristretto-wasm.js';
 
 const Point = ristretto255.Point;

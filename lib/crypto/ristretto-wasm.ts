@@ -1,5 +1,5 @@
 import { ErrorCode, InputError, invalidKey } from '../errors.js';
-import { ristrettoLayout, type RistrettoLayout } from './ristretto-wasm-module.js';
+import { ristrettoLayout, type RistrettoLayout } from './ristretto-wasm-layout.js';
 import { ristrettoWasmBytes } from './wasm-bytes.js';
 
 /**
