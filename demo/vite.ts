@@ -23,7 +23,7 @@ export const DEMO_OUT_DIR = here('../dist/demo-app/');
 const SW_ENTRY = here('./src/sw.ts');
 const SW_FILE = 'sw.js';
 
-/** The bare imports of the browser library and the demo (test/boundaries.test.ts keeps the list whole). */
+/** The bare imports of the browser library and the demo but the library's own names (test/boundaries.test.ts keeps the list whole). */
 export const BROWSER_DEPENDENCIES = [
   '@noble/curves/abstract/curve.js',
   '@noble/curves/abstract/tower.js',

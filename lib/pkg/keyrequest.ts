@@ -3,12 +3,12 @@ import { invalidArgument } from './errors.js';
 
 /**
  * What to ask a recipient to disclose, from the hidden policy a ciphertext's header shows for them
- * (clients.md §1.5). The header blanks attribute values ("" for a fixed value, a few visible
- * characters for hint types), so the request names the types and fixes only values the client
- * knows: the recipient id itself for e-mail attributes (recipient ids are e-mail addresses by
- * convention), its domain for e-mail-domain attributes, and whatever the caller supplies. The
- * person's wallet discloses the real values; the key only opens the ciphertext if they are the
- * ones it was sealed for.
+ * (docs/format.md, "policies"; lib/policy.ts hidePolicy). The header hides attribute values (""
+ * for a fixed value; hint types keep all but their last four bytes, starred), so the request names
+ * the types and fixes only values the client knows: the recipient id itself for e-mail attributes
+ * (recipient ids are e-mail addresses by convention), its domain for e-mail-domain attributes, and
+ * whatever the caller supplies. The person's wallet discloses the real values; the key only opens
+ * the ciphertext if they are the ones it was sealed for.
  */
 
 /** One attribute a session asks for. */

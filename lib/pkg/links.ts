@@ -1,9 +1,10 @@
 import { invalidArgument } from './errors.js';
 
 /**
- * The session pointer and the links a browser shows for it (yivi.md §2.1): a QR for another
- * device, and a link that opens the Yivi app on this one. The Yivi app finds the JSON pointer in
- * any of these forms.
+ * The session pointer and the links a browser shows for it: a QR for another device, and a link
+ * that opens the Yivi app on this one. The Yivi app finds the JSON pointer in any of these forms.
+ * They are the links Yivi's own web frontend makes (privacybydesign/yivi-frontend-packages,
+ * plugins/yivi-client/src/state-client.ts: the QR's `continueOnSecondDevice`, the Android intent).
  */
 
 /** What the identity server hands out for a session: the wallet's URL and the session type. */
