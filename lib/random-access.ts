@@ -47,6 +47,7 @@ export interface ByteSource {
  * module imports nothing of Node.
  */
 export interface FileHandleLike {
+  /** Reads `length` bytes at file position `position` into `buffer` from `offset`; `bytesRead` 0 at the end. */
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
   /** Used for the size when none is given. */
   stat?(): Promise<{ size: number | bigint }>;
@@ -71,12 +72,15 @@ export interface RangedUrlOptions {
 
 /** A URL source given to {@link openRandomAccess}: the URL and how to fetch it. */
 export interface RangedUrl extends Omit<RangedUrlOptions, 'signal' | 'stallMs'> {
+  /** Where the ciphertext is; its server must answer `Range: bytes=a-b` with a 206. */
   url: string | URL;
 }
 
 /** A file handle given to {@link openRandomAccess}, with its size when it has no `stat`. */
 export interface FileHandleInput {
+  /** The open file (the caller closes it). */
   fileHandle: FileHandleLike;
+  /** Its size in bytes; default from `fileHandle.stat()`. */
   size?: number;
 }
 
