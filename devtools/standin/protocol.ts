@@ -5,6 +5,8 @@
  * Names and JSON shapes follow the Yivi server (irmago) exactly; see devtools/standin/README.md.
  */
 
+import type { ProofStatus } from 'postguard-ts/pkg';
+
 export const LD_CONTEXT = {
   disclosureRequest: 'https://irma.app/ld/request/disclosure/v2',
   signatureRequest: 'https://irma.app/ld/request/signature/v2',
@@ -32,7 +34,7 @@ export const isFinalStatus = (status: SessionStatus): boolean => FINAL_STATUSES.
 
 // The proof statuses are the library's list (postguard-ts/pkg PROOF_STATUSES), which the PKG checks
 // results against; a type-only import, erased when wallet.ts runs in a page.
-export type { ProofStatus } from 'postguard-ts/pkg';
+export type { ProofStatus };
 
 export type SessionType = 'disclosing' | 'signing' | 'issuing';
 
