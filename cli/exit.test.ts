@@ -33,6 +33,7 @@ describe('describeFailure', () => {
       BAD_SIGNATURE: 8,
       SENDER_MISMATCH: 8,
       TAMPERED: 8,
+      ARMOR_INVALID: 8,
       WRONG_KEY: 7,
       UNKNOWN_RECIPIENT: 2,
       INVALID_POLICY: 2,

@@ -60,6 +60,7 @@ const LIBRARY_EXITS: Record<ErrorCode, ExitCode> = {
   BAD_SIGNATURE: Exit.DAMAGED,
   SENDER_MISMATCH: Exit.DAMAGED,
   TAMPERED: Exit.DAMAGED,
+  ARMOR_INVALID: Exit.DAMAGED,
   WRONG_KEY: Exit.WRONG_KEY,
   UNKNOWN_RECIPIENT: Exit.USAGE,
   INVALID_POLICY: Exit.USAGE,
@@ -114,6 +115,7 @@ function libraryMessage(code: ErrorCode, detail: string): string {
     case ErrorCode.SENDER_MISMATCH:
       return `the sender named in the file is not the one who sealed it (${code}): someone re-signed its header; do not trust it`;
     case ErrorCode.TAMPERED:
+    case ErrorCode.ARMOR_INVALID:
     case ErrorCode.BAD_SIGNATURE:
     case ErrorCode.MALFORMED:
     case ErrorCode.HEADER_TOO_LARGE:

@@ -6,10 +6,27 @@
  *
  * @module postguard-ts
  */
-export { seal, sealStream, prepareSeal, MAX_IN_MEMORY_BYTES } from './seal.js';
+export { seal, sealStream, sealedSize, prepareSeal, MAX_IN_MEMORY_BYTES } from './seal.js';
+export { plaintextSize } from './segment-map.js';
 export { startHashThread } from '#shake';
 export type { SealOptions, SigningKeyInput } from './seal.js';
 export { Unsealer, StreamUnsealer } from './unseal.js';
+export type { PlaintextStream, StreamUnsealerOptions } from './unseal.js';
+export { openRandomAccess, blobSource, fileHandleSource, rangedUrlSource, DEFAULT_STALL_MS } from './random-access.js';
+export type {
+  ByteSource,
+  FileHandleLike,
+  FileHandleInput,
+  RangedUrl,
+  RangedUrlOptions,
+  RandomAccessInput,
+  RandomAccessKeys,
+  RandomAccessOptions,
+  RandomAccessFile,
+  RangeTrust,
+  SpanOptions,
+} from './random-access.js';
+export { armor, dearmor, armorStream, dearmorStream, ARMOR_BEGIN, ARMOR_END, ARMOR_LINE_LENGTH } from './armor.js';
 export type { VerificationResult } from './signatures.js';
 export {
   senderReport,

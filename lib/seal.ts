@@ -22,8 +22,8 @@ import { encodeSignatureExt, signTranscript, type Signer } from './signatures.js
 import { MAX_SIGNER_ATTRIBUTES, canonicalPolicy, kemIdentity, rawPolicyDigest } from './identity.js';
 import { encodeMemoryPayload } from './payload.js';
 import { SegmentSealer } from './segments.js';
-import { headerSize, signatureExtSize } from './size.js';
-import { abortBoth, pumpSegments } from './pump.js';
+import { framingSize, headerSize, memoryPayloadSize, signatureExtSize, streamPayloadSize } from './size.js';
+import { abortBoth, pumpSegments, readerSource, type ChunkSource } from './pump.js';
 
 /** A signing key as the PKG issues it: the base64 key and the policy it was issued for. */
 export interface SigningKeyInput {
@@ -43,6 +43,12 @@ export interface SealOptions {
   privSignKey?: SigningKeyInput;
   /** pg-wasm's test switch: seal for the fixed "Default" recipient instead of `policy`. */
   skipEncryption?: boolean;
+  /**
+   * `sealStream` only: the plaintext's length in bytes, when known. The header then states it as
+   * the exact size hint (so a reader knows the size before decrypting: `plaintextSize`), and the
+   * seal fails (INVALID_INPUT) if the stream carries a different number of bytes.
+   */
+  size?: number;
 }
 
 /** The in-memory size field is a u32. */
@@ -223,15 +229,13 @@ export async function sealStream(
   const reader = readable.getReader();
   const writer = writable.getWriter();
   try {
-    const ctx = await prepareSeal(mpk, options, {
-      type: 'Streaming',
-      segmentSize: DEFAULT_SEGMENT_SIZE,
-      sizeHint: [0n, undefined],
-    });
+    const size = statedSize(options);
+    const ctx = await prepareSeal(mpk, options, streamingMode(size));
     const hasher = segmentHasher(ctx.transcript, ctx.header);
     try {
       const sealer = new SegmentSealer({ ...ctx, hasher }, DEFAULT_SEGMENT_SIZE);
-      await pumpSegments(reader, writer, ctx.frame, sealer, hasher.inFlight(DEFAULT_SEGMENT_SIZE));
+      const source = size === undefined ? reader : exactly(size, readerSource(reader));
+      await pumpSegments(source, writer, ctx.frame, sealer, hasher.inFlight(DEFAULT_SEGMENT_SIZE));
     } finally {
       hasher.close();
     }
@@ -239,4 +243,54 @@ export async function sealStream(
     await abortBoth(reader, writer, error);
     throw error;
   }
+}
+
+/** The stream's mode: the exact size hint when the length is known, the reference's (0, None) when not. */
+const streamingMode = (size: number | undefined): Mode => ({
+  type: 'Streaming',
+  segmentSize: DEFAULT_SEGMENT_SIZE,
+  sizeHint: size === undefined ? [0n, undefined] : [BigInt(size), BigInt(size)],
+});
+
+/** `options.size`, checked: a length in bytes, or undefined. */
+function statedSize(options: unknown): number | undefined {
+  const size = typeof options === 'object' && options !== null ? (options as SealOptions).size : undefined;
+  if (size === undefined) return undefined;
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
+    throw new InputError(ErrorCode.INVALID_INPUT, "options.size must be the plaintext's length in bytes");
+  return size;
+}
+
+/** Passes `source` on, failing as soon as it carries more than `size` bytes, or ends with fewer. */
+function exactly(size: number, source: ChunkSource): ChunkSource {
+  let seen = 0;
+  const mismatch = (what: string) =>
+    new InputError(ErrorCode.INVALID_INPUT, `the stream carried ${what} than the ${size} bytes options.size states`);
+  return async () => {
+    const chunk = await source();
+    if (chunk === undefined) {
+      if (seen !== size) throw mismatch('fewer');
+    } else if ((seen += chunk.length) > size) throw mismatch('more');
+    return chunk;
+  };
+}
+
+/**
+ * The exact length of the ciphertext that sealing `plaintextBytes` with `options` writes, before
+ * anything is sealed: `'stream'` for `sealStream` (with `options.size` set to the same length, as
+ * the header then carries it), `'memory'` for `seal`. Checks the options as sealing does.
+ */
+export function sealedSize(plaintextBytes: number, options: SealOptions, mode: 'stream' | 'memory' = 'stream'): number {
+  if (!Number.isSafeInteger(plaintextBytes) || plaintextBytes < 0)
+    throw new InputError(ErrorCode.INVALID_INPUT, 'plaintextBytes must be a length in bytes');
+  const { recipients, publicSigner, payloadSigner } = readOptions(options);
+  const hidden = recipients.map(([id, policy]) => [id, hidePolicy(policy)] as const);
+  if (mode === 'memory') {
+    if (plaintextBytes > MAX_IN_MEMORY_BYTES)
+      throw new InputError(ErrorCode.TOO_LARGE, 'in-memory messages must be smaller than 4 GiB; use sealStream');
+    const framing = framingSize(hidden, { type: 'InMemory', size: plaintextBytes }, publicSigner.policy);
+    return framing + memoryPayloadSize(plaintextBytes, payloadSigner.policy, publicSigner.policy);
+  }
+  const framing = framingSize(hidden, streamingMode(plaintextBytes), publicSigner.policy);
+  return framing + streamPayloadSize(plaintextBytes, DEFAULT_SEGMENT_SIZE, payloadSigner.policy, publicSigner.policy);
 }

@@ -1,4 +1,8 @@
+import { GCM_TAG_BYTES } from './crypto/aes.js';
+import type { FrameParts } from './frame.js';
+import { checkedSegmentSize, decodeHeader } from './header.js';
 import { SEGMENT_OVERHEAD } from './segments.js';
+import { SIGNATURE_BYTES } from './signatures.js';
 
 /**
  * Where a plaintext byte lives in a streaming ciphertext, and how long the message is: pure
@@ -143,4 +147,30 @@ export function streamingPlaintextSize(
   if (prefix < MIN_PREFIX_BYTES) return undefined;
   const message = total - prefix;
   return message >= firstWriteBytes ? message : undefined;
+}
+
+/**
+ * A ciphertext's plaintext length, from its size and its framing alone, without a key: for a
+ * stream, the exact size hint its sealer wrote (ours does whenever the length is known: Blob,
+ * File and bytes input, or `options.size`), once it fits the segment layout of a ciphertext of
+ * this size; for an in-memory ciphertext, the length in its header. Undefined when the file does
+ * not say (the reference's sealers write no hint) or what it says cannot be true. The header's
+ * signature covers the hint, but only decrypting proves it: `StreamUnsealer.open` gives the
+ * proven size.
+ */
+export function plaintextSize(ciphertextBytes: number, frame: FrameParts): number | undefined {
+  const { mode } = decodeHeader(frame.header);
+  if (mode.type === 'InMemory') {
+    // LE64 length, message, signature, two minimal policies, tag.
+    return ciphertextBytes - frame.framingBytes >= 8 + mode.size + SIGNATURE_BYTES + 16 + GCM_TAG_BYTES
+      ? mode.size
+      : undefined;
+  }
+  const [lower, upper] = mode.sizeHint;
+  if (upper !== lower || lower > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+  const layout = segmentLayout(ciphertextBytes, frame.framingBytes, checkedSegmentSize(mode));
+  if (layout === undefined) return undefined;
+  const stated = Number(lower);
+  const prefix = totalRegionBytes(layout) - stated;
+  return prefix >= MIN_PREFIX_BYTES && prefix <= regionBytes(layout, 0) ? stated : undefined;
 }

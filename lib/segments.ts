@@ -188,6 +188,7 @@ export class SegmentOpener implements Segmenter {
   private verifier: SignatureVerifier | undefined;
   private bound = false;
   private done: VerificationResult | undefined;
+  private prefix: number | undefined;
 
   constructor(
     private readonly ctx: SegmentOpenContext,
@@ -200,6 +201,14 @@ export class SegmentOpener implements Segmenter {
   /** The sender identity, once the final segment has verified. */
   get result(): VerificationResult | undefined {
     return this.done;
+  }
+
+  /**
+   * Segment 0's signer block length (BE32 and policies), once segment 0 has decrypted: with the
+   * ciphertext's size it gives the message's exact length (segment-map.ts messageBytes).
+   */
+  get prefixBytes(): number | undefined {
+    return this.prefix;
   }
 
   push(chunk: Uint8Array): Promise<Uint8Array>[] {
@@ -273,6 +282,7 @@ export class SegmentOpener implements Segmenter {
       this.bound = senderBound(senderCopy, this.ctx.publicPolicy);
       this.verifier = new SignatureVerifier(this.ctx.vk, signer);
       start = length;
+      this.prefix = length;
     }
     // A copy: the segment's buffer may move to the hashing thread.
     const signature = plain.slice(end);

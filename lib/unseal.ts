@@ -6,14 +6,16 @@ import { aesGcmOpen, importAesKey } from '#aes';
 import { AES_KEY_BYTES, GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
-import { ErrorCode, FormatError, InputError, PostGuardError, malformed, tampered } from './errors.js';
+import { ErrorCode, FormatError, InputError, PostGuardError, isPostGuardError, malformed, tampered } from './errors.js';
 import { readFrame, splitFrame } from './frame.js';
 import { checkedSegmentSize, decodeHeader, type Header } from './header.js';
 import { StreamReader } from './io.js';
 import { userSecretKeyFromBase64, verifyingKeyFromBase64, type PreparedUserSecretKey } from './keys.js';
 import { policyToJs, type Policy } from './policy.js';
 import { decodeMemoryPayload, senderBound } from './payload.js';
-import { abortBoth, pumpSegments } from './pump.js';
+import { pullSegments } from './pull.js';
+import { INLINE_IN_FLIGHT } from './crypto/segment-hasher.js';
+import { messageBytes, segmentLayout } from './segment-map.js';
 import { SegmentOpener } from './segments.js';
 import {
   SIGNATURE_BYTES,
@@ -174,14 +176,45 @@ export async function openSegmentAccess(
   return { key, iv: header.iv, segmentSize, publicPolicy };
 }
 
+/** What `StreamUnsealer.new` may be told about its source. */
+export interface StreamUnsealerOptions {
+  /**
+   * The ciphertext's length in bytes, when the source knows it (a Blob's size, a Content-Length).
+   * With it, `open` gives the plaintext's exact size, and a source that delivers more or fewer
+   * bytes than this fails the stream.
+   */
+  size?: number;
+}
+
+/**
+ * The plaintext of a streaming ciphertext, as `StreamUnsealer.open` gives it. Reading `readable`
+ * pulls the ciphertext from the source as it goes; it errors (typed) on any failure, so only a
+ * `readable` that closed is complete: until then, what it gave is provisional.
+ */
+export interface PlaintextStream {
+  /** The plaintext, each chunk released once its segment authenticated. */
+  readonly readable: ReadableStream<Uint8Array>;
+  /**
+   * The plaintext's exact length in bytes, when the ciphertext's size was given to `new`
+   * (segment 0 is opened first to learn it); undefined otherwise.
+   */
+  readonly size: number | undefined;
+  /**
+   * Who signed the content: resolves once `readable` has closed (its final segment verified);
+   * rejects with the stream's error.
+   */
+  readonly result: Promise<VerificationResult>;
+}
+
 /**
  * Opens a streaming ciphertext (one made by `sealStream`) from a `ReadableStream`, with memory that
  * stays flat at any size. `StreamUnsealer.new` reads and authenticates the header; `inspect_header`
- * lists the recipients; `unseal` decrypts the rest into a `WritableStream`, once: the source is read
- * a single time. For in-memory ciphertexts use {@link Unsealer}.
+ * lists the recipients; `open` gives the plaintext as a stream that reads the source as it is read,
+ * and `unseal` pipes that into a `WritableStream`; either, once: the source is read a single time.
+ * For in-memory ciphertexts use {@link Unsealer}.
  */
 export class StreamUnsealer extends VerifiedHeaderView {
-  /** Set before the first await of `unseal`: one reader at a time, since the source is read once. */
+  /** Set before the first await of `open`: one reader at a time, since the source is read once. */
   private claimed = false;
   /** The payload has been read from: no retry is possible any more. */
   private consumed = false;
@@ -190,23 +223,40 @@ export class StreamUnsealer extends VerifiedHeaderView {
     verified: VerifiedHeader,
     private readonly segmentSize: number,
     private readonly reader: StreamReader,
+    private readonly framingBytes: number,
+    private readonly ciphertextBytes: number | undefined,
   ) {
     super(verified);
   }
 
   /**
    * Reads and authenticates the header from the start of `readable`, which stays locked
-   * until `unseal` has read the rest.
+   * until the plaintext has been read.
    */
-  static async new(readable: ReadableStream<Uint8Array>, vk: string): Promise<StreamUnsealer> {
+  static async new(
+    readable: ReadableStream<Uint8Array>,
+    vk: string,
+    options?: StreamUnsealerOptions,
+  ): Promise<StreamUnsealer> {
+    const size = options?.size;
+    if (size !== undefined && !(Number.isSafeInteger(size) && size >= 0))
+      throw new InputError(ErrorCode.INVALID_INPUT, "size must be the ciphertext's length in bytes");
     const reader = new StreamReader(readable);
     try {
-      const { header, signature } = await readFrame(async (_, length) => (await reader.readUpTo(length)).bytes);
+      const { header, signature, framingBytes } = await readFrame(
+        async (_, length) => (await reader.readUpTo(length)).bytes,
+      );
       const verified = await verifyHeader(header, signature, vk);
       if (verified.header.mode.type !== 'Streaming') {
         throw new FormatError(ErrorCode.WRONG_MODE, 'this is an in-memory ciphertext: use Unsealer');
       }
-      return new StreamUnsealer(verified, checkedSegmentSize(verified.header.mode), reader);
+      const segmentSize = checkedSegmentSize(verified.header.mode);
+      if (size !== undefined && segmentLayout(size, framingBytes, segmentSize) === undefined)
+        throw new FormatError(
+          ErrorCode.TRUNCATED,
+          `a ciphertext of ${size} bytes does not end with a whole final segment: it was cut`,
+        );
+      return new StreamUnsealer(verified, segmentSize, reader, framingBytes, size);
     } catch (e) {
       await reader.cancel(e);
       throw e;
@@ -214,9 +264,119 @@ export class StreamUnsealer extends VerifiedHeaderView {
   }
 
   /**
-   * Decrypts the rest of the stream into `writable`. Plaintext is written segment by segment
-   * after each one authenticates, and `writable` is closed only after the final segment
-   * did: if anything fails, `writable` is aborted with the error (so a download or file
+   * Opens the plaintext for `recipientId` with that recipient's user secret key. Nothing of the
+   * payload is read until the stream is (except segment 0 when the size was given, to learn the
+   * plaintext's length). A wrong id or key rejects here and leaves the source for another try.
+   */
+  async open(recipientId: string, usk: string | PreparedUserSecretKey): Promise<PlaintextStream> {
+    return (await this.openStream(recipientId, usk)).opened;
+  }
+
+  /** `open`, and whether the stream failed by itself (as against being cancelled by its reader). */
+  private async openStream(
+    recipientId: string,
+    usk: string | PreparedUserSecretKey,
+  ): Promise<{ opened: PlaintextStream; failure(): { error: unknown } | undefined }> {
+    let failure: { error: unknown } | undefined;
+    if (this.claimed) {
+      throw new PostGuardError(
+        ErrorCode.INVALID_STATE,
+        this.consumed ? 'this stream was already unsealed' : 'this stream is being unsealed by another call',
+      );
+    }
+    this.claimed = true;
+    const { header, transcript, vk, publicPolicy, headerBytes } = this.verified;
+    let key: AesKey;
+    try {
+      key = await openCapsule(header, recipientId, usk);
+    } catch (error) {
+      this.claimed = false; // a wrong id or key: the source is untouched, another call may retry
+      throw error;
+    }
+    this.consumed = true;
+    const hasher = segmentHasher(transcript.clone(), headerBytes);
+    const opener = new SegmentOpener({ iv: header.iv, key, hasher, vk, publicPolicy }, this.segmentSize);
+    const layout =
+      this.ciphertextBytes === undefined
+        ? undefined
+        : segmentLayout(this.ciphertextBytes, this.framingBytes, this.segmentSize);
+    let size: number | undefined;
+    let delivered = 0;
+    let settle!: { resolve(r: VerificationResult): void; reject(e: unknown): void };
+    const result = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
+    result.catch(() => undefined);
+    const pulled = pullSegments(this.reader.chunkSource(), opener, {
+      // The default depth, whatever the hasher: more measured no faster here (the opener decrypts
+      // as it reads), and what it reads ahead of its reader is what a service worker holds.
+      depth: INLINE_IN_FLIGHT,
+      cancelSource: (reason) => this.reader.cancel(reason),
+      finished: () => hasher.close(),
+      check: (output) => {
+        delivered += output.length;
+        if (size !== undefined && delivered > size) throw sourceMismatch(this.ciphertextBytes!);
+      },
+      complete: () => {
+        if (!opener.result) throw malformed('the stream ended without a final segment');
+        if (size !== undefined && delivered !== size) throw sourceMismatch(this.ciphertextBytes!);
+        settle.resolve(opener.result);
+      },
+    });
+    const source = pulled.getReader();
+    /** Output read ahead to learn the size, handed on first. */
+    let first: Uint8Array | undefined;
+    if (layout !== undefined) {
+      try {
+        const read = await source.read();
+        first = read.done ? undefined : read.value;
+      } catch (error) {
+        settle.reject(error);
+        throw error;
+      }
+      const prefix = opener.prefixBytes;
+      size = prefix === undefined ? undefined : messageBytes(layout, prefix);
+      if (size === undefined || (first?.length ?? 0) > size) {
+        const error = malformed('the signer policy does not fit in segment 0');
+        await source.cancel(error);
+        settle.reject(error);
+        throw error;
+      }
+    }
+    let cancelled = false;
+    const readable = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          if (first !== undefined) {
+            controller.enqueue(first);
+            first = undefined;
+            return;
+          }
+          try {
+            const read = await source.read();
+            if (cancelled) return;
+            if (read.done) controller.close();
+            else controller.enqueue(read.value);
+          } catch (error) {
+            if (cancelled) return;
+            failure = { error };
+            settle.reject(error);
+            throw error;
+          }
+        },
+        async cancel(reason) {
+          cancelled = true;
+          settle.reject(reason);
+          await source.cancel(reason);
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return { opened: { readable, size, result }, failure: () => failure };
+  }
+
+  /**
+   * Decrypts the rest of the stream into `writable`: `open(…)` piped into it. Plaintext is written
+   * segment by segment after each one authenticates, and `writable` is closed only after the final
+   * segment did: if anything fails, `writable` is aborted with the error (so a download or file
    * sink is marked failed) and the promise rejects. Until it resolves, output is provisional.
    */
   async unseal(
@@ -224,42 +384,29 @@ export class StreamUnsealer extends VerifiedHeaderView {
     usk: string | PreparedUserSecretKey,
     writable: WritableStream<Uint8Array>,
   ): Promise<VerificationResult> {
-    const writer = writable.getWriter();
-    if (this.claimed) {
-      // Another call holds the source (or has read it): this one fails alone and leaves it be.
-      const error = new PostGuardError(
-        ErrorCode.INVALID_STATE,
-        this.consumed ? 'this stream was already unsealed' : 'this stream is being unsealed by another call',
-      );
-      await writer.abort(error).catch(() => undefined);
-      throw error;
-    }
-    this.claimed = true;
-    const { header, transcript, vk, publicPolicy, headerBytes } = this.verified;
-    let hasher: SegmentHasher | undefined;
+    let stream: Awaited<ReturnType<StreamUnsealer['openStream']>>;
     try {
-      let key: AesKey;
-      try {
-        key = await openCapsule(header, recipientId, usk);
-      } catch (error) {
-        this.claimed = false; // a wrong id or key: the source is untouched, another call may retry
-        throw error;
-      }
-      this.consumed = true;
-      hasher = segmentHasher(transcript.clone(), headerBytes);
-      const opener = new SegmentOpener({ iv: header.iv, key, hasher, vk, publicPolicy }, this.segmentSize);
-      // The default depth, whatever the hasher: more measured no faster here (the opener decrypts as
-      // it reads), and what it reads ahead of its sink is what a service worker holds.
-      await pumpSegments(this.reader.chunkSource(), writer, undefined, opener);
-      if (!opener.result) throw malformed('the stream ended without a final segment');
-      return opener.result;
+      stream = await this.openStream(recipientId, usk);
     } catch (error) {
-      // Before the payload is touched a failure (wrong id or key) leaves the source intact for a retry.
-      const source = this.consumed ? this.reader : { cancel: async () => undefined };
-      await abortBoth(source, writer, error);
+      await writable.abort(error).catch(() => undefined);
       throw error;
-    } finally {
-      hasher?.close();
     }
+    const { opened } = stream;
+    try {
+      // The source is cancelled here rather than by pipeTo, with the typed reason.
+      await opened.readable.pipeTo(writable, { preventCancel: true });
+    } catch (error) {
+      const failed = stream.failure();
+      if (failed) throw failed.error;
+      const sinkFailed = isPostGuardError(error)
+        ? error
+        : new PostGuardError(ErrorCode.SINK_FAILED, `the output stream failed: ${String(error)}`, { cause: error });
+      await opened.readable.cancel(sinkFailed).catch(() => undefined);
+      throw sinkFailed;
+    }
+    return opened.result;
   }
 }
+
+const sourceMismatch = (size: number) =>
+  new PostGuardError(ErrorCode.SOURCE_FAILED, `the source did not deliver the ${size} bytes it was said to hold`);

@@ -67,7 +67,7 @@ async function afterWritable<T>(writable: WritableStream<Uint8Array>, call: () =
 }
 
 /** The fields of the options the library reads (lib/seal.ts); nothing else is sent. */
-const OPTION_FIELDS = ['policy', 'pubSignKey', 'privSignKey', 'skipEncryption'] as const;
+const OPTION_FIELDS = ['policy', 'pubSignKey', 'privSignKey', 'skipEncryption', 'size'] as const;
 
 /**
  * How deep the options sent may nest. Valid ones nest five objects (options, policy, entry, con,

@@ -45,6 +45,10 @@ const TEXTS: Record<string, [string, string]> = {
     'This file was changed after it was encrypted.',
     'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the file again.',
   ],
+  ARMOR_INVALID: [
+    'This encrypted text is damaged: it is not a complete PostGuard block.',
+    'Copy the whole block again, from the BEGIN line to the END line, without changing it.',
+  ],
   WRONG_MODE: [
     'This file uses a mode this page cannot stream.',
     'Files sealed in memory open only up to the in-memory size limit.',

@@ -1,0 +1,253 @@
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
+import { chunkedSource, collector, readAll } from '../test/streams.js';
+import { readFrame, splitFrame } from './frame.js';
+import { DEFAULT_SEGMENT_SIZE, decodeHeader } from './header.js';
+import { StreamUnsealer, plaintextSize, seal, sealStream, sealedSize, type Policy, type SealOptions } from './index.js';
+import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
+
+/**
+ * Sizes as public API: `sealedSize` is exact before sealing (both modes), `plaintextSize` reads the
+ * length a sealer stated, and `StreamUnsealer.open` proves it. Checked against real sealing at
+ * every segment boundary up to three segments and at random lengths beyond.
+ */
+
+const EMAIL = 'pbdf.sidn-pbdf.email.email';
+const at = (who: string): Policy => ({ ts: 1_700_000_000, con: [{ t: EMAIL, v: `${who}@example.com` }] });
+const kem = generateKemKeys();
+const ibs = generateSigningKeys();
+const vk = ibs.vk;
+const bobUsk = extractUsk(kem.msk, at('bob'));
+const signer = (policy: Policy) => ({ key: extractSigningKey(ibs.sk, policy), policy });
+const privatePolicy: Policy = { ts: 1_700_000_000, con: [{ t: 'pbdf.gemeente.personalData.fullname', v: 'Alice A' }] };
+
+/** Options of a few shapes: one or three recipients, with or without a private signer. */
+const optionShapes: SealOptions[] = [
+  { policy: { bob: at('bob') }, pubSignKey: signer(at('alice')) },
+  {
+    policy: { bob: at('bob'), carol: at('carol'), dave: at('dave-with-a-longer-name') },
+    pubSignKey: signer(at('alice')),
+    privSignKey: signer(privatePolicy),
+  },
+];
+
+const content = (n: number) => new Uint8Array(n).map((_, i) => (i * 7 + 3) & 255);
+/** Byte equality as one comparison: toEqual walks a megabyte element by element, for seconds. */
+const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
+
+async function sealToBytes(options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
+  const out = collector();
+  await sealStream(kem.mpk, options, chunkedSource(plain, 100_000), out.writable);
+  return out.bytes();
+}
+
+describe('sealedSize is exact before sealing', () => {
+  it('at every segment boundary up to 3 segments + 1, both option shapes', async () => {
+    for (const options of optionShapes) {
+      // Find the signer block's length from one real seal: segment 0's message part.
+      const empty = await sealToBytes(options, new Uint8Array(0));
+      const { framingBytes } = splitFrame(empty);
+      const prefix = empty.length - framingBytes - 112; // one empty-of-message final segment
+      const lengths = new Set([0, 1, 2, 3]);
+      for (let k = 1; k <= 3; k++) {
+        for (let d = -2; d <= 2; d++) lengths.add(k * DEFAULT_SEGMENT_SIZE - prefix + d);
+      }
+      lengths.add(3 * DEFAULT_SEGMENT_SIZE + 1);
+      for (const n of [...lengths].filter((x) => x >= 0)) {
+        const stated = { ...options, size: n };
+        const ct = await sealToBytes(stated, content(n));
+        expect(ct.length, `stream, ${n} bytes`).toBe(sealedSize(n, options));
+        expect(plaintextSize(ct.length, splitFrame(ct)), `stated, ${n} bytes`).toBe(n);
+      }
+    }
+  });
+
+  it('at random lengths, in memory and streaming', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 6 * DEFAULT_SEGMENT_SIZE }),
+        fc.constantFrom(...optionShapes),
+        async (n, options) => {
+          const plain = content(n);
+          const memory = await seal(kem.mpk, options, plain);
+          expect(memory.length).toBe(sealedSize(n, options, 'memory'));
+          expect(plaintextSize(memory.length, splitFrame(memory))).toBe(n);
+          const stream = await sealToBytes({ ...options, size: n }, plain);
+          expect(stream.length).toBe(sealedSize(n, options));
+        },
+      ),
+      { numRuns: 12 },
+    );
+  });
+
+  it('checks the options as sealing does', () => {
+    expect(() => sealedSize(10, { policy: {}, pubSignKey: signer(at('alice')) })).toThrow(
+      expect.objectContaining({ code: 'INVALID_POLICY' }),
+    );
+    for (const bad of [-1, 1.5, Number.NaN, 2 ** 60])
+      expect(() => sealedSize(bad, optionShapes[0]!)).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+    expect(() => sealedSize(2 ** 32, optionShapes[0]!, 'memory')).toThrow(
+      expect.objectContaining({ code: 'TOO_LARGE' }),
+    );
+  });
+});
+
+describe('the size hint', () => {
+  it('is written exactly when the length is stated, and (0, None) as the reference writes when not', async () => {
+    const options = optionShapes[0]!;
+    const stated = splitFrame(await sealToBytes({ ...options, size: 5 }, content(5)));
+    const unstated = splitFrame(await sealToBytes(options, content(5)));
+    expect(decodeHeader(stated.header).mode).toMatchObject({ sizeHint: [5n, 5n] });
+    expect(decodeHeader(unstated.header).mode).toMatchObject({ sizeHint: [0n, undefined] });
+    const ct = await sealToBytes(options, content(5));
+    expect(plaintextSize(ct.length, splitFrame(ct))).toBeUndefined();
+  });
+
+  it('is not believed when it cannot fit the layout', async () => {
+    const options = optionShapes[0]!;
+    const ct = await sealToBytes({ ...options, size: 1000 }, content(1000));
+    const frame = splitFrame(ct);
+    expect(plaintextSize(frame.framingBytes + 50, frame)).toBeUndefined(); // no whole final segment
+    expect(plaintextSize(ct.length - 900, frame)).toBeUndefined(); // the message would be longer than the regions
+    expect(plaintextSize(ct.length + DEFAULT_SEGMENT_SIZE + 112, frame)).toBeUndefined(); // the prefix would not fit segment 0
+    expect(plaintextSize(ct.length, frame)).toBe(1000);
+  });
+
+  it('a stream that carries more or fewer bytes than stated fails the seal and aborts the sink', async () => {
+    for (const [stated, actual] of [
+      [10, 11],
+      [10, 9],
+      [0, 3 * DEFAULT_SEGMENT_SIZE],
+    ] as const) {
+      const out = collector();
+      await expect(
+        sealStream(kem.mpk, { ...optionShapes[0]!, size: stated }, chunkedSource(content(actual)), out.writable),
+      ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringMatching(/options\.size/) });
+      expect(out.state()).toBe('aborted');
+    }
+    for (const bad of [-1, 0.5, '10', Number.POSITIVE_INFINITY]) {
+      const out = collector();
+      await expect(
+        sealStream(kem.mpk, { ...optionShapes[0]!, size: bad as number }, chunkedSource(content(1)), out.writable),
+      ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    }
+  });
+
+  describe('with pg-wasm 0.5.10', () => {
+    let pg: PgWasm;
+    beforeAll(async () => {
+      pg = await loadPgWasm();
+    });
+
+    it('opens a stream whose header states its size', async () => {
+      for (const n of [0, 5, DEFAULT_SEGMENT_SIZE + 17]) {
+        const plain = content(n);
+        const ct = await sealToBytes({ ...optionShapes[1]!, size: n }, plain);
+        const out = collector();
+        const unsealer = await pg.StreamUnsealer.new(chunkedSource(ct, 70_000), vk);
+        await unsealer.unseal('bob', bobUsk, out.writable);
+        expect(same(out.bytes(), plain)).toBe(true);
+      }
+    });
+  });
+});
+
+describe('StreamUnsealer.open: the plaintext as a stream that pulls its source', () => {
+  const plain = content(12 * DEFAULT_SEGMENT_SIZE + 123);
+  let ct: Uint8Array;
+  beforeAll(async () => {
+    ct = await sealToBytes(optionShapes[1]!, plain);
+  });
+
+  /** A source that counts what was pulled from it and how often it was cancelled. */
+  function countingSource(bytes: Uint8Array, chunk = 65_536) {
+    let pulled = 0;
+    let cancelled: unknown;
+    const readable = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          if (pulled >= bytes.length) return controller.close();
+          const piece = bytes.slice(pulled, pulled + chunk);
+          pulled += piece.length;
+          controller.enqueue(piece);
+        },
+        cancel(reason) {
+          cancelled = reason ?? 'cancelled';
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return { readable, pulled: () => pulled, cancelled: () => cancelled };
+  }
+
+  it('gives the exact size once told the ciphertext size, and the same bytes as unseal', async () => {
+    const source = countingSource(ct);
+    const unsealer = await StreamUnsealer.new(source.readable, vk, { size: ct.length });
+    const opened = await unsealer.open('bob', bobUsk);
+    expect(opened.size).toBe(plain.length);
+    expect(same(await readAll(opened.readable), plain)).toBe(true);
+    await expect(opened.result).resolves.toMatchObject({ private: privatePolicy, bound: true });
+  });
+
+  it('without the ciphertext size: no size, same bytes', async () => {
+    const opened = await (await StreamUnsealer.new(chunkedSource(ct), vk)).open('bob', bobUsk);
+    expect(opened.size).toBeUndefined();
+    expect(same(await readAll(opened.readable), plain)).toBe(true);
+  });
+
+  it('reads the source only as far as the reader asks (plus a few segments in flight)', async () => {
+    const source = countingSource(ct);
+    const unsealer = await StreamUnsealer.new(source.readable, vk);
+    const opened = await unsealer.open('bob', bobUsk);
+    const reader = opened.readable.getReader();
+    await reader.read();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const wire = DEFAULT_SEGMENT_SIZE + 112;
+    // One segment read, four in flight, and a chunk of slack: never the whole file.
+    expect(source.pulled()).toBeLessThanOrEqual(splitFrame(ct).framingBytes + 6 * wire);
+    expect(source.pulled()).toBeLessThan(ct.length);
+    await reader.cancel(new Error('enough'));
+    expect(source.cancelled()).toBeDefined();
+    await expect(opened.result).rejects.toThrow('enough');
+  });
+
+  it('errors the stream with a typed error on a tampered segment; what it gave before is the only output', async () => {
+    const bad = ct.slice();
+    bad[bad.length - 3 * DEFAULT_SEGMENT_SIZE] ^= 1;
+    const opened = await (await StreamUnsealer.new(chunkedSource(bad), vk)).open('bob', bobUsk);
+    await expect(readAll(opened.readable)).rejects.toMatchObject({ code: 'TAMPERED' });
+    await expect(opened.result).rejects.toMatchObject({ code: 'TAMPERED' });
+  });
+
+  it('a source longer or shorter than the size it was said to have fails', async () => {
+    // A size whose last segment would be shorter than a signature and a tag: no sealer writes it.
+    const cut = splitFrame(ct).framingBytes + 50;
+    await expect(StreamUnsealer.new(chunkedSource(ct), vk, { size: cut })).rejects.toMatchObject({
+      code: 'TRUNCATED',
+    });
+    // A size that fits the layout but is one segment short: the stream delivers more than announced.
+    const short = ct.length - (DEFAULT_SEGMENT_SIZE + 112);
+    const opened = await (await StreamUnsealer.new(chunkedSource(ct), vk, { size: short })).open('bob', bobUsk);
+    expect(opened.size).toBe(plain.length - DEFAULT_SEGMENT_SIZE);
+    await expect(readAll(opened.readable)).rejects.toMatchObject({ code: 'SOURCE_FAILED' });
+    for (const bad of [-1, 1.5, 'x']) {
+      await expect(StreamUnsealer.new(chunkedSource(ct), vk, { size: bad as number })).rejects.toMatchObject({
+        code: 'INVALID_INPUT',
+      });
+    }
+  });
+
+  it('a wrong id or key rejects open and leaves the source for a retry; a second open is INVALID_STATE', async () => {
+    const unsealer = await StreamUnsealer.new(chunkedSource(ct), vk);
+    await expect(unsealer.open('nobody', bobUsk)).rejects.toMatchObject({ code: 'UNKNOWN_RECIPIENT' });
+    const opened = await unsealer.open('bob', bobUsk);
+    await expect(unsealer.open('bob', bobUsk)).rejects.toMatchObject({ code: 'INVALID_STATE' });
+    expect(same(await readAll(opened.readable), plain)).toBe(true);
+  });
+
+  it('the sizes agree for a file read from the disk-like source of readFrame', async () => {
+    const frame = await readFrame((offset, length) => Promise.resolve(ct.subarray(offset, offset + length)));
+    expect(frame.framingBytes).toBe(splitFrame(ct).framingBytes);
+  });
+});
