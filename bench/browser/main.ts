@@ -3,9 +3,10 @@ import { StreamUnsealer, sealStream } from '../../lib/index.js';
 import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
 import { PostGuardWorker } from '../../worker/client.js';
 import type { SealOptions } from '../../lib/seal.js';
-import type { BenchReply, BenchRequest } from './bench.worker.js';
+import type { BenchRequest } from './bench.worker.js';
 import type { RelayRequest } from './ours-relay.worker.js';
 import { receiveWritable, sendReadable, type RelayMode } from './relay.js';
+import { workerClient } from './worker-client.js';
 import {
   CHUNK_BYTES,
   SampledChecksum,
@@ -66,26 +67,6 @@ let keys: BenchKeys;
 let ours: PostGuardWorker;
 /** Ciphertexts to open, as chunks held in this page: 'full' for the timed runs, 'warm' for warm-ups. */
 const ciphertexts = new Map<'full' | 'warm', Uint8Array[]>();
-
-/** A request/reply client for the benchmark's own workers (plain postMessage). */
-function workerClient<Request>(worker: Worker) {
-  let nextId = 0;
-  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  worker.onmessage = (event: MessageEvent<BenchReply>) => {
-    const reply = event.data;
-    const waiter = pending.get(reply.id);
-    pending.delete(reply.id);
-    if (reply.ok) waiter?.resolve(reply.value);
-    else waiter?.reject(new Error(reply.error));
-  };
-  return <T>(request: Request, transfer: Transferable[] = []): Promise<T> => {
-    const id = nextId++;
-    return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      worker.postMessage({ id, request }, transfer);
-    });
-  };
-}
 
 let callWorker: ReturnType<typeof workerClient<BenchRequest>>;
 let callRelay: ReturnType<typeof workerClient<RelayRequest>>;

@@ -1,0 +1,495 @@
+/**
+ * npm run bench:browser: postguard-ts in Chromium, Firefox ESR and WebKitGTK, one body for all
+ * three (e2e/engines/driver.ts: one driver per engine), one table per engine.
+ *
+ *   stream  our crypto worker (postguard-ts/worker) sealing and unsealing a stream, beside
+ *           @e4a/pg-wasm 0.5.10's sealStream / StreamUnsealer in a worker of the same page and on
+ *           its main thread; time to first plaintext byte.
+ *   sw      a sealed file fetched through our decrypting service worker (postguard-ts/sw:
+ *           registerDecryptingServiceWorker, prepareDownload), with its defaults (verifyFirst) and
+ *           with verifyFirst false, beside the same plaintext fetched from a Blob URL: throughput,
+ *           ratio (the decrypter's overhead) and time to first byte.
+ *
+ * The page (bench/browser/engines.html) is built by Vite as an app would build it, importing only
+ * the public entries (postguard-ts/worker, postguard-ts/sw; the postguard() Vite plugin emits
+ * /postguard-sw.js from the sources), and served by Vite's preview server on a loopback port.
+ * Every figure is the median of REPEATS runs after a warm-up (8 MiB); sides alternate run by run.
+ * Every run's output is checked (byte count and a sampled checksum of the plaintext).
+ *
+ *   npm run bench:browser
+ *   npm run bench:browser -- --engines firefox,webkit --cases sw --sw-mib 64 --repeats 1
+ *   ENGINES=chromium CASES=stream STREAM_MIB=256 REPEATS=5 npm run bench:browser
+ *
+ * Options (or the environment variable in capitals): --engines (chromium,firefox,webkit),
+ * --cases (stream,sw), --stream-mib (64), --sw-mib (256), --repeats (3), --chunk-kib (64), --ref (a
+ * commit whose lib/ and worker/ to build instead of the working tree, e.g. HEAD).
+ * Each engine is launched, run and closed in turn; one that fails prints its error (and the rows it
+ * had) and the others still run; the exit status is then 1. Every wait has a timeout.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFile, cp, mkdir, rm, symlink } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { build, preview } from 'vite';
+import { ENGINES, launch, type Engine, type EngineBrowser, type EnginePage } from '../e2e/engines/driver.js';
+import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import type { DownloadKind, DownloadRun, EnginesBench, StreamImpl, StreamRun } from './browser/engines.js';
+import type { BenchKeys } from './browser/main.js';
+
+const { values: args } = parseArgs({
+  options: {
+    engines: { type: 'string', default: process.env.ENGINES ?? ENGINES.join(',') },
+    cases: { type: 'string', default: process.env.CASES ?? 'stream,sw' },
+    'stream-mib': { type: 'string', default: process.env.STREAM_MIB ?? '64' },
+    'sw-mib': { type: 'string', default: process.env.SW_MIB ?? '256' },
+    repeats: { type: 'string', default: process.env.REPEATS ?? '3' },
+    'chunk-kib': { type: 'string', default: process.env.CHUNK_KIB ?? '64' },
+    ref: { type: 'string', default: process.env.REF },
+  },
+});
+const MiB = 2 ** 20;
+const STREAM_MIB = Number(args['stream-mib']);
+const SW_MIB = Number(args['sw-mib']);
+const REPEATS = Number(args.repeats);
+const CHUNK = Number(args['chunk-kib']) * 1024;
+const WARM = 8 * MiB;
+const engines = args.engines.split(',').filter(Boolean) as Engine[];
+const cases = args.cases.split(',').filter(Boolean);
+for (const e of engines) if (!ENGINES.includes(e)) throw new Error(`unknown engine ${e} (${ENGINES.join(', ')})`);
+for (const c of cases) if (c !== 'stream' && c !== 'sw') throw new Error(`unknown case ${c} (stream, sw)`);
+if (!(STREAM_MIB > 0 && SW_MIB > 0 && REPEATS >= 1 && CHUNK > 0)) {
+  throw new Error('--stream-mib, --sw-mib, --repeats and --chunk-kib must be positive');
+}
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const outDir = `${repo}tmp/bench-engines/`;
+const PG_WASM = `${repo}node_modules/@e4a/pg-wasm/web/index_bg.wasm`;
+
+declare const benchEngines: EnginesBench;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
+
+/** Rejects after `ms` with a message naming `what`; `onLate` gets the value should it come after all. */
+async function withTimeout<T>(work: Promise<T>, ms: number, what: string, onLate?: (value: T) => void): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let late = false;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      late = true;
+      reject(new Error(`timed out after ${Math.round(ms / 1000)} s: ${what}`));
+    }, ms);
+  });
+  void work.then(
+    (value) => {
+      if (late) onLate?.(value);
+    },
+    () => undefined,
+  );
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Time allowed for a page call that moves `bytes`: a minute, plus the bytes at 2 MB/s. */
+const budget = (bytes: number) => 60_000 + (bytes / 2e6) * 1000;
+
+function makeKeys(): BenchKeys {
+  const kem = generateKemKeys();
+  const ibs = generateSigningKeys();
+  const ts = Math.floor(Date.now() / 1000);
+  const email = 'pbdf.sidn-pbdf.email.email';
+  const recipient = { ts, con: [{ t: email, v: 'alice@example.org' }] };
+  const sender = { ts, con: [{ t: email, v: 'bob@example.org' }] };
+  return {
+    mpk: kem.mpk,
+    vk: ibs.vk,
+    rid: 'alice@example.org',
+    usk: extractUsk(kem.msk, recipient),
+    options: {
+      policy: { 'alice@example.org': recipient },
+      pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender },
+    },
+  };
+}
+
+/**
+ * The sources the page is built from: the working tree, or (--ref) lib/, worker/ and
+ * scripts/source-aliases.ts of a commit, exported with git archive beside this benchmark's own page
+ * files, so that a figure names its commit while others edit the tree (and a tree in the middle of
+ * an edit does not stop the run). The service worker is built by that tree's own Vite plugin.
+ */
+async function sources(ref: string | undefined): Promise<{ tree: string; label: string }> {
+  const git = (...argv: string[]) => execFileSync('git', ['-C', repo, ...argv], { encoding: 'utf8' }).trim();
+  if (ref === undefined || ref === '') {
+    const dirty = git('status', '--porcelain', '--', 'lib', 'worker').split('\n').filter(Boolean).length;
+    const label = `working tree at ${git('rev-parse', '--short', 'HEAD')}${dirty ? ` + ${dirty} uncommitted files in lib/ worker/` : ''}`;
+    return { tree: repo, label };
+  }
+  const sha = git('rev-parse', '--verify', `${ref}^{commit}`);
+  const tree = `${repo}tmp/bench-src/${sha}/`;
+  await rm(tree, { recursive: true, force: true });
+  await mkdir(`${tree}bench`, { recursive: true });
+  execFileSync('sh', [
+    '-c',
+    `git -C "${repo}" archive ${sha} lib worker scripts/source-aliases.ts | tar -x -C "${tree}"`,
+  ]);
+  await cp(`${repo}bench/browser`, `${tree}bench/browser`, { recursive: true });
+  await cp(`${repo}bench/shake-core.ts`, `${tree}bench/shake-core.ts`);
+  await symlink(`${repo}node_modules`, `${tree}node_modules`);
+  return { tree, label: `commit ${sha.slice(0, 7)} (${ref})` };
+}
+
+async function buildPage(tree: string): Promise<void> {
+  const { sourceAliases } = (await import(
+    `${tree}scripts/source-aliases.ts`
+  )) as typeof import('../scripts/source-aliases.js');
+  const { postguardFromSources } = (await import(
+    `${tree}lib/build/bundles.ts`
+  )) as typeof import('../lib/build/bundles.js');
+  await rm(outDir, { recursive: true, force: true });
+  await build({
+    configFile: false,
+    root: `${tree}bench/browser/`,
+    logLevel: 'error', // not rolldown's plugin-timing notes
+    resolve: { alias: sourceAliases('portable') },
+    worker: { format: 'es' },
+    plugins: [postguardFromSources()],
+    build: {
+      outDir,
+      emptyOutDir: true,
+      target: 'es2022',
+      minify: false,
+      sourcemap: false,
+      rollupOptions: { input: `${tree}bench/browser/engines.html` },
+    },
+  });
+  // pg-wasm's web build fetches its module from a URL we give it: serve the package's own file.
+  await mkdir(outDir, { recursive: true });
+  await copyFile(PG_WASM, `${outDir}pg-wasm_bg.wasm`);
+}
+
+interface Row {
+  name: string;
+  unit: 'ms' | 'MB/s';
+  ours?: number;
+  theirs?: number;
+}
+
+/** 1.23x; two significant digits below 0.1 (a first byte 200 times later is 0.0050x, not 0.00x). */
+const ratioText = (ratio: number) => `${ratio < 0.1 ? ratio.toPrecision(2) : ratio.toFixed(2)}x`;
+
+function printTable(engine: string, theirs: string, rows: Row[]): void {
+  const fmt = (v: number | undefined, unit: string) =>
+    v === undefined || !Number.isFinite(v)
+      ? ''
+      : unit === 'ms'
+        ? `${v.toFixed(v < 100 ? 1 : 0)} ms`
+        : `${v.toFixed(0)} MB/s`;
+  const header = ['case', 'postguard-ts', theirs, 'ratio'];
+  const cells = rows.map((r) => {
+    // Ratio > 1 means we are better: faster (MB/s) or less time (ms), as npm run bench prints it.
+    const ratio =
+      r.ours === undefined || r.theirs === undefined || !(r.ours > 0 && r.theirs > 0)
+        ? ''
+        : ratioText(r.unit === 'ms' ? r.theirs / r.ours : r.ours / r.theirs);
+    return [r.name, fmt(r.ours, r.unit), fmt(r.theirs, r.unit), ratio];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (c: string[]) => `| ${c.map((x, i) => x.padEnd(widths[i]!)).join(' | ')} |`;
+  console.log(`\n${engine}:`);
+  console.log(line(header));
+  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  for (const c of cells) console.log(line(c));
+}
+
+/** One page, with a timeout on every call. */
+function caller(page: EnginePage) {
+  return <R, A>(what: string, ms: number, fn: (arg: A) => R | Promise<R>, arg: A): Promise<Awaited<R>> =>
+    withTimeout(page.evaluate(fn, arg), ms, what);
+}
+type Call = ReturnType<typeof caller>;
+
+async function streamCase(call: Call, rows: Row[], pgWorker: string): Promise<void> {
+  const bytes = STREAM_MIB * MiB;
+  const impls: StreamImpl[] = ['ours', 'pgwasm-worker', 'pgwasm-main'];
+  const label: Record<StreamImpl, string> = {
+    ours: 'crypto worker',
+    'pgwasm-worker': `pg-wasm in a worker, ${pgWorker}`,
+    'pgwasm-main': 'pg-wasm on the main thread',
+  };
+
+  // Seal: generated plaintext in, ciphertext counted out.
+  const seals: Record<StreamImpl, StreamRun[]> = { ours: [], 'pgwasm-worker': [], 'pgwasm-main': [] };
+  let expected: string | undefined;
+  for (const impl of impls) {
+    await call(`seal warm-up (${impl})`, budget(WARM), (a) => benchEngines.seal(a.impl, a.bytes, a.chunk), {
+      impl,
+      bytes: WARM,
+      chunk: CHUNK,
+    });
+  }
+  for (let r = 0; r < REPEATS; r++) {
+    for (const impl of impls) {
+      const run = await call(
+        `seal ${STREAM_MIB} MiB (${impl})`,
+        budget(bytes),
+        (a) => benchEngines.seal(a.impl, a.bytes, a.chunk),
+        {
+          impl,
+          bytes,
+          chunk: CHUNK,
+        },
+      );
+      expected ??= run.checksum;
+      if (run.checksum !== expected) throw new Error(`seal (${impl}): plaintext ${run.checksum}, expected ${expected}`);
+      seals[impl].push(run);
+    }
+  }
+  for (const impl of impls) {
+    const sizes = [...new Set(seals[impl].map((r) => r.bytes))].join(' / ');
+    console.log(
+      `  seal, ${label[impl]}: ${seals[impl].map((r) => mbps(bytes, r.ms).toFixed(0)).join(', ')} MB/s; ciphertext ${sizes} bytes`,
+    );
+  }
+  const sealRate = (impl: StreamImpl) => mbps(bytes, median(seals[impl].map((r) => r.ms)));
+
+  // Unseal: a ciphertext sealed once by our worker, held in the page, fed to each side.
+  const full = await call(
+    `seal the ${STREAM_MIB} MiB ciphertext`,
+    budget(bytes),
+    (a) => benchEngines.prepare('full', a.bytes, a.chunk),
+    { bytes, chunk: CHUNK },
+  );
+  await call('seal the warm-up ciphertext', budget(WARM), (a) => benchEngines.prepare('warm', a.bytes, a.chunk), {
+    bytes: WARM,
+    chunk: CHUNK,
+  });
+  const opens: Record<StreamImpl, StreamRun[]> = { ours: [], 'pgwasm-worker': [], 'pgwasm-main': [] };
+  for (const impl of impls) {
+    await call(`unseal warm-up (${impl})`, budget(WARM), (i) => benchEngines.decrypt(i, 'warm'), impl);
+  }
+  for (let r = 0; r < REPEATS; r++) {
+    for (const impl of impls) {
+      const run = await call(
+        `unseal ${STREAM_MIB} MiB (${impl})`,
+        budget(bytes),
+        (i) => benchEngines.decrypt(i, 'full'),
+        impl,
+      );
+      if (run.bytes !== bytes || run.checksum !== full.plainChecksum) {
+        throw new Error(`unseal (${impl}): plaintext ${run.checksum}, expected ${full.plainChecksum}`);
+      }
+      opens[impl].push(run);
+    }
+  }
+  await call('release', 30_000, () => benchEngines.release(), undefined);
+  for (const impl of impls) {
+    console.log(
+      `  unseal, ${label[impl]}: ${opens[impl].map((r) => mbps(bytes, r.ms).toFixed(0)).join(', ')} MB/s; ` +
+        `first byte ${opens[impl].map((r) => r.ttfbMs.toFixed(0)).join(', ')} ms`,
+    );
+  }
+  const openRate = (impl: StreamImpl) => mbps(bytes, median(opens[impl].map((r) => r.ms)));
+  const ttfb = (impl: StreamImpl) => median(opens[impl].map((r) => r.ttfbMs));
+
+  const size = `${STREAM_MIB} MiB`;
+  rows.push(
+    {
+      name: `sealStream ${size} (pg-wasm in a worker)`,
+      unit: 'MB/s',
+      ours: sealRate('ours'),
+      theirs: sealRate('pgwasm-worker'),
+    },
+    {
+      name: `sealStream ${size} (pg-wasm on the main thread)`,
+      unit: 'MB/s',
+      ours: sealRate('ours'),
+      theirs: sealRate('pgwasm-main'),
+    },
+    {
+      name: `StreamUnsealer ${size} (pg-wasm in a worker)`,
+      unit: 'MB/s',
+      ours: openRate('ours'),
+      theirs: openRate('pgwasm-worker'),
+    },
+    { name: '  time to first plaintext byte', unit: 'ms', ours: ttfb('ours'), theirs: ttfb('pgwasm-worker') },
+    {
+      name: `StreamUnsealer ${size} (pg-wasm on the main thread)`,
+      unit: 'MB/s',
+      ours: openRate('ours'),
+      theirs: openRate('pgwasm-main'),
+    },
+    { name: '  time to first plaintext byte', unit: 'ms', ours: ttfb('ours'), theirs: ttfb('pgwasm-main') },
+  );
+}
+
+async function swCase(call: Call, rows: Row[]): Promise<void> {
+  const controlled = await call(
+    'register the decrypting service worker',
+    60_000,
+    () => benchEngines.registerServiceWorker(),
+    undefined,
+  );
+  if (!controlled) throw new Error('the decrypting service worker does not control the page');
+  const kinds: DownloadKind[] = ['blob', 'sw', 'sw-stream'];
+  const label: Record<DownloadKind, string> = {
+    blob: 'Blob URL (plaintext)',
+    sw: 'service worker, defaults (verifyFirst)',
+    'sw-stream': 'service worker, verifyFirst: false',
+  };
+  const runAll = async (size: number, times: number, keep: Record<DownloadKind, DownloadRun[]> | undefined) => {
+    const made = await call(
+      `make the ${size / MiB} MiB files`,
+      budget(2 * size),
+      (n) => benchEngines.downloadSetup(n),
+      size,
+    );
+    console.log(`  ${size / MiB} MiB plaintext Blob; sealed Blob ${made.sealedBytes} bytes`);
+    for (let r = 0; r < times; r++) {
+      for (const kind of kinds) {
+        // verifyFirst reads the sealed file twice.
+        const run = await call(
+          `download ${size / MiB} MiB (${kind})`,
+          budget(3 * size),
+          (k) => benchEngines.download(k),
+          kind,
+        );
+        if (run.bytes !== size || run.checksum !== made.plainChecksum) {
+          throw new Error(
+            `download (${kind}): HTTP ${run.status}, plaintext ${run.checksum}, expected ${made.plainChecksum}`,
+          );
+        }
+        keep?.[kind].push(run);
+      }
+    }
+  };
+  await runAll(WARM, 1, undefined);
+  const bytes = SW_MIB * MiB;
+  const runs: Record<DownloadKind, DownloadRun[]> = { blob: [], sw: [], 'sw-stream': [] };
+  await runAll(bytes, REPEATS, runs);
+  await call('release the files', 30_000, () => benchEngines.downloadRelease(), undefined);
+  for (const kind of kinds) {
+    console.log(
+      `  ${label[kind]}: ${runs[kind].map((r) => mbps(bytes, r.ms).toFixed(0)).join(', ')} MB/s; ` +
+        `first byte ${runs[kind].map((r) => r.ttfbMs.toFixed(0)).join(', ')} ms` +
+        (kind === 'blob' ? '' : `; prepareDownload ${runs[kind].map((r) => r.prepareMs.toFixed(0)).join(', ')} ms`),
+    );
+  }
+  const rate = (kind: DownloadKind) => mbps(bytes, median(runs[kind].map((r) => r.ms)));
+  const ttfb = (kind: DownloadKind) => median(runs[kind].map((r) => r.ttfbMs));
+  const size = `${SW_MIB} MiB`;
+  rows.push(
+    {
+      name: `download ${size}, service worker (defaults: verifyFirst)`,
+      unit: 'MB/s',
+      ours: rate('sw'),
+      theirs: rate('blob'),
+    },
+    { name: '  time to first byte', unit: 'ms', ours: ttfb('sw'), theirs: ttfb('blob') },
+    {
+      name: `download ${size}, service worker (verifyFirst: false)`,
+      unit: 'MB/s',
+      ours: rate('sw-stream'),
+      theirs: rate('blob'),
+    },
+    { name: '  time to first byte', unit: 'ms', ours: ttfb('sw-stream'), theirs: ttfb('blob') },
+  );
+}
+
+async function runEngine(engine: Engine, url: string, keys: BenchKeys): Promise<boolean> {
+  console.log(`\n== ${engine} ==`);
+  const streamRows: Row[] = [];
+  const swRows: Row[] = [];
+  let browser: EngineBrowser | undefined;
+  let ok = true;
+  try {
+    // A launch that comes back after its timeout is closed at once.
+    browser = await withTimeout(launch(engine), 180_000, `${engine}: launch`, (late) => void late.close());
+    const page = await withTimeout(browser.newPage(), 60_000, `${engine}: a tab`);
+    await withTimeout(page.goto(url), 60_000, `${engine}: load ${url}`);
+    const call = caller(page);
+    const deadline = Date.now() + 60_000;
+    while (!(await call('the page script', 10_000, () => 'benchEngines' in globalThis, undefined))) {
+      if (Date.now() > deadline) throw new Error('the page script did not start within 60 s');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const info = await call('init', 120_000, (a) => benchEngines.init(a.keys, a.wasm), {
+      keys,
+      wasm: '/pg-wasm_bg.wasm',
+    });
+    console.log(`${info.userAgent}`);
+    console.log(`our crypto worker's SHAKE128: ${info.shakeBackend}; pg-wasm's worker: ${info.pgWasmWorker}`);
+    console.log(
+      `load ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
+    if (cases.includes('stream')) {
+      try {
+        await streamCase(
+          call,
+          streamRows,
+          info.pgWasmWorker.startsWith('streams transferred') ? 'transferred streams' : 'relayed streams',
+        );
+      } finally {
+        if (streamRows.length)
+          printTable(`${engine}, stream (${STREAM_MIB} MiB, median of ${REPEATS})`, 'pg-wasm', streamRows);
+      }
+    }
+    if (cases.includes('sw')) {
+      try {
+        await swCase(call, swRows);
+      } finally {
+        if (swRows.length)
+          printTable(`${engine}, service-worker download (${SW_MIB} MiB, median of ${REPEATS})`, 'Blob URL', swRows);
+      }
+    }
+  } catch (error) {
+    ok = false;
+    console.error(`${engine}: FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  } finally {
+    if (browser)
+      await withTimeout(browser.close(), 60_000, `${engine}: close`).catch((e: unknown) => console.error(String(e)));
+  }
+  return ok;
+}
+
+const keys = makeKeys();
+const { tree, label } = await sources(args.ref);
+console.log(`postguard-ts: ${label}; @e4a/pg-wasm 0.5.10 (web build)`);
+console.log(
+  `${cpus().length} cores, load ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}; engines ${engines.join(', ')}; cases ${cases.join(', ')}; ` +
+    `stream ${STREAM_MIB} MiB, download ${SW_MIB} MiB, ${CHUNK / 1024} KiB chunks, median of ${REPEATS} after a warm-up on 8 MiB`,
+);
+await buildPage(tree);
+const server = await preview({
+  configFile: false,
+  root: `${tree}bench/browser/`,
+  logLevel: 'warn',
+  build: { outDir },
+  preview: { host: '127.0.0.1', port: 0, strictPort: true },
+});
+try {
+  const address = server.httpServer.address();
+  if (typeof address !== 'object' || address === null) throw new Error('the preview server has no port');
+  const url = `http://127.0.0.1:${address.port}/engines.html`;
+  const failed: Engine[] = [];
+  for (const engine of engines) if (!(await runEngine(engine, url, keys))) failed.push(engine);
+  console.log(
+    '\nratio > 1: postguard-ts is faster (MB/s) or quicker (ms). stream: both sides read the same generated plaintext ' +
+      'or the same ciphertext (sealed once by our worker, held in the page) and write to a counting sink in the page. ' +
+      'download: the Blob URL serves the plaintext straight from memory, so its ratio is the decrypting service ' +
+      "worker's overhead; time to first byte counts from prepareDownload (service worker) or fetch (Blob URL).",
+  );
+  if (failed.length) {
+    console.error(`failed: ${failed.join(', ')}`);
+    process.exitCode = 1;
+  }
+} finally {
+  await server.close();
+}

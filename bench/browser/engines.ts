@@ -1,0 +1,266 @@
+import pgInit, { StreamUnsealer as PgStreamUnsealer, sealStream as pgSealStream } from '@e4a/pg-wasm/web';
+import { PostGuardWorker } from 'postguard-ts/worker';
+import { prepareDownload, registerDecryptingServiceWorker } from 'postguard-ts/sw';
+import type { BenchRequest } from './bench.worker.js';
+import type { BenchKeys } from './main.js';
+import { SampledChecksum, countingSink, fromChunks, generated, rechunk } from './core.js';
+import { receiveWritable, sendReadable } from './relay.js';
+import { workerClient } from './worker-client.js';
+
+/**
+ * The page that bench/browser-engines.ts drives in Chromium, Firefox ESR and WebKitGTK, through
+ * postguard-ts's public browser entries only (postguard-ts/worker, postguard-ts/sw), as an app uses
+ * them, so that it keeps measuring the same thing while their insides are rebuilt.
+ *
+ * stream: our crypto worker (PostGuardWorker) sealing and unsealing beside @e4a/pg-wasm 0.5.10 in
+ * a worker of this page (bench.worker.ts: streams transferred where the engine can transfer
+ * them, else relayed by relay.ts) and on this thread. Sources and sinks live here for every case.
+ *
+ * sw: a sealed file (a Blob here) fetched through the decrypting service worker
+ * (prepareDownload) beside the same plaintext fetched from a Blob URL; the body is read with a
+ * reader and counted, never saved. Exposed as window.benchEngines.
+ */
+
+/** ours: the crypto worker. pgwasm-worker: pg-wasm in bench.worker.ts. pgwasm-main: pg-wasm on this thread. */
+export type StreamImpl = 'ours' | 'pgwasm-worker' | 'pgwasm-main';
+/** blob: the plaintext's Blob URL. sw: through the service worker, its defaults (verifyFirst). sw-stream: verifyFirst false. */
+export type DownloadKind = 'blob' | 'sw' | 'sw-stream';
+
+export interface StreamRun {
+  readonly ms: number;
+  /** Decrypt: from calling StreamUnsealer.new to the first plaintext byte in this page's sink. */
+  readonly ttfbMs: number;
+  readonly bytes: number;
+  readonly checksum: string;
+}
+
+export interface DownloadRun {
+  /** From the start (prepareDownload, or fetch for the Blob URL) to the body's end. */
+  readonly ms: number;
+  /** From the same start to the first body byte read. */
+  readonly ttfbMs: number;
+  /** prepareDownload alone (0 for the Blob URL). */
+  readonly prepareMs: number;
+  readonly bytes: number;
+  readonly checksum: string;
+  readonly status: number;
+}
+
+let keys: BenchKeys;
+let ours: PostGuardWorker;
+let callWorker: ReturnType<typeof workerClient<BenchRequest>>;
+let transferable = false;
+const ciphertexts = new Map<'full' | 'warm', Uint8Array[]>();
+const WINDOW = 1024 * 1024;
+
+/** Whether this engine can transfer a ReadableStream to a worker (Chromium and Firefox can; not every WebKit). */
+function streamsTransfer(): boolean {
+  try {
+    const stream = new ReadableStream();
+    const { port1, port2 } = new MessageChannel();
+    port1.postMessage(stream, [stream as unknown as Transferable]);
+    port1.close();
+    port2.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function init(k: BenchKeys, wasmUrl: string) {
+  keys = k;
+  transferable = streamsTransfer();
+  ours = new PostGuardWorker();
+  callWorker = workerClient<BenchRequest>(
+    new Worker(new URL('./bench.worker.ts', import.meta.url), { type: 'module', name: 'bench-pgwasm' }),
+  );
+  const [shake, ownThread] = await Promise.all([
+    ours.shakeBackend(),
+    ours.hashesOnOwnThread(),
+    callWorker({ op: 'init', wasmUrl }),
+    pgInit({ module_or_path: wasmUrl }),
+  ]);
+  return {
+    userAgent: navigator.userAgent,
+    shakeBackend: ownThread ? `${shake}, on a hashing worker` : shake,
+    pgWasmWorker: transferable ? 'streams transferred' : 'streams relayed (relay.ts: no transferable streams here)',
+  };
+}
+
+/** The pg-wasm worker's call with the page's streams: transferred, or relayed as relay.ts's batched copy mode. */
+function pgWorkerStreams(source: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>) {
+  if (transferable) {
+    return {
+      streams: { readable: source, writable },
+      transfer: [source as unknown as Transferable, writable as unknown as Transferable],
+    };
+  }
+  const input = new MessageChannel();
+  const output = new MessageChannel();
+  void sendReadable(source, input.port1, { windowBytes: WINDOW, mode: 'copy', coalesceBytes: 256 * 1024 });
+  void receiveWritable(output.port1, writable).catch(() => undefined);
+  return {
+    ports: { input: input.port2, output: output.port2, relay: { windowBytes: WINDOW, mode: 'own' as const } },
+    transfer: [input.port2, output.port2],
+  };
+}
+
+/** Seals `bytes` of generated plaintext once with our worker, kept here as `chunkBytes` chunks. */
+async function prepare(which: 'full' | 'warm', bytes: number, chunkBytes: number) {
+  const sum = new SampledChecksum();
+  const kept: Uint8Array[] = [];
+  const sink = countingSink(kept);
+  await ours.sealStream(keys.mpk, keys.options, generated(bytes, sum), sink.writable);
+  await sink.closed;
+  ciphertexts.set(which, rechunk(kept, chunkBytes));
+  return { plainChecksum: sum.value, ciphertextBytes: sink.report().bytes };
+}
+
+async function seal(impl: StreamImpl, bytes: number, chunkBytes: number): Promise<StreamRun> {
+  const sum = new SampledChecksum();
+  const source = generated(bytes, sum, chunkBytes);
+  const sink = countingSink();
+  const start = performance.now();
+  if (impl === 'ours') {
+    await ours.sealStream(keys.mpk, keys.options, source, sink.writable);
+  } else if (impl === 'pgwasm-main') {
+    await pgSealStream(keys.mpk, keys.options as never, source, sink.writable);
+  } else {
+    const via = pgWorkerStreams(source, sink.writable);
+    await callWorker(
+      via.streams
+        ? { op: 'sealStream', mpk: keys.mpk, options: keys.options, ...via.streams }
+        : { op: 'sealRelay', mpk: keys.mpk, options: keys.options, ...via.ports! },
+      via.transfer,
+    );
+  }
+  await sink.closed;
+  const ms = performance.now() - start;
+  // A seal: bytes is the ciphertext's size, checksum the plaintext's (what the source gave); no first byte.
+  return { ms, ttfbMs: NaN, bytes: sink.report().bytes, checksum: sum.value };
+}
+
+async function decrypt(impl: StreamImpl, which: 'full' | 'warm'): Promise<StreamRun> {
+  const chunks = ciphertexts.get(which);
+  if (!chunks) throw new Error(`no ${which} ciphertext prepared`);
+  const sink = countingSink();
+  const source = fromChunks(chunks);
+  const start = performance.now();
+  if (impl === 'ours') {
+    const unsealer = await ours.StreamUnsealer.new(source, keys.vk);
+    await unsealer.unseal(keys.rid, keys.usk, sink.writable);
+    unsealer.free();
+  } else if (impl === 'pgwasm-main') {
+    const unsealer = await PgStreamUnsealer.new(source, keys.vk);
+    await unsealer.unseal(keys.rid, keys.usk, sink.writable);
+  } else {
+    const via = pgWorkerStreams(source, sink.writable);
+    const ids = { vk: keys.vk, rid: keys.rid, usk: keys.usk };
+    await callWorker(
+      via.streams ? { op: 'unseal', ...ids, ...via.streams } : { op: 'unsealRelay', ...ids, ...via.ports! },
+      via.transfer,
+    );
+  }
+  await sink.closed;
+  const ms = performance.now() - start;
+  const report = sink.report();
+  return { ms, ttfbMs: (report.firstWriteAt ?? NaN) - start, bytes: report.bytes, checksum: report.checksum };
+}
+
+function release(): void {
+  ciphertexts.clear();
+}
+
+// ---- service worker ----
+
+let plainBlob: Blob | undefined;
+let sealedBlob: Blob | undefined;
+let plainUrl: string | undefined;
+
+/** Registers the decrypting service worker (as an app does) and waits until it controls this page. */
+async function registerServiceWorker(): Promise<boolean> {
+  await registerDecryptingServiceWorker('/postguard-sw.js');
+  return navigator.serviceWorker.controller !== null;
+}
+
+/**
+ * Makes the download's inputs: `bytes` of generated plaintext as a Blob (and its Blob URL), and
+ * the same plaintext sealed by our crypto worker, as a Blob.
+ */
+async function downloadSetup(bytes: number) {
+  downloadRelease();
+  const sum = new SampledChecksum();
+  const plain: Uint8Array[] = [];
+  const reader = generated(bytes, sum).getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) plain.push(r.value);
+  const kept: Uint8Array[] = [];
+  const sink = countingSink(kept);
+  await ours.sealStream(keys.mpk, keys.options, fromChunks(plain), sink.writable);
+  await sink.closed;
+  plainBlob = new Blob(plain as BlobPart[], { type: 'application/octet-stream' });
+  sealedBlob = new Blob(kept as BlobPart[], { type: 'application/octet-stream' });
+  plainUrl = URL.createObjectURL(plainBlob);
+  return { plainChecksum: sum.value, plainBytes: plainBlob.size, sealedBytes: sealedBlob.size };
+}
+
+async function download(kind: DownloadKind): Promise<DownloadRun> {
+  if (!plainUrl || !sealedBlob) throw new Error('downloadSetup first');
+  const start = performance.now();
+  let prepareMs = 0;
+  let response: Response;
+  let done: Promise<unknown> | undefined;
+  if (kind === 'blob') {
+    response = await fetch(plainUrl);
+  } else {
+    const prepared = await prepareDownload({
+      source: sealedBlob,
+      recipientId: keys.rid,
+      usk: keys.usk,
+      vk: keys.vk,
+      filename: 'bench.bin',
+      ...(kind === 'sw-stream' ? { verifyFirst: false } : {}),
+    });
+    prepareMs = performance.now() - start;
+    done = prepared.done;
+    response = await prepared.fetch();
+  }
+  if (!response.ok || response.body === null) throw new Error(`${kind}: HTTP ${response.status}`);
+  const sum = new SampledChecksum();
+  let firstAt: number | undefined;
+  const reader = response.body.getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    if (r.value.byteLength > 0) firstAt ??= performance.now();
+    sum.update(r.value);
+  }
+  const ms = performance.now() - start;
+  await done;
+  return {
+    ms,
+    ttfbMs: (firstAt ?? NaN) - start,
+    prepareMs,
+    bytes: sum.bytes,
+    checksum: sum.value,
+    status: response.status,
+  };
+}
+
+function downloadRelease(): void {
+  if (plainUrl) URL.revokeObjectURL(plainUrl);
+  plainUrl = undefined;
+  plainBlob = undefined;
+  sealedBlob = undefined;
+}
+
+const benchEngines = {
+  init,
+  prepare,
+  seal,
+  decrypt,
+  release,
+  registerServiceWorker,
+  downloadSetup,
+  download,
+  downloadRelease,
+};
+export type EnginesBench = typeof benchEngines;
+(globalThis as { benchEngines?: EnginesBench }).benchEngines = benchEngines;
