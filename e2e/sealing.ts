@@ -1,5 +1,5 @@
-import { FramingSniffer } from '../worker/plaintext-size.js';
 import { DEFAULT_SEGMENT_SIZE, sealStream } from '../lib/index.js';
+import { splitFrame } from '../lib/frame.js';
 import { extractSigningKey, extractUsk } from '../lib/keys.js';
 import type { Policy } from '../lib/policy.js';
 import { SEGMENT_OVERHEAD } from '../lib/segments.js';
@@ -55,8 +55,5 @@ export async function sealWithPolicy(
 
 /** Where the payload starts and how long a whole segment is on the wire. */
 export function layout(ct: Uint8Array): { framing: number; segment: number } {
-  const sniffer = new FramingSniffer();
-  sniffer.push(ct);
-  if (!sniffer.framing) throw new Error('not a streaming ciphertext');
-  return { framing: sniffer.framing.framingBytes, segment: DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD };
+  return { framing: splitFrame(ct).framingBytes, segment: DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD };
 }

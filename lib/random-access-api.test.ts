@@ -22,7 +22,6 @@ import {
 import { segmentLayout, wireSpan, rangePieces, type SegmentLayout } from './segment-map.js';
 import { SegmentSealer } from './segments.js';
 import { SENDER_WORDING, claimedSenderReport } from './sender.js';
-import { randomAccess, openSeekable } from '../worker/sw-seek.js';
 
 /**
  * Random access as public API (lib/random-access.ts): any span of a streaming ciphertext, from a
@@ -319,25 +318,6 @@ describe('openRandomAccess', () => {
       expect(touched, `segment ${index} (another entry) was read`).toBe(false);
     }
     expect(bytesOf(blob.reads)).toBeLessThan(ciphertext.length * 0.45);
-  });
-
-  it('the service worker wrappers (worker/sw-seek.ts) keep their shape: inclusive ranges, total, sender', async () => {
-    const plain = plaintext(3000);
-    const ciphertext = await sealSegments(plain);
-    const source = await randomAccess(
-      { kind: 'blob', blob: new Blob([ciphertext]) },
-      fetch,
-      new AbortController().signal,
-      1000,
-    );
-    const file = await openSeekable(source!, ibs.vk, 'alice', usk);
-    expect(file.total).toBe(3000);
-    expect(file.sender).toMatchObject(bob);
-    const pieces: Uint8Array[] = [];
-    for await (const piece of file.range(10, 2000)) pieces.push(piece);
-    expect(Buffer.concat(pieces).equals(Buffer.from(plain.subarray(10, 2001)))).toBe(true);
-    const { url } = serve('sw-plain', ciphertext, 'plain');
-    expect(await randomAccess({ kind: 'url', url }, fetch, new AbortController().signal, 1000)).toBeUndefined();
   });
 });
 

@@ -6,8 +6,8 @@ import { SIGNATURE_BYTES } from './signatures.js';
 
 /**
  * Where a plaintext byte lives in a streaming ciphertext, and how long the message is: pure
- * arithmetic over the fixed layout, no I/O. The service worker uses it for Content-Length
- * (streamingPlaintextSize) and for Range requests (rangePieces).
+ * arithmetic over the fixed layout, no I/O: the opener's exact size (messageBytes), a stated size
+ * checked against the layout (plaintextSize), and the segments a plaintext range needs (rangePieces).
  *
  *   ciphertext = framing ‖ segment 0 ‖ … ‖ segment n−1 (final)
  *   segment i  = AES-GCM(region i ‖ signature): region + SEGMENT_OVERHEAD bytes on the wire
@@ -122,32 +122,6 @@ export function* rangePieces(
 
 /** BE32 length and the smallest bincode policy (ts u64, attribute count u64). */
 const MIN_PREFIX_BYTES = 4 + 8 + 8;
-
-/**
- * The message length of a streaming ciphertext of known size, from its framing and the length of
- * an unsealer's first plaintext write (segment 0's message part; undefined when the unsealer closed
- * without writing: an empty message). Undefined when the numbers do not fit together, so a caller
- * announces no length rather than a wrong one.
- */
-export function streamingPlaintextSize(
-  ciphertextBytes: number,
-  framing: { framingBytes: number; segmentSize: number },
-  firstWriteBytes: number | undefined,
-): number | undefined {
-  const layout = segmentLayout(ciphertextBytes, framing.framingBytes, framing.segmentSize);
-  if (layout === undefined) return undefined;
-  const total = totalRegionBytes(layout);
-  if (firstWriteBytes === undefined) return total >= MIN_PREFIX_BYTES ? 0 : undefined;
-  if (layout.count === 1) {
-    // One (final) segment: the first write is the whole message.
-    return total - firstWriteBytes >= MIN_PREFIX_BYTES ? firstWriteBytes : undefined;
-  }
-  // Segment 0 is full: its message part is what the prefix leaves of it.
-  const prefix = framing.segmentSize - firstWriteBytes;
-  if (prefix < MIN_PREFIX_BYTES) return undefined;
-  const message = total - prefix;
-  return message >= firstWriteBytes ? message : undefined;
-}
 
 /**
  * A ciphertext's plaintext length, from its size and its framing alone, without a key: for a

@@ -310,12 +310,9 @@ export class PostGuardWorker {
   }
 }
 
-/** @deprecated Compatibility only (transfer.ts): every stream is relayed, there is nothing to choose. */
 export { encodeError, reviveError, isWireError } from './errors.js';
 export * from './download.js';
-export { FramingSniffer } from './plaintext-size.js';
-export { streamingPlaintextSize } from '../lib/segment-map.js';
-export type { StreamFraming } from './plaintext-size.js';
+export { plaintextSize } from '../lib/segment-map.js';
 export * from '../lib/pkg/index.js';
 export {
   PostGuardError,

@@ -7,7 +7,7 @@ import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } f
 import { SEGMENT_OVERHEAD } from '../lib/segments.js';
 import { chunkedSource, collector } from '../test/streams.js';
 import { reviveError } from './errors.js';
-import { FramingSniffer } from './plaintext-size.js';
+import { splitFrame } from '../lib/frame.js';
 import { readableToPort } from './port-stream.js';
 import { contentDisposition, installDecrypter, safeFilename, type DecrypterOptions } from './sw-core.js';
 import {
@@ -57,9 +57,7 @@ beforeAll(async () => {
   const out = collector();
   await sealStream(kem.mpk, options, chunkedSource(plain), out.writable);
   ciphertext = out.bytes();
-  const sniffer = new FramingSniffer();
-  sniffer.push(ciphertext);
-  framingBytes = sniffer.framing!.framingBytes;
+  framingBytes = splitFrame(ciphertext).framingBytes;
   sealLarge = async (segments = 16) => {
     const big = collector();
     await sealStream(kem.mpk, options, chunkedSource(new Uint8Array(segments * DEFAULT_SEGMENT_SIZE)), big.writable);
@@ -576,7 +574,7 @@ describe('failures', () => {
     await reader.cancel('user cancelled');
     await expect.poll(() => cancelled).toBeDefined();
     expect(cancelled).toBeInstanceOf(PostGuardError);
-    expect(cancelled).toMatchObject({ code: 'SINK_FAILED' });
+    expect(cancelled).toMatchObject({ code: 'CANCELLED', cause: 'user cancelled' });
     // Read ahead: the relay's window and a batch, the segments in flight; not the whole 12 MiB.
     expect(reads * 65_536).toBeLessThan(5 * 1_048_576);
   });

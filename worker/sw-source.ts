@@ -19,6 +19,15 @@ export interface OpenedSource {
   etag?: string;
 }
 
+/** Lets go of a registered source that will not be read (a stream's producer hears of it). */
+export async function cancelWireSource(source: WireSource): Promise<void> {
+  if (source.kind === 'stream') await source.stream.cancel().catch(() => undefined);
+  if (source.kind === 'relay')
+    await portToReadable(source.port)
+      .cancel()
+      .catch(() => undefined);
+}
+
 /** A source that can be opened again for a second pass: a Blob, or a URL (fetched again). */
 export const rereadable = (source: WireSource): boolean => source.kind === 'blob' || source.kind === 'url';
 

@@ -9,7 +9,7 @@ import { disclose } from '../../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { makeKeys } from '../../worker/test/fixtures.js';
 import { expectSeekResult, makeVideo, sealForStream } from '../../worker/test/video.js';
-import { FramingSniffer } from '../../worker/plaintext-size.js';
+import { splitFrame } from '../../lib/frame.js';
 import { listDownloads, settledDownloads } from './driver.js';
 import { expect, test, until, type EnginePage } from './fixtures.js';
 
@@ -30,10 +30,7 @@ const keys = makeKeys();
 const WIRE_SEGMENT = DEFAULT_SEGMENT_SIZE + SEGMENT_OVERHEAD;
 
 function framingOf(ct: Uint8Array): number {
-  const sniffer = new FramingSniffer();
-  sniffer.push(ct);
-  if (!sniffer.framing) throw new Error('not a streaming ciphertext');
-  return sniffer.framing.framingBytes;
+  return splitFrame(ct).framingBytes;
 }
 
 async function openApp(tab: EnginePage, url: string, serviceWorker = true): Promise<void> {
