@@ -2,10 +2,10 @@
 import { installDecrypter } from './sw-core.js';
 
 /**
- * The ready-made decrypting service worker. Build it as one classic script (vite.config.ts:
- * `vite build --mode sw` → dist/browser/postguard-sw.js) and register it from the page with
+ * The ready-made decrypting service worker, shipped as one classic script (lib/build/bundles.ts:
+ * dist/browser/postguard-sw.js, `postguard-ts/sw/script`); a page registers it with
  * registerDecryptingServiceWorker(). An app with its own service worker calls installDecrypter()
- * there instead.
+ * (or mounts createDecrypterRoute()) there instead.
  */
 
 declare const self: ServiceWorkerGlobalScope;

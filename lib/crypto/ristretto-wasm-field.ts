@@ -65,8 +65,6 @@ const CARRY_ORDER = [0, 4, 1, 5, 2, 6, 3, 7, 4, 8, 9, 0] as const;
 /** An address operand: an absolute address, or a local (i32) plus a constant offset. */
 export type Addr = number | readonly [local: number, offset: number];
 
-export const offsetBy = (a: Addr, delta: number): Addr => (typeof a === 'number' ? a + delta : [a[0], a[1] + delta]);
-
 export function pushAddr(f: FunctionBody, a: Addr): void {
   if (typeof a === 'number') {
     f.i32Const(a);
