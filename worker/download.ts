@@ -9,6 +9,7 @@ import {
   MESSAGE_REGISTER,
   MESSAGE_REVOKE,
   type DownloadEvent,
+  type DownloadFields,
   type RegisterRequest,
   type WireSource,
 } from './sw-protocol.js';
@@ -24,65 +25,22 @@ import {
  */
 
 export { DOWNLOAD_PATH } from './sw-protocol.js';
-export type { RegisterRequest } from './sw-protocol.js';
+export type { RegisterRequest, DownloadFields } from './sw-protocol.js';
 
 /** What `prepareDownload` decrypts, for whom, and how the response is served. */
-export interface DownloadOptions {
+export interface DownloadOptions extends DownloadFields {
   /** The ciphertext: a URL (fetched by the worker), a Blob/File, or a stream (relayed to the worker, port-stream.ts). */
   source: string | URL | Blob | ReadableStream<Uint8Array>;
   /** For a URL source: request headers (e.g. Authorization) and credentials mode. */
   headers?: Record<string, string>;
   /** For a URL source: the fetch's credentials mode. */
   credentials?: RequestCredentials;
-  /** The recipient to decrypt for, as the header lists it. */
-  recipientId: string;
-  /** That recipient's user secret key (base64), e.g. from `PkgClient.decryptionKey`. */
-  usk: string;
-  /** The PKG's verification key (base64), e.g. from `PkgClient.verificationKey`. */
-  vk: string;
-  /** The name the browser saves the plaintext under (the last part of the URL, and Content-Disposition). */
-  filename: string;
-  /** The response's Content-Type; default application/octet-stream. */
-  contentType?: string;
-  /** `attachment` (save; the default) or `inline` (preview, e.g. in an iframe). */
-  disposition?: 'attachment' | 'inline';
-  /** Ciphertext bytes, for a stream source (Blob and URL sources know theirs): enables Content-Length. */
-  size?: number;
-  /**
-   * How long the URL waits to be fetched (default 5 minutes); for a `seekable` download, how long it
-   * lives after its last request (default 30 minutes: a video that plays or seeks keeps it). At most 1 hour.
-   */
-  ttlMs?: number;
-  /**
-   * Answer Range requests, so that a `<video>` or `<audio>` previewing the file can seek: the URL
-   * then answers any number of requests until none came for `ttlMs` (or `revoke()`). A range is
-   * decrypted from just the segments that hold it, each authenticated under the file's key, but
-   * the sender's signatures are verified only by a full (non-range) response: `onRange` reports
-   * each range served that way. Only a Blob or a URL whose server answers ranges can seek; a
-   * stream source is served once, whole. Not with `paced`.
-   */
-  seekable?: boolean;
   /** A range response of a seekable download has started (its bytes were not checked against the sender's signature). */
   onRange?: (range: ServedRange) => void;
   /** Plaintext bytes delivered so far (a few times a second). */
   onProgress?: (bytes: number) => void;
   /** Plaintext bytes authenticated so far, before the response starts (see `verifyFirst`). */
   onVerifying?: (bytes: number) => void;
-  /**
-   * Authenticate the whole file before its first byte is sent (default true), so a damaged file
-   * never becomes a download: a file up to 16 MiB is held in the worker's memory, a larger Blob or
-   * URL source is read twice (a URL is fetched twice). A larger stream source cannot be read twice
-   * and streams after its first 16 MiB verified. False streams at once.
-   */
-  verifyFirst?: boolean;
-  /**
-   * Read through `PreparedDownload.fetch`, which tells the worker what this page has read, so the
-   * worker decrypts at most a window (4 MiB) ahead of a slow reader. Firefox and WebKit otherwise
-   * drain the response into their own buffers as fast as it is decrypted. Only for a page that
-   * reads the body itself: a paced URL handed to a navigation or a media element stops after the
-   * window.
-   */
-  paced?: boolean;
   /** How long to wait for the service worker to accept the registration. 10 s. */
   registrationTimeoutMs?: number;
 }

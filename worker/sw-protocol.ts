@@ -40,41 +40,64 @@ export type WireSource =
    */
   | { kind: 'stream'; stream: ReadableStream<Uint8Array> };
 
-/** What a page sends the service worker to register a download (`prepareDownload` builds it). */
-export interface RegisterRequest {
-  /** The ciphertext, in a form that crosses to the worker. */
-  source: WireSource;
+/**
+ * What a download decrypts for whom, and how its response is served: the fields a page's
+ * `prepareDownload` options (download.ts DownloadOptions) and the registration it sends the worker
+ * (RegisterRequest) share, written once.
+ */
+export interface DownloadFields {
   /** The recipient to decrypt for, as the header lists it. */
   recipientId: string;
-  /** User secret key (base64). Held in the worker's memory until the download ends or expires. */
+  /**
+   * That recipient's user secret key (base64), e.g. from `PkgClient.decryptionKey`. Held in the
+   * worker's memory until the download ends or expires.
+   */
   usk: string;
-  /** The PKG's verification key (base64). */
+  /** The PKG's verification key (base64), e.g. from `PkgClient.verificationKey`. */
   vk: string;
-  /** The name the browser saves the plaintext under (Content-Disposition). */
+  /** The name the browser saves the plaintext under (the last part of the URL, and Content-Disposition). */
   filename: string;
-  /** Default application/octet-stream. */
+  /** The response's Content-Type; default application/octet-stream. */
   contentType?: string;
-  /** attachment (save) by default; inline to preview. */
+  /** `attachment` (save; the default) or `inline` (preview, e.g. in an iframe). */
   disposition?: 'attachment' | 'inline';
-  /** Ciphertext size in bytes, when the source does not tell (streams); enables Content-Length. */
+  /** Ciphertext bytes, for a stream source (Blob and URL sources know theirs): enables Content-Length. */
   size?: number;
-  /** How long the registration waits for its fetch. */
+  /**
+   * How long the URL waits to be fetched (default 5 minutes); for a `seekable` download, how long it
+   * lives after its last request (default 30 minutes: a video that plays or seeks keeps it). At most 1 hour.
+   */
   ttlMs?: number;
   /**
-   * Authenticate the whole file before the first byte is sent (default true). A file up to the
-   * worker's hold limit is held in memory; a larger Blob or URL source is read twice (once to
-   * verify, once to send; a URL is fetched twice). False streams at once: a failure then errors a
+   * Authenticate the whole file before its first byte is sent (default true), so a damaged file
+   * never becomes a download: a file up to 16 MiB is held in the worker's memory, a larger Blob or
+   * URL source is read twice (a URL is fetched twice). A larger stream source cannot be read twice
+   * and streams after its first 16 MiB verified. False streams at once: a failure then errors a
    * download that has started, which Firefox and WebKit leave on disk (worker/README.md).
    */
   verifyFirst?: boolean;
-  /** The page acknowledges what it reads (PreparedDownload.fetch); the worker stays a window ahead. */
+  /**
+   * Read through `PreparedDownload.fetch`, which tells the worker what this page has read, so the
+   * worker decrypts at most a window (4 MiB) ahead of a slow reader. Firefox and WebKit otherwise
+   * drain the response into their own buffers as fast as it is decrypted. Only for a page that
+   * reads the body itself: a paced URL handed to a navigation or a media element stops after the
+   * window.
+   */
   paced?: boolean;
   /**
-   * Serve Range requests (a <video> that seeks): the URL answers many requests until `ttlMs` (its
-   * whole lifetime, not just until the first fetch) has passed. Only a Blob or URL source seeks;
-   * a stream source is still served once, whole. Not with `paced`.
+   * Answer Range requests, so that a `<video>` or `<audio>` previewing the file can seek: the URL
+   * then answers any number of requests until none came for `ttlMs` (or `revoke()`). A range is
+   * decrypted from just the segments that hold it, each authenticated under the file's key, but
+   * the sender's signatures are verified only by a full (non-range) response. Only a Blob or a URL
+   * whose server answers ranges can seek; a stream source is served once, whole. Not with `paced`.
    */
   seekable?: boolean;
+}
+
+/** What a page sends the service worker to register a download (`prepareDownload` builds it). */
+export interface RegisterRequest extends DownloadFields {
+  /** The ciphertext, in a form that crosses to the worker. */
+  source: WireSource;
 }
 
 export type RegisterReply =
