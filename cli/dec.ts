@@ -1,6 +1,4 @@
 import {
-  ErrorCode,
-  FormatError,
   SENDER_WORDING,
   StreamUnsealer,
   claimedSenderReport,
@@ -9,7 +7,7 @@ import {
   type Policy,
   type SenderReport,
 } from 'postguard-ts';
-import { PREAMBLE_BYTES, decodeHeader, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
+import { decodeHeader, readFrame } from 'postguard-ts/format';
 import type { DisclosureAttribute } from 'postguard-ts/pkg';
 import {
   COMMON_HELP,
@@ -96,9 +94,7 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     const recipients = unsealer.inspect_header();
     // Only the header is checked so far: its sender is a claim until the content has verified.
     io.stderr.write(senderLines(claimedSenderReport(unsealer.public_identity())));
-    io.stderr.write('Encrypted for:\n');
-    for (const [id, policy] of recipients)
-      io.stderr.write(`  ${id}: ${describePolicy(policy)} (sealed ${when(policy.ts)})\n`);
+    io.stderr.write(`Encrypted for:\n${recipientLines(recipients)}`);
 
     const ask = (): Prompter => (prompter ??= new Prompter(io.stdin, io.stderr, signal));
     const recipientId = await chooseRecipient(recipients, str(values, 'recipient'), interactive ? ask : undefined);
@@ -147,19 +143,22 @@ export function senderLines(report: SenderReport): string {
   return lines.join('');
 }
 
+/** Every recipient with its hidden policy and when it was sealed, one a line (dec and inspect). */
+export function recipientLines(recipients: ReadonlyMap<string, Policy>): string {
+  return [...recipients]
+    .map(([id, policy]) => `  ${id}: ${describePolicy(policy)} (sealed ${when(policy.ts)})\n`)
+    .join('');
+}
+
 /**
- * Reads the preamble, the header and the signature length straight from the file and checks
- * them (NOT_POSTGUARD, UNSUPPORTED_VERSION, HEADER_TOO_LARGE, MALFORMED, TRUNCATED), without a key
- * and so without the network. The signature itself is verified by StreamUnsealer with the PKG's key.
+ * Walks the framing straight from the file (readFrame: preamble, header, header signature) and
+ * decodes the header (NOT_POSTGUARD, UNSUPPORTED_VERSION, HEADER_TOO_LARGE, MALFORMED, TRUNCATED),
+ * without a key and so without the network. The signature itself is verified by StreamUnsealer
+ * with the PKG's key.
  */
 async function checkContainer(input: InputFile): Promise<void> {
-  const headerLength = parsePreamble(await input.read(0, PREAMBLE_BYTES));
-  const framed = await input.read(PREAMBLE_BYTES, headerLength + 4);
-  if (framed.length < headerLength + 4) {
-    throw new FormatError(ErrorCode.TRUNCATED, 'the file ends inside its header: it is incomplete');
-  }
-  decodeHeader(framed.subarray(0, headerLength));
-  parseSignatureLength(framed.subarray(headerLength));
+  const { header } = await readFrame((offset, length) => input.read(offset, length));
+  decodeHeader(header);
 }
 
 /** --recipient, the only recipient, or a choice on the terminal. */

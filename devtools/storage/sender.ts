@@ -1,8 +1,7 @@
 import { open } from 'node:fs/promises';
 import { AuthenticationError, ErrorCode, FormatError, StreamUnsealer, type PostGuardError } from 'postguard-ts';
-import { PREAMBLE_BYTES, decodeHeader, parsePreamble, parseSignatureLength } from 'postguard-ts/format';
+import { decodeHeader, decodeSignatureExt, readFrame, type FrameParts } from 'postguard-ts/format';
 import type { Attribute, Policy } from 'postguard-ts';
-import { decodeSignatureExt } from 'postguard-ts/format';
 
 /**
  * Who sent an upload: the public signing identity in the header of the stored ciphertext,
@@ -30,20 +29,38 @@ export class SenderError extends Error {
   override readonly name = 'SenderError';
 }
 
+/** The stored file's framing: its parts and, for the verifying path, its bytes. */
+interface StoredFrame {
+  parts: FrameParts;
+  bytes: Uint8Array;
+}
+
 /** Reads only the framing (at most about 2 MiB, bounded by the format), never the payload. */
-async function readFrame(path: string): Promise<Uint8Array> {
+async function readStoredFrame(path: string): Promise<StoredFrame> {
   const file = await open(path, 'r');
   try {
+    // The walk's reads follow one another from offset 0: together they are the framing's bytes.
+    const chunks: Uint8Array[] = [];
     const read = async (position: number, length: number): Promise<Uint8Array> => {
       const buffer = new Uint8Array(length);
-      const { bytesRead } = await file.read(buffer, 0, length, position);
-      if (bytesRead !== length) throw new SenderError('the stored file ends inside the PostGuard header');
-      return buffer;
+      let filled = 0;
+      while (filled < length) {
+        const { bytesRead } = await file.read(buffer, filled, length - filled, position + filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      chunks.push(buffer.subarray(0, filled));
+      return buffer.subarray(0, filled);
     };
-    const preamble = await read(0, PREAMBLE_BYTES);
-    const headerLength = parsePreamble(preamble);
-    const signatureLength = parseSignatureLength(await read(PREAMBLE_BYTES + headerLength, 4));
-    return read(0, PREAMBLE_BYTES + headerLength + 4 + signatureLength);
+    let parts: FrameParts;
+    try {
+      parts = await readFrame(read);
+    } catch (error) {
+      if (error instanceof FormatError && error.code === ErrorCode.TRUNCATED)
+        throw new SenderError('the stored file ends inside the PostGuard header', { cause: error });
+      throw error;
+    }
+    return { parts, bytes: Buffer.concat(chunks) };
   } finally {
     await file.close();
   }
@@ -60,16 +77,15 @@ function explain(error: PostGuardError): string {
 }
 
 /** Uploads are made by streaming clients; an in-memory file is refused with or without a key, as the keyed path does. */
-async function publicIdentity(frame: Uint8Array, verifyingKey: string | undefined): Promise<Policy> {
+async function publicIdentity(frame: StoredFrame, verifyingKey: string | undefined): Promise<Policy> {
   if (verifyingKey === undefined) {
-    const headerLength = parsePreamble(frame.subarray(0, PREAMBLE_BYTES));
-    const header = decodeHeader(frame.subarray(PREAMBLE_BYTES, PREAMBLE_BYTES + headerLength));
+    const header = decodeHeader(frame.parts.header);
     if (header.mode.type !== 'Streaming') throw new SenderError(IN_MEMORY);
-    return decodeSignatureExt(frame.subarray(PREAMBLE_BYTES + headerLength + 4)).policy;
+    return decodeSignatureExt(frame.parts.signature).policy;
   }
   const source = new ReadableStream<Uint8Array>({
     start(controller) {
-      controller.enqueue(frame);
+      controller.enqueue(frame.bytes);
       controller.close();
     },
   });
@@ -83,7 +99,7 @@ export async function readSender(
 ): Promise<SenderIdentity> {
   let policy: Policy;
   try {
-    policy = await publicIdentity(await readFrame(path), verifyingKey);
+    policy = await publicIdentity(await readStoredFrame(path), verifyingKey);
   } catch (error) {
     // Format and authentication errors are about the uploaded bytes (framing, mode, signature);
     // anything else (I/O, a verifying key the library refuses) is the service's own failure.
