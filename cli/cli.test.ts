@@ -104,7 +104,9 @@ describe('help, version and usage', () => {
     expect(none.code).toBe(Exit.USAGE);
     const unknown = await runCliProcess(['encrypt', 'x'], { noPointerFd: true });
     expect(unknown.code).toBe(Exit.USAGE);
-    expect(unknown.stderr).toBe('pg-cli: error: unknown command "encrypt" (commands: enc, dec; see pg-cli --help)\n');
+    expect(unknown.stderr).toBe(
+      'pg-cli: error: unknown command "encrypt" (commands: enc, dec, inspect; see pg-cli --help)\n',
+    );
     const flag = await runCliProcess(['dec', '--bogus', 'x.enc'], { noPointerFd: true });
     expect(flag.code).toBe(Exit.USAGE);
     expect(flag.stderr).toMatch(/^pg-cli: error: dec: Unknown option '--bogus'\n$/);

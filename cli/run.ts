@@ -3,6 +3,7 @@ import type { CliIo } from './args.js';
 import { dec, DEC_HELP } from './dec.js';
 import { enc, ENC_HELP } from './enc.js';
 import { Exit, describeFailure, type ExitCode } from './exit.js';
+import { inspect, INSPECT_HELP } from './inspect.js';
 
 export const MAIN_HELP = `Usage: pg-cli <command> [options]
 
@@ -13,6 +14,7 @@ after proving those attributes with the Yivi app.
 Commands:
   enc <file>        encrypt and sign <file> (writes <file>.enc)
   dec <file>.enc    decrypt <file>.enc (writes <file>)
+  inspect <file>    show who a file is for and who it claims is the sender (no key, no network)
   help [command]    show help
 
 Options:
@@ -44,6 +46,7 @@ export function readVersion(): string {
 const COMMANDS: Record<string, { run: (argv: readonly string[], io: CliIo) => Promise<ExitCode>; help: string }> = {
   enc: { run: enc, help: ENC_HELP },
   dec: { run: dec, help: DEC_HELP },
+  inspect: { run: inspect, help: INSPECT_HELP },
 };
 
 /**
@@ -70,7 +73,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   }
   const command = COMMANDS[first];
   if (command === undefined)
-    return fail(io, Exit.USAGE, `unknown command ${JSON.stringify(first)} (commands: enc, dec; see pg-cli --help)`);
+    return fail(
+      io,
+      Exit.USAGE,
+      `unknown command ${JSON.stringify(first)} (commands: enc, dec, inspect; see pg-cli --help)`,
+    );
   try {
     return await command.run(rest, io);
   } catch (error) {
