@@ -26,6 +26,14 @@ export type {
   RangeTrust,
   SpanOptions,
 } from './random-access.js';
+export { inspectCiphertext, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
+export type {
+  CiphertextInspection,
+  CiphertextSource,
+  DetachedCiphertext,
+  InspectOptions,
+  SplitCiphertextStream,
+} from './detached.js';
 export { armor, dearmor, armorStream, dearmorStream, ARMOR_BEGIN, ARMOR_END, ARMOR_LINE_LENGTH } from './armor.js';
 export type { VerificationResult } from './signatures.js';
 export {
