@@ -9,7 +9,13 @@ import { chunkedSource, collector } from '../test/streams.js';
 import { reviveError } from './errors.js';
 import { splitFrame } from '../lib/frame.js';
 import { readableToPort } from './port-stream.js';
-import { contentDisposition, installDecrypter, safeFilename, type DecrypterOptions } from './sw-core.js';
+import {
+  contentDisposition,
+  createDecrypterRoute,
+  installDecrypter,
+  safeFilename,
+  type DecrypterOptions,
+} from './sw-core.js';
 import {
   MESSAGE_READ,
   MESSAGE_REGISTER,
@@ -1027,5 +1033,54 @@ describe('file names', () => {
     expect(contentDisposition('attachment', "it's (1).txt")).toBe(
       `attachment; filename="it's (1).txt"; filename*=UTF-8''it%27s%20%281%29.txt`,
     );
+  });
+});
+
+describe('as a route of an app’s own router (createDecrypterRoute)', () => {
+  it('matches only its own GETs and HEADs, answers them through the handler, and takes registrations by onMessage', async () => {
+    const scope = { registration: { scope: SCOPE }, fetch: globalThis.fetch } as unknown as ServiceWorkerGlobalScope;
+    const route = createDecrypterRoute(scope, { progressIntervalMs: 0 });
+    const match = (url: string, method = 'GET') =>
+      route.match({ url: new URL(url), request: new Request(url, { method }) });
+    expect(match(`${SCOPE}pg-download/abc/x.bin`)).toBe(true);
+    expect(match(`${SCOPE}pg-download/abc/x.bin`, 'HEAD')).toBe(true);
+    expect(match(`${SCOPE}pg-download/abc/x.bin`, 'POST')).toBe(false);
+    expect(match(`${SCOPE}app.js`)).toBe(false);
+    expect(match('https://elsewhere.example/sub/pg-download/abc/x.bin')).toBe(false);
+
+    // A router hands the message events on; the registration answers on its port.
+    const { port1, port2 } = new MessageChannel();
+    const reply = new Promise<DownloadEvent>(
+      (resolve) => (port1.onmessage = ({ data }) => resolve(data as DownloadEvent)),
+    );
+    route.onMessage(
+      Object.assign(new Event('message'), {
+        data: {
+          type: MESSAGE_REGISTER,
+          request: {
+            recipientId: ALICE,
+            usk,
+            vk,
+            filename: 'report.bin',
+            source: { kind: 'blob', blob: new Blob([ciphertext as BlobPart]) },
+          },
+        },
+        ports: [port2],
+        waitUntil() {},
+      }) as unknown as ExtendableMessageEvent,
+    );
+    const url = registeredUrl(await reply);
+    port1.close();
+    expect(match(url)).toBe(true);
+    // workbox calls the handler with the event, which is kept alive while the body streams.
+    const kept: Promise<unknown>[] = [];
+    const event = { waitUntil: (p: Promise<unknown>) => void kept.push(p) } as unknown as ExtendableEvent;
+    const response = await route.handler({ request: new Request(url), event });
+    expect(response.status).toBe(200);
+    expect(await bytesOf(response)).toEqual(plain);
+    expect(kept).toHaveLength(1);
+    await kept[0];
+    // Single use, as when installed.
+    expect((await route.handler({ request: new Request(url) })).status).toBe(404);
   });
 });
