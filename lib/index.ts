@@ -18,6 +18,7 @@ export type {
   FileHandleLike,
   FileHandleInput,
   RangedUrl,
+  RangedUrlFetch,
   RangedUrlOptions,
   RandomAccessInput,
   RandomAccessKeys,

@@ -53,14 +53,18 @@ export interface FileHandleLike {
   stat?(): Promise<{ size: number | bigint }>;
 }
 
-/** How a URL source is fetched. */
-export interface RangedUrlOptions {
+/** How a URL source is fetched: its headers, credentials and fetch implementation. */
+export interface RangedUrlFetch {
   /** Request headers (an Authorization, say); `Range` is set per request. */
   headers?: HeadersInit;
   /** Default `same-origin`. */
   credentials?: RequestCredentials;
   /** The fetch implementation; default the global `fetch`. */
   fetch?: typeof fetch;
+}
+
+/** How a URL source is fetched, and how long and until when its reads may wait. */
+export interface RangedUrlOptions extends RangedUrlFetch {
   /**
    * How long a request may wait for its response, and then for each piece of its body, before it
    * fails with SOURCE_FAILED (default 30 s).
@@ -71,7 +75,7 @@ export interface RangedUrlOptions {
 }
 
 /** A URL source given to {@link openRandomAccess}: the URL and how to fetch it. */
-export interface RangedUrl extends Omit<RangedUrlOptions, 'signal' | 'stallMs'> {
+export interface RangedUrl extends RangedUrlFetch {
   /** Where the ciphertext is; its server must answer `Range: bytes=a-b` with a 206. */
   url: string | URL;
 }
