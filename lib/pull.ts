@@ -21,13 +21,22 @@ export interface PullOptions {
   check?(output: Uint8Array): void;
   /** Runs after the final output, before the stream closes; throws to fail instead. */
   complete?(): void;
+  /** The stream failed by itself (not cancelled by its reader), with this typed error. */
+  failed?(error: unknown): void;
 }
 
-export function pullSegments(
-  next: ChunkSource,
-  segmenter: Segmenter,
-  options: PullOptions,
-): ReadableStream<Uint8Array> {
+/** The plaintext stream, and a way to open its first segment before anyone reads. */
+export interface PulledSegments {
+  readonly readable: ReadableStream<Uint8Array>;
+  /**
+   * Opens the first segment now (reading the source as far as it needs) and keeps its output for
+   * the first read: what it revealed (segment 0's signer block) is then known. Rejects with the
+   * stream's error, which the stream then holds too.
+   */
+  prime(): Promise<void>;
+}
+
+export function pullSegments(next: ChunkSource, segmenter: Segmenter, options: PullOptions): PulledSegments {
   const queue: Promise<SegmentOutput>[] = [];
   /** What is left of the source's current chunk, fed to the segmenter in pieces as room allows. */
   let chunk: Uint8Array | undefined;
@@ -44,8 +53,9 @@ export function pullSegments(
     notify();
     if (reason !== undefined) {
       // Bounded: a source whose cancel never settles must not hold anyone.
-      const grace = new Promise<void>((resolve) => setTimeout(resolve, ABORT_GRACE_MS));
-      void Promise.race([options.cancelSource(reason).catch(() => undefined), grace]);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, ABORT_GRACE_MS)));
+      void Promise.race([options.cancelSource(reason).catch(() => undefined), grace]).then(() => clearTimeout(timer));
     }
   };
 
@@ -91,8 +101,28 @@ export function pullSegments(
     }
   };
 
+  /** The first segment's output, opened by `prime` before any read. */
+  let primed: { output: SegmentOutput | undefined } | undefined;
+  /** A failure, typed, once: what the stream errors with. */
+  let failure: { error: unknown } | undefined;
+  const fail = (error: unknown): unknown => {
+    if (failure) return failure.error;
+    const typed = isPostGuardError(error)
+      ? error
+      : new PostGuardError(ErrorCode.SOURCE_FAILED, `the input failed: ${String(error)}`, { cause: error });
+    failure = { error: typed };
+    options.failed?.(typed);
+    end(typed);
+    return typed;
+  };
+
   /** The next segment's output, in order; undefined after the last. */
   const nextSegment = async (): Promise<SegmentOutput | undefined> => {
+    if (primed) {
+      const { output } = primed;
+      primed = undefined;
+      return output;
+    }
     for (;;) {
       if (fillFailure) throw fillFailure.error;
       if (!filling && !sourceEnded && queue.length < options.depth) void fill();
@@ -102,9 +132,10 @@ export function pullSegments(
     }
   };
 
-  return new ReadableStream<Uint8Array>(
+  const readable = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        if (failure) throw failure.error;
         try {
           // A segment may carry no message bytes (segment 0 holding only the signer block, an empty
           // final one): keep going until something is handed on, or the stream has ended, since
@@ -132,12 +163,8 @@ export function pullSegments(
             }
           }
         } catch (error) {
-          if (over) return; // cancelled meanwhile: the reader has gone
-          const typed = isPostGuardError(error)
-            ? error
-            : new PostGuardError(ErrorCode.SOURCE_FAILED, `the input failed: ${String(error)}`, { cause: error });
-          end(typed);
-          throw typed;
+          if (over && !failure) return; // cancelled meanwhile: the reader has gone
+          throw fail(error);
         }
       },
       cancel(reason) {
@@ -146,4 +173,14 @@ export function pullSegments(
     },
     { highWaterMark: 0 },
   );
+  return {
+    readable,
+    async prime() {
+      try {
+        primed = { output: await nextSegment() };
+      } catch (error) {
+        throw fail(error);
+      }
+    },
+  };
 }

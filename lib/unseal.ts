@@ -309,7 +309,10 @@ export class StreamUnsealer extends VerifiedHeaderView {
       // The default depth, whatever the hasher: more measured no faster here (the opener decrypts
       // as it reads), and what it reads ahead of its reader is what a service worker holds.
       depth: INLINE_IN_FLIGHT,
-      cancelSource: (reason) => this.reader.cancel(reason),
+      cancelSource: (reason) => {
+        settle.reject(reason);
+        return this.reader.cancel(reason);
+      },
       finished: () => hasher.close(),
       check: (output) => {
         delivered += output.length;
@@ -320,56 +323,23 @@ export class StreamUnsealer extends VerifiedHeaderView {
         if (size !== undefined && delivered !== size) throw sourceMismatch(this.ciphertextBytes!);
         settle.resolve(opener.result);
       },
-    });
-    const source = pulled.getReader();
-    /** Output read ahead to learn the size, handed on first. */
-    let first: Uint8Array | undefined;
-    if (layout !== undefined) {
-      try {
-        const read = await source.read();
-        first = read.done ? undefined : read.value;
-      } catch (error) {
+      failed: (error) => {
+        failure = { error };
         settle.reject(error);
-        throw error;
-      }
+      },
+    });
+    if (layout !== undefined) {
+      // Segment 0 first: its signer block's length makes the plaintext's size exact.
+      await pulled.prime();
       const prefix = opener.prefixBytes;
       size = prefix === undefined ? undefined : messageBytes(layout, prefix);
-      if (size === undefined || (first?.length ?? 0) > size) {
+      if (size === undefined) {
         const error = malformed('the signer policy does not fit in segment 0');
-        await source.cancel(error);
-        settle.reject(error);
+        await pulled.readable.cancel(error);
         throw error;
       }
     }
-    let cancelled = false;
-    const readable = new ReadableStream<Uint8Array>(
-      {
-        async pull(controller) {
-          if (first !== undefined) {
-            controller.enqueue(first);
-            first = undefined;
-            return;
-          }
-          try {
-            const read = await source.read();
-            if (cancelled) return;
-            if (read.done) controller.close();
-            else controller.enqueue(read.value);
-          } catch (error) {
-            if (cancelled) return;
-            failure = { error };
-            settle.reject(error);
-            throw error;
-          }
-        },
-        async cancel(reason) {
-          cancelled = true;
-          settle.reject(reason);
-          await source.cancel(reason);
-        },
-      },
-      { highWaterMark: 0 },
-    );
+    const { readable } = pulled;
     return { opened: { readable, size, result }, failure: () => failure };
   }
 
