@@ -53,7 +53,7 @@ export class StreamReader {
   }
 
   /** The remaining bytes as chunks: what was buffered first, then the rest of the stream. */
-  chunkSource(): () => Promise<Uint8Array | undefined> {
+  chunkSource(): ChunkSource {
     return async () => {
       if (this.pendingBytes === 0 && !(await this.pull())) return undefined;
       const chunk = this.pending.shift();
@@ -121,3 +121,29 @@ export class StreamReader {
     return out;
   }
 }
+
+/** The next chunk of a byte source, or undefined at its end. */
+export type ChunkSource = () => Promise<Uint8Array | undefined>;
+
+/** A stream reader's chunks as a ChunkSource; a read that fails is SOURCE_FAILED. */
+export function readerSource(reader: ReadableStreamDefaultReader<unknown>): ChunkSource {
+  return async () => {
+    let result: ReadableStreamReadResult<unknown>;
+    try {
+      result = await reader.read();
+    } catch (cause) {
+      throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the input stream failed: ${String(cause)}`, { cause });
+    }
+    return result.done ? undefined : asBytes(result.value);
+  };
+}
+
+/**
+ * A source may hand over one huge chunk (a whole file as one Uint8Array). It is fed to the
+ * segmenter in pieces of this size, waiting for room in the queue between pieces, so the segments
+ * in flight stay bounded and the event loop gets a turn, however large the chunk.
+ */
+export const PIECE_BYTES = 1 << 20;
+
+/** How long a failing pipeline waits for its source's cancel and its sink's abort to finish. */
+export const ABORT_GRACE_MS = 2000;

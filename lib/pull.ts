@@ -1,5 +1,5 @@
 import { ErrorCode, PostGuardError, isPostGuardError } from './errors.js';
-import { ABORT_GRACE_MS, PIECE_BYTES, type ChunkSource } from './pump.js';
+import { ABORT_GRACE_MS, PIECE_BYTES, type ChunkSource } from './io.js';
 import type { SegmentOutput, Segmenter } from './segments.js';
 
 /**

@@ -3,7 +3,8 @@ import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { collector } from '../test/streams.js';
 import { DEFAULT_SEGMENT_SIZE, StreamUnsealer, sealStream, type SealOptions } from './index.js';
-import { MAX_FINISHED_UNWRITTEN, PIECE_BYTES, pumpSegments } from './pump.js';
+import { MAX_FINISHED_UNWRITTEN, pumpSegments } from './pump.js';
+import { PIECE_BYTES } from './io.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
 
 /**

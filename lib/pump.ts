@@ -1,6 +1,6 @@
 import { INLINE_IN_FLIGHT } from './crypto/segment-hasher.js';
 import { ErrorCode, PostGuardError } from './errors.js';
-import { asBytes } from './io.js';
+import { ABORT_GRACE_MS, PIECE_BYTES, readerSource, type ChunkSource } from './io.js';
 import type { SegmentOutput, Segmenter } from './segments.js';
 
 /**
@@ -16,27 +16,6 @@ import type { SegmentOutput, Segmenter } from './segments.js';
  * would fill with ciphertext waiting to be written.
  */
 export const MAX_FINISHED_UNWRITTEN = 4;
-
-/**
- * A source may hand over one huge chunk (a whole file as one Uint8Array). It is fed to the
- * segmenter in pieces of this size, waiting for room in the queue between pieces, so the segments
- * in flight stay bounded and the event loop gets a turn, however large the chunk.
- */
-export const PIECE_BYTES = 1 << 20;
-
-export type ChunkSource = () => Promise<Uint8Array | undefined>;
-
-export function readerSource(reader: ReadableStreamDefaultReader<unknown>): ChunkSource {
-  return async () => {
-    let result: ReadableStreamReadResult<unknown>;
-    try {
-      result = await reader.read();
-    } catch (cause) {
-      throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the input stream failed: ${String(cause)}`, { cause });
-    }
-    return result.done ? undefined : asBytes(result.value);
-  };
-}
 
 const sinkFailed = (cause: unknown) =>
   new PostGuardError(ErrorCode.SINK_FAILED, `the output stream failed: ${String(cause)}`, { cause });
@@ -152,9 +131,6 @@ export async function pumpSegments(
     throw sinkFailed(e);
   }
 }
-
-/** How long a failing pipeline waits for its source's cancel and its sink's abort to finish. */
-export const ABORT_GRACE_MS = 2000;
 
 /**
  * Fails both ends of a pipeline with the same reason, so the sink never looks complete. The

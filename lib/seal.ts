@@ -23,7 +23,8 @@ import { MAX_SIGNER_ATTRIBUTES, canonicalPolicy, kemIdentity, rawPolicyDigest } 
 import { encodeMemoryPayload } from './payload.js';
 import { SegmentSealer } from './segments.js';
 import { framingSize, headerSize, memoryPayloadSize, signatureExtSize, streamPayloadSize } from './size.js';
-import { abortBoth, pumpSegments, readerSource, type ChunkSource } from './pump.js';
+import { abortBoth, pumpSegments } from './pump.js';
+import { readerSource, type ChunkSource } from './io.js';
 
 /** A signing key as the PKG issues it: the base64 key and the policy it was issued for. */
 export interface SigningKeyInput {
@@ -254,7 +255,14 @@ const streamingMode = (size: number | undefined): Mode => ({
 
 /** `options.size`, checked: a length in bytes, or undefined. */
 function statedSize(options: unknown): number | undefined {
-  const size = typeof options === 'object' && options !== null ? (options as SealOptions).size : undefined;
+  let size: unknown;
+  try {
+    size = typeof options === 'object' && options !== null ? (options as SealOptions).size : undefined;
+  } catch (error) {
+    throw new InputError(ErrorCode.INVALID_INPUT, `options: reading them threw: ${describeThrown(error)}`, {
+      cause: error,
+    });
+  }
   if (size === undefined) return undefined;
   if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
     throw new InputError(ErrorCode.INVALID_INPUT, "options.size must be the plaintext's length in bytes");
