@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expose } from 'comlink';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { StreamUnsealer, seal, senderReport, type Policy, type VerificationResult } from '../lib/index.js';
+import { StreamUnsealer, seal, sealStream, senderReport, type Policy, type VerificationResult } from '../lib/index.js';
 import { extractSigningKey, extractUsk } from '../lib/keys.js';
 import type { IdentitySession, SessionStatus } from '../lib/pkg/index.js';
 import { readZip } from '../sdk/testing.js';
@@ -364,6 +364,42 @@ const RUNS: Readonly<Record<string, (stack: Stack) => Run | Promise<Run>>> = {
         expectBytes(opened.bytes(), plain, 'what Bob opened');
         expectVerifiedAlice(vars['sender']);
       },
+    };
+  },
+
+  // lib/README.md, the plaintext as a stream: a file sealed for Bob, opened with its size known.
+  'stream-open': async ({ pkg }) => {
+    const { policy, pubSignKey, usk } = sealingFor(pkg);
+    const plain = message(600_000, 5);
+    const sealed = collector();
+    await sealStream(pkg.keys.mpk, { policy, pubSignKey }, new Blob([plain]).stream(), sealed.writable);
+    const opened = collector();
+    return {
+      values: {
+        file: new File([sealed.bytes()], 'report.pdf'),
+        vk: pkg.keys.vk,
+        usk,
+        recipientId: BOB,
+        sink: opened.writable,
+      },
+      check: ({ vars }) => {
+        expect(vars['size']).toBe(plain.length);
+        expect(opened.state()).toBe('closed');
+        expectBytes(opened.bytes(), plain, 'the opened plaintext');
+        expectVerifiedAlice(vars['sender']);
+      },
+    };
+  },
+
+  // lib/README.md, random access: the last 22 bytes of a file sealed for Bob.
+  'random-access': async ({ pkg }) => {
+    const { policy, pubSignKey, usk } = sealingFor(pkg);
+    const plain = message(700_000, 6);
+    const sealed = collector();
+    await sealStream(pkg.keys.mpk, { policy, pubSignKey }, new Blob([plain]).stream(), sealed.writable);
+    return {
+      values: { file: new File([sealed.bytes()], 'archive.zip'), vk: pkg.keys.vk, usk, recipientId: BOB },
+      check: ({ vars }) => expectBytes(vars['tail'], plain.subarray(plain.length - 22), 'the last 22 bytes'),
     };
   },
 
