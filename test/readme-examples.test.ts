@@ -376,7 +376,7 @@ const RUNS: Readonly<Record<string, (stack: Stack) => Run | Promise<Run>>> = {
     const opened = collector();
     return {
       values: {
-        file: new File([sealed.bytes()], 'report.pdf'),
+        file: new File([sealed.bytes() as BlobPart], 'report.pdf'),
         vk: pkg.keys.vk,
         usk,
         recipientId: BOB,
@@ -398,7 +398,7 @@ const RUNS: Readonly<Record<string, (stack: Stack) => Run | Promise<Run>>> = {
     const sealed = collector();
     await sealStream(pkg.keys.mpk, { policy, pubSignKey }, new Blob([plain]).stream(), sealed.writable);
     return {
-      values: { file: new File([sealed.bytes()], 'archive.zip'), vk: pkg.keys.vk, usk, recipientId: BOB },
+      values: { file: new File([sealed.bytes() as BlobPart], 'archive.zip'), vk: pkg.keys.vk, usk, recipientId: BOB },
       check: ({ vars }) => expectBytes(vars['tail'], plain.subarray(plain.length - 22), 'the last 22 bytes'),
     };
   },
