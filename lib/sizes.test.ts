@@ -2,10 +2,23 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, concat, readAll } from '../test/streams.js';
+import { inlineSegmentHasher } from './crypto/segment-hasher.js';
 import { readFrame, splitFrame } from './frame.js';
 import { DEFAULT_SEGMENT_SIZE, decodeHeader } from './header.js';
-import { StreamUnsealer, plaintextSize, seal, sealStream, sealedSize, type Policy, type SealOptions } from './index.js';
+import {
+  StreamUnsealer,
+  plaintextSize,
+  prepareSeal,
+  seal,
+  sealStream,
+  sealedSize,
+  type Policy,
+  type SealOptions,
+} from './index.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
+import { pumpSegments } from './pump.js';
+import { SegmentSealer } from './segments.js';
+import { streamPayloadSize } from './size.js';
 
 /**
  * Sizes as public API: `sealedSize` is exact before sealing (both modes), `plaintextSize` reads the
@@ -90,6 +103,40 @@ describe('sealedSize is exact before sealing', () => {
     expect(() => sealedSize(2 ** 32, optionShapes[0]!, 'memory')).toThrow(
       expect.objectContaining({ code: 'TOO_LARGE' }),
     );
+  });
+});
+
+describe('every length from 0 to 3 segments + 1, at a small segment size', () => {
+  // The arithmetic sealedSize adds up is the same at any segment size; at 256 bytes every length up
+  // to three segments and one byte can be sealed for real, which at the default 256 KiB it cannot.
+  const SEGMENT = 256;
+
+  async function sealAt(options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
+    const n = BigInt(plain.length);
+    const ctx = await prepareSeal(kem.mpk, options, { type: 'Streaming', segmentSize: SEGMENT, sizeHint: [n, n] });
+    const out = collector();
+    const sealer = new SegmentSealer({ ...ctx, hasher: inlineSegmentHasher(ctx.transcript) }, SEGMENT);
+    await pumpSegments(chunkedSource(plain, 97).getReader(), out.writable.getWriter(), ctx.frame, sealer);
+    return out.bytes();
+  }
+
+  it('the payload size, the stated size and the size the opener proves are all exact', async () => {
+    const options = optionShapes[0]!;
+    const signer = options.pubSignKey.policy as Policy;
+    for (let n = 0; n <= 3 * SEGMENT + 1; n++) {
+      const plain = content(n);
+      const ct = await sealAt(options, plain);
+      const frame = splitFrame(ct);
+      expect(ct.length - frame.framingBytes, `payload of ${n} bytes`).toBe(
+        streamPayloadSize(n, SEGMENT, signer, signer),
+      );
+      expect(plaintextSize(ct.length, frame), `stated size of ${n} bytes`).toBe(n);
+      if (n % 37 === 0 || n >= 3 * SEGMENT - 1) {
+        const opened = await (await StreamUnsealer.new(chunkedSource(ct), vk, { size: ct.length })).open('bob', bobUsk);
+        expect(opened.size, `proven size of ${n} bytes`).toBe(n);
+        expect(same(await readAll(opened.readable), plain)).toBe(true);
+      }
+    }
   });
 });
 
