@@ -313,6 +313,13 @@ export class PostGuardWorker {
 export { encodeError, reviveError, isWireError } from './errors.js';
 export * from './download.js';
 export { plaintextSize } from '../lib/segment-map.js';
+/**
+ * The stream relay the crypto worker and the decrypting service worker speak: a ReadableStream
+ * served over a MessagePort with flow control and coded errors both ways, for passing a stream to
+ * another thread in browsers that cannot transfer streams (Safari) or where copying beats it.
+ */
+export { readableToPort, portToReadable } from './port-stream.js';
+export type { SenderOptions, ReceiverOptions } from './port-stream.js';
 export * from '../lib/pkg/index.js';
 export {
   PostGuardError,

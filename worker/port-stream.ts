@@ -50,11 +50,13 @@ type Control =
  */
 const MAX_SPARE_BATCHES = 6;
 
+/** How readableToPort batches what it sends. */
 export interface SenderOptions {
   /** Size of the buffers chunks are copied into (readableToPort). */
   batchBytes?: number;
 }
 
+/** How much portToReadable lets its sender have in flight. */
 export interface ReceiverOptions {
   /** Bytes the sender may have in flight. */
   windowBytes?: number;

@@ -8,3 +8,6 @@
  */
 export { DOWNLOAD_PATH, registerDecryptingServiceWorker, prepareDownload, triggerDownload } from './download.js';
 export type { DownloadOptions, PreparedDownload, RegisterRequest, ServedRange } from './download.js';
+/** The stream relay's sending side, to hand a stream to a service worker of your own (its side: portToReadable). */
+export { readableToPort } from './port-stream.js';
+export type { SenderOptions } from './port-stream.js';

@@ -1,6 +1,6 @@
 /// <reference lib="webworker" />
 import { contentDisposition, safeFilename } from 'postguard-ts/sw/install';
-import { portToReadable } from '../../worker/port-stream.js';
+import { portToReadable } from 'postguard-ts/sw/install';
 import { MESSAGE_SAVE, SAVE_PATH, type SaveEvent, type SaveRequest } from './save-protocol.js';
 
 /**

@@ -1,5 +1,4 @@
-import { readableToPort } from '../../worker/port-stream.js';
-import { triggerDownload } from 'postguard-ts/sw';
+import { readableToPort, triggerDownload } from 'postguard-ts/sw';
 import { MESSAGE_SAVE, type SaveEvent, type SaveRequest, type SaveSource } from './save-protocol.js';
 
 /**
