@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { expectSameBytes } from '../test/bytes.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector } from '../test/streams.js';
 import {
@@ -75,12 +76,6 @@ const optionsFor = (n: number, priv: boolean): SealOptions => ({
 });
 const expectedSigner = (priv: boolean) =>
   priv ? { public: pubSignKey.policy, private: privSignKey!.policy } : { public: pubSignKey.policy };
-/** Byte equality in one comparison: toEqual walks a large array element by element, for seconds a megabyte. */
-function expectSameBytes(actual: Uint8Array, expected: Uint8Array): void {
-  expect(actual.length).toBe(expected.length);
-  expect(Buffer.from(actual.buffer, actual.byteOffset, actual.length).equals(expected), 'the bytes differ').toBe(true);
-}
-
 /** What our unsealers report for a file from pg-wasm 0.5.10: the same, and not bound (no sender copy). */
 const unbound = (priv: boolean) => ({
   ...expectedSigner(priv),

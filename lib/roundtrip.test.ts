@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { expectSameBytes } from '../test/bytes.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chunkedSource, collector } from '../test/streams.js';
 import { StreamUnsealer, Unsealer, seal, sealStream, type Policy, type SealOptions } from './index.js';
@@ -61,7 +62,7 @@ describe('round trips', () => {
           });
           const [id, pol] = entries[entries.length - 1]!;
           const [got, result] = await u.unseal(id, extractUsk(kem.msk, pol));
-          expect(got).toEqual(plain);
+          expectSameBytes(got, plain);
           expect(result.public.ts).toBe(signer.ts);
         },
       ),
@@ -84,7 +85,7 @@ describe('round trips', () => {
           const out = collector();
           const u = await StreamUnsealer.new(chunkedSource(sealed.bytes(), chunk + 13), ibs.vk);
           await u.unseal(id, extractUsk(kem.msk, pol), out.writable);
-          expect(out.bytes()).toEqual(plain);
+          expectSameBytes(out.bytes(), plain);
           expect(out.state()).toBe('closed');
         },
       ),

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { expectSameBytes } from '../test/bytes.js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostGuardError } from '../lib/errors.js';
@@ -200,7 +201,7 @@ describe('a registered download', () => {
     expect(res.headers.get('content-length')).toBe(String(plain.length));
     expect(res.headers.get('content-security-policy')).toBe('sandbox');
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(await bytesOf(res)).toEqual(plain);
+    expectSameBytes(await bytesOf(res), plain);
     await lifetime;
     expect(await end).toEqual({
       type: 'done',
@@ -218,7 +219,7 @@ describe('a registered download', () => {
     const { reply } = await w.register({ source: { kind: 'url', url: `${serverUrl}/ct` } });
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.headers.get('content-length')).toBe(String(plain.length));
-    expect(await bytesOf(res)).toEqual(plain);
+    expectSameBytes(await bytesOf(res), plain);
   });
 
   it('a URL source that fails is a 502 with SOURCE_FAILED', async () => {
@@ -238,7 +239,7 @@ describe('a registered download', () => {
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.headers.get('x-postguard-verified')).toBe('complete');
     expect(res.headers.get('content-length')).toBe(String(plain.length));
-    expect(await bytesOf(res)).toEqual(plain);
+    expectSameBytes(await bytesOf(res), plain);
     await end;
     expect(events.some((e) => e.type === 'verifying')).toBe(true);
   });
@@ -249,14 +250,14 @@ describe('a registered download', () => {
     const a = await w.get(registeredUrl(without.reply)).response;
     expect(a.headers.get('x-postguard-verified')).toBe('streaming');
     expect(a.headers.get('content-length')).toBeNull();
-    expect(await bytesOf(a)).toEqual(plain);
+    expectSameBytes(await bytesOf(a), plain);
     const withSize = await w.register({
       source: { kind: 'stream', stream: chunkedSource(ciphertext, 40_000) },
       size: ciphertext.length,
     });
     const b = await w.get(registeredUrl(withSize.reply)).response;
     expect(b.headers.get('content-length')).toBe(String(plain.length));
-    expect(await bytesOf(b)).toEqual(plain);
+    expectSameBytes(await bytesOf(b), plain);
   });
 
   it('a Blob beyond the hold limit is read twice: verified completely, then sent with an exact Content-Length', async () => {
@@ -265,7 +266,7 @@ describe('a registered download', () => {
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.headers.get('x-postguard-verified')).toBe('complete');
     expect(res.headers.get('content-length')).toBe(String(plain.length));
-    expect(await bytesOf(res)).toEqual(plain);
+    expectSameBytes(await bytesOf(res), plain);
     expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
     // Everything was verified before the first byte went out.
     const firstSent = events.findIndex((e) => e.type === 'progress');
@@ -284,7 +285,7 @@ describe('a registered download', () => {
     });
     const res = await w.get(registeredUrl(reply)).response;
     expect(res.headers.get('content-length')).toBe(String(plain.length));
-    expect(await bytesOf(res)).toEqual(plain);
+    expectSameBytes(await bytesOf(res), plain);
     expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
   });
 
@@ -636,7 +637,7 @@ describe('pacing', () => {
   it('an unpaced download ignores acknowledgements and is not held back', async () => {
     const w = worker({ holdLimitBytes: 0, pacingWindowBytes: 1 });
     const { reply } = await w.register({});
-    expect(await bytesOf(await w.get(registeredUrl(reply)).response)).toEqual(plain);
+    expectSameBytes(await bytesOf(await w.get(registeredUrl(reply)).response), plain);
   });
 });
 
@@ -1077,7 +1078,7 @@ describe('as a route of an app’s own router (createDecrypterRoute)', () => {
     const event = { waitUntil: (p: Promise<unknown>) => void kept.push(p) } as unknown as ExtendableEvent;
     const response = await route.handler({ request: new Request(url), event });
     expect(response.status).toBe(200);
-    expect(await bytesOf(response)).toEqual(plain);
+    expectSameBytes(await bytesOf(response), plain);
     expect(kept).toHaveLength(1);
     await kept[0];
     // Single use, as when installed.
