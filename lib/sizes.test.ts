@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { expectSameBytes } from '../test/bytes.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, concat, readAll } from '../test/streams.js';
 import { inlineSegmentHasher } from './crypto/segment-hasher.js';
@@ -46,8 +47,6 @@ const optionShapes: SealOptions[] = [
 ];
 
 const content = (n: number) => new Uint8Array(n).map((_, i) => (i * 7 + 3) & 255);
-/** Byte equality as one comparison: toEqual walks a megabyte element by element, for seconds. */
-const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
 
 async function sealToBytes(options: SealOptions, plain: Uint8Array): Promise<Uint8Array> {
   const out = collector();
@@ -134,7 +133,7 @@ describe('every length from 0 to 3 segments + 1, at a small segment size', () =>
       if (n % 37 === 0 || n >= 3 * SEGMENT - 1) {
         const opened = await (await StreamUnsealer.new(chunkedSource(ct), vk, { size: ct.length })).open('bob', bobUsk);
         expect(opened.size, `proven size of ${n} bytes`).toBe(n);
-        expect(same(await readAll(opened.readable), plain)).toBe(true);
+        expectSameBytes(await readAll(opened.readable), plain);
       }
     }
   });
@@ -194,7 +193,7 @@ describe('the size hint', () => {
         const out = collector();
         const unsealer = await pg.StreamUnsealer.new(chunkedSource(ct, 70_000), vk);
         await unsealer.unseal('bob', bobUsk, out.writable);
-        expect(same(out.bytes(), plain)).toBe(true);
+        expectSameBytes(out.bytes(), plain);
       }
     });
   });
@@ -233,14 +232,14 @@ describe('StreamUnsealer.open: the plaintext as a stream that pulls its source',
     const unsealer = await StreamUnsealer.new(source.readable, vk, { size: ct.length });
     const opened = await unsealer.open('bob', bobUsk);
     expect(opened.size).toBe(plain.length);
-    expect(same(await readAll(opened.readable), plain)).toBe(true);
+    expectSameBytes(await readAll(opened.readable), plain);
     await expect(opened.result).resolves.toMatchObject({ private: privatePolicy, bound: true });
   });
 
   it('without the ciphertext size: no size, same bytes', async () => {
     const opened = await (await StreamUnsealer.new(chunkedSource(ct), vk)).open('bob', bobUsk);
     expect(opened.size).toBeUndefined();
-    expect(same(await readAll(opened.readable), plain)).toBe(true);
+    expectSameBytes(await readAll(opened.readable), plain);
   });
 
   it('reads the source only as far as the reader asks (plus a few segments in flight)', async () => {
@@ -278,7 +277,7 @@ describe('StreamUnsealer.open: the plaintext as a stream that pulls its source',
     // Only whole segments before the damaged one came out, and they are the plaintext's start.
     const out = concat(given);
     expect(out.length).toBeLessThan(plain.length - 2 * DEFAULT_SEGMENT_SIZE);
-    expect(same(out, plain.subarray(0, out.length))).toBe(true);
+    expectSameBytes(out, plain.subarray(0, out.length));
   });
 
   it('a source longer or shorter than the size it was said to have fails', async () => {
@@ -304,7 +303,7 @@ describe('StreamUnsealer.open: the plaintext as a stream that pulls its source',
     await expect(unsealer.open('nobody', bobUsk)).rejects.toMatchObject({ code: 'UNKNOWN_RECIPIENT' });
     const opened = await unsealer.open('bob', bobUsk);
     await expect(unsealer.open('bob', bobUsk)).rejects.toMatchObject({ code: 'INVALID_STATE' });
-    expect(same(await readAll(opened.readable), plain)).toBe(true);
+    expectSameBytes(await readAll(opened.readable), plain);
   });
 
   it('the sizes agree for a file read from the disk-like source of readFrame', async () => {
