@@ -11,7 +11,7 @@ export default defineConfig({
     // this tsconfig.json so they too see the library's sources, never a stale lib/dist.
     env: { TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.json', import.meta.url)) },
     include: [
-      '{lib,server,devtools,cli,sdk,worker,test,scripts}/**/*.test.ts',
+      '{lib,server,devtools,cli,sdk,worker,client,test,scripts}/**/*.test.ts',
       'demo/*.test.ts',
       'demo/src/**/*.test.ts',
     ],

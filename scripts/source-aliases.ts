@@ -10,6 +10,7 @@ export const SOURCE_ENTRIES: Readonly<Record<string, string>> = {
   'postguard-ts/keys': 'lib/keys.ts',
   'postguard-ts/format': 'lib/format.ts',
   'postguard-ts/pkg': 'lib/pkg/index.ts',
+  'postguard-ts/client': 'client/index.ts',
   'postguard-ts/worker': 'worker/client.ts',
   'postguard-ts/browser': 'worker/browser.ts',
   'postguard-ts/sw': 'worker/sw-page.ts',

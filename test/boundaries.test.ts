@@ -52,14 +52,14 @@ describe('package boundaries', () => {
     expect(found).toEqual([]);
   });
 
-  it('lib/ and worker/ import neither Node nor the other packages (but for the Node-side modules)', () => {
+  it('lib/, worker/ and client/ import neither Node nor the other packages (but for the Node-side modules)', () => {
     const nodeSide = new Set([
       'lib/crypto/aes-node.ts',
       'lib/crypto/segment-hasher-node.ts',
       'lib/crypto/shake-node.ts',
       'worker/vite.ts',
     ]);
-    const found = [...sources('lib'), ...sources('worker')]
+    const found = [...sources('lib'), ...sources('worker'), ...sources('client')]
       .filter((file) => !nodeSide.has(file) && !file.startsWith('lib/build/'))
       .flatMap((file) =>
         imports(file)
@@ -80,7 +80,7 @@ describe('package boundaries', () => {
       'worker/vite.ts',
     ]);
     const bare = new Set(
-      [...sources('lib'), ...sources('worker'), ...sources('demo/src')]
+      [...sources('lib'), ...sources('worker'), ...sources('client'), ...sources('demo/src')]
         .filter((file) => !nodeSide.has(file) && !file.startsWith('lib/build/'))
         .flatMap(imports)
         .filter((spec) => !spec.startsWith('.') && !spec.startsWith('#') && !spec.startsWith('node:'))
@@ -111,6 +111,7 @@ describe('package boundaries', () => {
     expect(Object.keys(manifest.dependencies).sort()).toEqual([
       '@noble/curves',
       '@noble/hashes',
+      'client-zip',
       'comlink',
       'idb-keyval',
       'qrcode',

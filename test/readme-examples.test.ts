@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { StreamUnsealer, seal, sealStream, senderReport, type Policy, type VerificationResult } from '../lib/index.js';
 import { extractSigningKey, extractUsk } from '../lib/keys.js';
 import type { IdentitySession, SessionStatus } from '../lib/pkg/index.js';
-import { readZip } from '../sdk/testing.js';
+import { readZip } from '../client/testing.js';
 import { parseCommand as parsePgPkg } from '../server/config.js';
 import { createApiKey, createApiKeyStore, type ApiKeyStore } from '../server/db.js';
 import { createTestSchema, type TestSchema } from '../server/db/testing.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seal, sealStream } from '../../lib/index.js';
 import { extractSigningKey, generateSigningKeys } from '../../lib/keys.js';
-import { fakePkgKeys, sealAs } from '../../sdk/testing.js';
+import { fakePkgKeys, sealAs } from '../../client/testing.js';
 import { collector } from '../../test/streams.js';
 import { startStorage, type RunningStorage } from './testing.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signChallenge } from '../../lib/index.js';
-import { fakePkgKeys } from '../../sdk/testing.js';
+import { fakePkgKeys } from '../../client/testing.js';
 import {
   EMAIL,
   benignEmail,

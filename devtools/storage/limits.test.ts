@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fakePkgKeys, sealAs } from '../../sdk/testing.js';
+import { fakePkgKeys, sealAs } from '../../client/testing.js';
 import { manualClock } from '../standin/testing.js';
 import { startStorage, type RunningStorage } from './testing.js';
 

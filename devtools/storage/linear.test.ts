@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fakePkgKeys, sealAs } from '../../sdk/testing.js';
+import { fakePkgKeys, sealAs } from '../../client/testing.js';
 import { expectLinearTime, repeated as run } from '../../test/linear-time.js';
 import { MailboxError, parseMailboxes } from './mailboxes.js';
 import { apiKeyFromHeader } from './pkg.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sealAs, startFakePkg, type FakePkg } from '../../sdk/testing.js';
+import { sealAs, startFakePkg, type FakePkg } from '../../client/testing.js';
 import { startStorage } from './testing.js';
 
 /** The storage stand-in talking to a PKG: the verifying key at start-up and API-key tiers at init. */

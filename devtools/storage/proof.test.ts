@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sealStream, signChallenge } from '../../lib/index.js';
 import { extractSigningKey, generateSigningKeys } from '../../lib/keys.js';
-import { fakePkgKeys } from '../../sdk/testing.js';
+import { fakePkgKeys } from '../../client/testing.js';
 import { collector } from '../../test/streams.js';
 import { startStorage, uploadWhole, type RunningStorage } from './testing.js';
 

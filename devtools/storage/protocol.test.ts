@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { fakePkgKeys, sealAs } from '../../sdk/testing.js';
+import { fakePkgKeys, sealAs } from '../../client/testing.js';
 import { manualClock } from '../standin/testing.js';
 import { startStorage, type RunningStorage } from './testing.js';
 

@@ -1,11 +1,11 @@
 /**
- * Every failure the SDK reports on purpose is an SdkError with a stable `code` (configuration
+ * Every failure the SDK reports on purpose is an ClientError with a stable `code` (configuration
  * mistakes excepted: the constructor throws a TypeError naming the field). Messages are for
  * people; codes are for programs and never change meaning.
  */
 
-/** The codes an `SdkError` carries, by name: compare `error.code` with these. */
-export const SdkErrorCode = {
+/** The codes an `ClientError` carries, by name: compare `error.code` with these. */
+export const ClientErrorCode = {
   /** An argument to encrypt(), a recipient helper or upload() breaks a rule (the message says which). */
   INVALID_INPUT: 'INVALID_INPUT',
   /** An API key that is not `PG-` followed by printable characters. Checked before anything is sent. */
@@ -42,11 +42,11 @@ export const SdkErrorCode = {
   INVALID_STATE: 'INVALID_STATE',
 } as const;
 
-/** One of the stable codes of {@link SdkErrorCode}, as carried by `SdkError.code`. */
-export type SdkErrorCode = (typeof SdkErrorCode)[keyof typeof SdkErrorCode];
+/** One of the stable codes of {@link ClientErrorCode}, as carried by `ClientError.code`. */
+export type ClientErrorCode = (typeof ClientErrorCode)[keyof typeof ClientErrorCode];
 
-/** What an `SdkError` carries besides its code and message. */
-export interface SdkErrorDetails {
+/** What an `ClientError` carries besides its code and message. */
+export interface ClientErrorDetails {
   /** The underlying failure (a network error, the sealer's error, the abort reason), when there was one. */
   cause?: unknown;
   /** HTTP status of the answer that caused the failure, when there was one. */
@@ -64,9 +64,9 @@ export interface SdkErrorDetails {
  * file that could not be read, an abort. Branch on `code`; for an upload, `uuid` and
  * `uploadedBytes` say how far it got.
  */
-export class SdkError extends Error {
-  /** What went wrong, as a stable {@link SdkErrorCode}. */
-  readonly code: SdkErrorCode;
+export class ClientError extends Error {
+  /** What went wrong, as a stable {@link ClientErrorCode}. */
+  readonly code: ClientErrorCode;
   /** HTTP status of the answer that caused the failure, when there was one. */
   readonly status: number | undefined;
   /** The URL that was called (never with credentials in it). */
@@ -76,9 +76,9 @@ export class SdkError extends Error {
   /** Ciphertext bytes the storage service confirmed before the failure. */
   readonly uploadedBytes: number | undefined;
 
-  constructor(code: SdkErrorCode, message: string, details: SdkErrorDetails = {}) {
+  constructor(code: ClientErrorCode, message: string, details: ClientErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.name = 'SdkError';
+    this.name = 'ClientError';
     this.code = code;
     this.status = details.status;
     this.url = details.url;
@@ -87,7 +87,7 @@ export class SdkError extends Error {
   }
 }
 
-/** Whether `e` is an `SdkError`. */
-export const isSdkError = (e: unknown): e is SdkError => e instanceof SdkError;
+/** Whether `e` is an `ClientError`. */
+export const isClientError = (e: unknown): e is ClientError => e instanceof ClientError;
 
-export const invalidInput = (message: string): SdkError => new SdkError(SdkErrorCode.INVALID_INPUT, message);
+export const invalidInput = (message: string): ClientError => new ClientError(ClientErrorCode.INVALID_INPUT, message);

@@ -1,8 +1,11 @@
-import { PostGuardError, sealStream, signChallenge } from 'postguard-ts';
+import { toBase64 } from '../lib/base64.js';
+import { signChallenge } from '../lib/challenge.js';
+import { PostGuardError } from '../lib/errors.js';
+import { sealStream } from '../lib/seal.js';
 import type { ResolvedConfig } from './config.js';
-import { SdkError, SdkErrorCode, invalidInput } from './errors.js';
+import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
-import type { SdkPkg, SigningKeys } from './pkg.js';
+import type { ClientPkg, SigningKeys } from './pkg.js';
 import { buildPolicy, type RecipientBuilder } from './recipients.js';
 import type { SignMethod } from './sign.js';
 import { StorageClient, type UploadSession } from './storage.js';
@@ -44,7 +47,7 @@ export interface UploadResult {
 
 export interface SealedParts {
   config: ResolvedConfig;
-  pkg: SdkPkg;
+  pkg: ClientPkg;
   entries: readonly ZipEntry[];
   recipients: readonly RecipientBuilder[];
   sign: SignMethod;
@@ -76,22 +79,22 @@ function notifySettings(notify: unknown): Required<NotifyOptions> {
 /** Errors out of the sealer, translated: what a sink threw passes through, input failures get their own code. */
 function sealFailure(error: unknown, signal: AbortSignal | undefined): unknown {
   if (signal?.aborted) return aborted(signal.reason);
-  if (error instanceof SdkError) return error;
+  if (error instanceof ClientError) return error;
   if (error instanceof PostGuardError) {
-    if (error.code === 'SINK_FAILED' && error.cause instanceof SdkError) return error.cause;
+    if (error.code === 'SINK_FAILED' && error.cause instanceof ClientError) return error.cause;
     if (error.code === 'SOURCE_FAILED') {
-      return new SdkError(SdkErrorCode.INPUT_FAILED, `reading a file failed: ${String(error.cause)}`, {
+      return new ClientError(ClientErrorCode.INPUT_FAILED, `reading a file failed: ${String(error.cause)}`, {
         cause: error.cause,
       });
     }
     if (error.code === 'INVALID_KEY') {
-      return new SdkError(SdkErrorCode.PKG_BAD_RESPONSE, `the PKG's keys cannot be used: ${error.message}`, {
+      return new ClientError(ClientErrorCode.PKG_BAD_RESPONSE, `the PKG's keys cannot be used: ${error.message}`, {
         cause: error,
       });
     }
   }
-  return new SdkError(
-    SdkErrorCode.SEAL_FAILED,
+  return new ClientError(
+    ClientErrorCode.SEAL_FAILED,
     `sealing failed: ${error instanceof Error ? error.message : String(error)}`,
     {
       cause: error,
@@ -215,8 +218,8 @@ export class Sealed {
     try {
       await this.seal(sink, signal, keys);
     } catch (error) {
-      const e = error instanceof SdkError ? error : (sealFailure(error, signal) as SdkError);
-      throw new SdkError(e.code, `upload ${session.uuid} failed and was not finalized: ${e.message}`, {
+      const e = error instanceof ClientError ? error : (sealFailure(error, signal) as ClientError);
+      throw new ClientError(e.code, `upload ${session.uuid} failed and was not finalized: ${e.message}`, {
         cause: e,
         ...(e.status === undefined ? {} : { status: e.status }),
         ...(e.url === undefined ? {} : { url: e.url }),
@@ -228,7 +231,7 @@ export class Sealed {
     const proof =
       session.challenge === undefined
         ? undefined
-        : Buffer.from(signChallenge(keys.signing.pubSignKey, session.uuid, session.challenge)).toString('base64');
+        : toBase64(signChallenge(keys.signing.pubSignKey, session.uuid, session.challenge));
     await this.storage.finalize(session, uploaded, signal, proof);
     return { uuid: session.uuid };
   }
@@ -246,8 +249,8 @@ export class Sealed {
   /** Stream inputs can be read once; Uint8Array and Blob inputs any number of times. */
   private checkInputsUnread(): void {
     if (this.started && this.parts.entries.some((e) => e.content instanceof ReadableStream)) {
-      throw new SdkError(
-        SdkErrorCode.INVALID_STATE,
+      throw new ClientError(
+        ClientErrorCode.INVALID_STATE,
         'this message has stream inputs, which were already read: encrypt again with new streams',
       );
     }

@@ -1,6 +1,6 @@
-import { PkgClient, PkgClientErrorCode, isPkgClientError, memoryStore, type SigningKeys } from 'postguard-ts/pkg';
+import { PkgClient, PkgClientErrorCode, isPkgClientError, memoryStore, type SigningKeys } from '../lib/pkg/index.js';
 import type { ResolvedConfig } from './config.js';
-import { SdkError, SdkErrorCode } from './errors.js';
+import { ClientError, ClientErrorCode } from './errors.js';
 
 /**
  * What the SDK asks the PKG, through the library's PKG client (postguard-ts/pkg): the master
@@ -9,36 +9,36 @@ import { SdkError, SdkErrorCode } from './errors.js';
  * This module only turns the client's errors into the SDK's codes.
  */
 
-export type { IssuedSigningKey, SigningKeys } from 'postguard-ts/pkg';
+export type { IssuedSigningKey, SigningKeys } from '../lib/pkg/index.js';
 
 /** The SDK's code for each of the client's: what a sending service would handle differently. */
-function sdkCode(code: PkgClientErrorCode, status: number | undefined): SdkErrorCode {
+function sdkCode(code: PkgClientErrorCode, status: number | undefined): ClientErrorCode {
   switch (code) {
     case PkgClientErrorCode.PKG_UNAVAILABLE:
     case PkgClientErrorCode.RATE_LIMITED:
-      return SdkErrorCode.PKG_UNAVAILABLE;
+      return ClientErrorCode.PKG_UNAVAILABLE;
     case PkgClientErrorCode.UNAUTHORIZED:
-      return SdkErrorCode.API_KEY_REJECTED;
+      return ClientErrorCode.API_KEY_REJECTED;
     case PkgClientErrorCode.ABORTED:
-      return SdkErrorCode.ABORTED;
+      return ClientErrorCode.ABORTED;
     case PkgClientErrorCode.PKG_REJECTED:
-      return status === 403 ? SdkErrorCode.API_KEY_REJECTED : SdkErrorCode.PKG_BAD_RESPONSE;
+      return status === 403 ? ClientErrorCode.API_KEY_REJECTED : ClientErrorCode.PKG_BAD_RESPONSE;
     default:
-      return SdkErrorCode.PKG_BAD_RESPONSE;
+      return ClientErrorCode.PKG_BAD_RESPONSE;
   }
 }
 
-function asSdkError(error: unknown): unknown {
+function asClientError(error: unknown): unknown {
   if (!isPkgClientError(error)) return error;
   const details = {
     cause: error,
     ...(error.status === undefined ? {} : { status: error.status }),
     ...(error.url === undefined ? {} : { url: error.url }),
   };
-  return new SdkError(sdkCode(error.code, error.status), error.message, details);
+  return new ClientError(sdkCode(error.code, error.status), error.message, details);
 }
 
-export class SdkPkg {
+export class ClientPkg {
   private readonly client: PkgClient;
 
   constructor(private readonly config: ResolvedConfig) {
@@ -56,13 +56,13 @@ export class SdkPkg {
 
   /** The master public key (base64). */
   masterPublicKey(signal?: AbortSignal): Promise<string> {
-    return this.client.masterPublicKey({ signal }).catch((e: unknown) => Promise.reject(asSdkError(e)));
+    return this.client.masterPublicKey({ signal }).catch((e: unknown) => Promise.reject(asClientError(e)));
   }
 
   /** Signing keys for the identity the API key stands for (the PKG decides it; the request only names the e-mail type). */
   signingKeys(apiKey: string, signal?: AbortSignal): Promise<SigningKeys> {
     return this.client
       .signingKeys({ apiKey }, { pubSignId: [{ t: this.config.attributes.email }] }, { signal })
-      .catch((e: unknown) => Promise.reject(asSdkError(e)));
+      .catch((e: unknown) => Promise.reject(asClientError(e)));
   }
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { PostGuard } from './index.js';
 import type { PostGuardConfig } from './index.js';
 import { resolveConfig } from './config.js';
-import { SDK_VERSION } from './version.js';
+import { CLIENT_VERSION } from './version.js';
 
 /** Constructor validation: every rule, each failure a TypeError whose message starts with the field. */
 
@@ -115,7 +115,7 @@ describe('new PostGuard(config)', () => {
 
   it('adds a client-version header unless the caller set one (any case)', () => {
     expect(resolveConfig(ok).headers).toEqual({
-      'X-POSTGUARD-CLIENT-VERSION': `node,${process.versions.node},postguard-ts,${SDK_VERSION}`,
+      'X-POSTGUARD-CLIENT-VERSION': `node,${process.versions.node},postguard-ts,${CLIENT_VERSION}`,
     });
     expect(resolveConfig({ ...ok, headers: { 'x-postguard-client-version': 'mine' } }).headers).toEqual({
       'x-postguard-client-version': 'mine',
@@ -123,7 +123,7 @@ describe('new PostGuard(config)', () => {
   });
 
   it('reports the package version', () => {
-    const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string };
-    expect(SDK_VERSION).toBe(pkg.version);
+    const pkg = JSON.parse(readFileSync(new URL('../lib/package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(CLIENT_VERSION).toBe(pkg.version);
   });
 });

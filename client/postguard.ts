@@ -1,6 +1,6 @@
 import { resolveConfig, type PostGuardConfig, type ResolvedConfig } from './config.js';
 import { invalidInput } from './errors.js';
-import { SdkPkg } from './pkg.js';
+import { ClientPkg } from './pkg.js';
 import { emailDomainRecipient, emailRecipient, isRecipient, type RecipientBuilder } from './recipients.js';
 import { Sealed } from './sealed.js';
 import { apiKeySign, isSignMethod, type ApiKeySign, type SignMethod } from './sign.js';
@@ -31,7 +31,7 @@ export interface EncryptInput {
 export class PostGuard {
   /** @internal */
   readonly config: ResolvedConfig;
-  private readonly pkg: SdkPkg;
+  private readonly pkg: ClientPkg;
 
   /** Ways to sign a message, for `EncryptInput.sign`. */
   readonly sign = {
@@ -54,7 +54,7 @@ export class PostGuard {
   /** Throws a TypeError naming the field if the configuration is unusable. */
   constructor(config: PostGuardConfig) {
     this.config = resolveConfig(config);
-    this.pkg = new SdkPkg(this.config);
+    this.pkg = new ClientPkg(this.config);
   }
 
   /** Checks the input now and returns a lazy sealed message: nothing is fetched or read until toBytes() or upload(). */

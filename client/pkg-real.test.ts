@@ -8,7 +8,7 @@ import { startStorage, type RunningStorage } from '../devtools/storage/testing.j
 import { startPkg, type RunningPkg } from '../server/testing.js';
 import { loadPgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector } from '../test/streams.js';
-import { PostGuard, SdkError, SdkErrorCode, type FetchLike } from './index.js';
+import { PostGuard, ClientError, ClientErrorCode, type FetchLike } from './index.js';
 import { readZip } from './testing.js';
 
 /**
@@ -91,13 +91,13 @@ function client() {
 const BIG = new Uint8Array(300_000).map((_, i) => (i * 13) & 0xff);
 const NOTE = new TextEncoder().encode('signed by an organisation\n');
 
-async function rejection(promise: Promise<unknown>): Promise<SdkError> {
+async function rejection(promise: Promise<unknown>): Promise<ClientError> {
   const error = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(SdkError);
-  return error as SdkError;
+  expect(error).toBeInstanceOf(ClientError);
+  return error as ClientError;
 }
 
 describe('with the real PKG', () => {
@@ -179,7 +179,7 @@ describe('with the real PKG', () => {
           })
           .upload(),
       );
-      expect(e.code).toBe(SdkErrorCode.API_KEY_REJECTED);
+      expect(e.code).toBe(ClientErrorCode.API_KEY_REJECTED);
       expect(e.status).toBe(401);
       expect(exchanges.filter((x) => x.url.startsWith(storage.url))).toEqual([]);
     }
@@ -196,7 +196,7 @@ describe('with the real PKG', () => {
     await proxy.down();
     try {
       const e = await rejection(make().toBytes());
-      expect(e.code).toBe(SdkErrorCode.PKG_UNAVAILABLE);
+      expect(e.code).toBe(ClientErrorCode.PKG_UNAVAILABLE);
       expect(e.status).toBe(503);
     } finally {
       await proxy.up();

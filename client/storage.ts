@@ -1,5 +1,5 @@
 import type { ResolvedConfig } from './config.js';
-import { SdkError, SdkErrorCode, type SdkErrorDetails } from './errors.js';
+import { ClientError, ClientErrorCode, type ClientErrorDetails } from './errors.js';
 import { discard, exchange, excerpt, isTransientStatus, readJson, sleep } from './http.js';
 
 /**
@@ -60,10 +60,10 @@ const hexBytes = (hex: string): Uint8Array => new Uint8Array(hex.match(/../g)!.m
 /** Cryptify's tokens are 64 hex characters; accept any short printable token, refuse anything else. */
 const TOKEN = /^[\x21-\x7e]{1,256}$/;
 
-function readToken(response: Response, url: string, details: SdkErrorDetails): string {
+function readToken(response: Response, url: string, details: ClientErrorDetails): string {
   const token = response.headers.get('cryptifytoken');
   if (token === null || !TOKEN.test(token)) {
-    throw new SdkError(SdkErrorCode.STORAGE_BAD_RESPONSE, 'the storage service did not return an upload token', {
+    throw new ClientError(ClientErrorCode.STORAGE_BAD_RESPONSE, 'the storage service did not return an upload token', {
       ...details,
       url,
       status: response.status,
@@ -73,22 +73,22 @@ function readToken(response: Response, url: string, details: SdkErrorDetails): s
 }
 
 /** The error for a non-2xx answer from the storage service. */
-async function statusError(response: Response, url: string, what: string, details: SdkErrorDetails): Promise<SdkError> {
+async function statusError(response: Response, url: string, what: string, details: ClientErrorDetails): Promise<ClientError> {
   const status = response.status;
   const context = { ...details, url, status };
   const text = await excerpt(response);
   const suffix = text === '' ? '' : `: ${text}`;
   if (status === 404)
-    return new SdkError(
-      SdkErrorCode.UPLOAD_EXPIRED,
+    return new ClientError(
+      ClientErrorCode.UPLOAD_EXPIRED,
       `${what}: the storage service no longer knows this upload${suffix}`,
       context,
     );
   if (status === 413)
-    return new SdkError(SdkErrorCode.UPLOAD_TOO_LARGE, `${what}: over the storage service's limit${suffix}`, context);
+    return new ClientError(ClientErrorCode.UPLOAD_TOO_LARGE, `${what}: over the storage service's limit${suffix}`, context);
   if (isTransientStatus(status))
-    return new SdkError(SdkErrorCode.STORAGE_UNAVAILABLE, `${what}: HTTP ${status}${suffix}`, context);
-  return new SdkError(SdkErrorCode.STORAGE_REJECTED, `${what}: HTTP ${status}${suffix}`, context);
+    return new ClientError(ClientErrorCode.STORAGE_UNAVAILABLE, `${what}: HTTP ${status}${suffix}`, context);
+  return new ClientError(ClientErrorCode.STORAGE_REJECTED, `${what}: HTTP ${status}${suffix}`, context);
 }
 
 export class StorageClient {
@@ -118,8 +118,8 @@ export class StorageClient {
       signal,
     );
     if (!result.ok) {
-      throw new SdkError(
-        SdkErrorCode.STORAGE_UNAVAILABLE,
+      throw new ClientError(
+        ClientErrorCode.STORAGE_UNAVAILABLE,
         `upload init: the storage service ${result.reason === 'timeout' ? 'did not answer in time' : 'could not be reached'}`,
         {
           url,
@@ -133,8 +133,8 @@ export class StorageClient {
     const json = (await readJson(response)) as { uuid?: unknown; challenge?: unknown } | undefined;
     const uuid = json?.uuid;
     if (typeof uuid !== 'string' || !UUID.test(uuid)) {
-      throw new SdkError(
-        SdkErrorCode.STORAGE_BAD_RESPONSE,
+      throw new ClientError(
+        ClientErrorCode.STORAGE_BAD_RESPONSE,
         'upload init: the storage service did not return an upload UUID',
         { url, status: response.status },
       );
@@ -164,7 +164,7 @@ export class StorageClient {
     };
     const details = { uuid: session.uuid, uploadedBytes: offset };
     const { maxAttempts, initialDelayMs, maxDelayMs } = this.config.retry;
-    let last: SdkError | undefined;
+    let last: ClientError | undefined;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       if (attempt > 1) {
         const ceiling = Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 2));
@@ -173,8 +173,8 @@ export class StorageClient {
       const init = { method: 'PUT', ...chunkBody(chunk, headers) };
       const result = await exchange(this.config.fetch, url, init, this.config.timeouts.storageMs, signal);
       if (!result.ok) {
-        last = new SdkError(
-          SdkErrorCode.STORAGE_UNAVAILABLE,
+        last = new ClientError(
+          ClientErrorCode.STORAGE_UNAVAILABLE,
           `chunk at ${offset}: the storage service ${result.reason === 'timeout' ? 'did not answer in time' : 'could not be reached'} (${attempt} attempt${attempt > 1 ? 's' : ''})`,
           { ...details, url, cause: result.cause },
         );
@@ -218,8 +218,8 @@ export class StorageClient {
       signal,
     );
     if (!result.ok) {
-      throw new SdkError(
-        SdkErrorCode.FINALIZE_UNCONFIRMED,
+      throw new ClientError(
+        ClientErrorCode.FINALIZE_UNCONFIRMED,
         `finalize: ${result.reason === 'timeout' ? 'no answer in time' : 'the connection failed'}; the upload may or may not be complete`,
         { ...details, url, cause: result.cause },
       );

@@ -1,17 +1,17 @@
-import { readLimitedText } from 'postguard-ts/pkg';
+import { readLimitedText } from '../lib/pkg/index.js';
 import type { FetchLike } from './config.js';
-import { SdkError, SdkErrorCode } from './errors.js';
+import { ClientError, ClientErrorCode } from './errors.js';
 
 /**
  * One HTTP exchange with a deadline. Failures before an answer arrives are sorted into the
- * caller's abort (an SdkError ABORTED, thrown) and transport failures (returned, so the
+ * caller's abort (an ClientError ABORTED, thrown) and transport failures (returned, so the
  * caller decides whether to retry and which code to report).
  */
 
 export type Exchange = { ok: true; response: Response } | { ok: false; reason: 'network' | 'timeout'; cause: unknown };
 
-export const aborted = (cause?: unknown): SdkError =>
-  new SdkError(SdkErrorCode.ABORTED, 'the operation was aborted', { cause });
+export const aborted = (cause?: unknown): ClientError =>
+  new ClientError(ClientErrorCode.ABORTED, 'the operation was aborted', { cause });
 
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw aborted(signal.reason);

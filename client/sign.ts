@@ -1,4 +1,4 @@
-import { SdkError, SdkErrorCode } from './errors.js';
+import { ClientError, ClientErrorCode } from './errors.js';
 
 /**
  * Signing methods. The sending-side SDK signs with an organisation's API key: the PKG issues
@@ -46,7 +46,7 @@ const API_KEY = /^PG-[\x21-\x7e]+$/;
 
 export function apiKeySign(apiKey: unknown): ApiKeySign {
   if (typeof apiKey !== 'string' || !API_KEY.test(apiKey)) {
-    throw new SdkError(SdkErrorCode.INVALID_API_KEY, 'an API key is "PG-" followed by printable characters');
+    throw new ClientError(ClientErrorCode.INVALID_API_KEY, 'an API key is "PG-" followed by printable characters');
   }
   return new ApiKeySign(apiKey);
 }

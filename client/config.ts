@@ -1,4 +1,4 @@
-import { SDK_CLIENT_NAME, SDK_VERSION } from './version.js';
+import { CLIENT_NAME, CLIENT_VERSION } from './version.js';
 
 /**
  * The client's configuration and its validation. Mistakes here are programming errors, so they
@@ -156,7 +156,7 @@ export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
 
   const headers = headersOf(config.headers);
   if (!Object.keys(headers).some((h) => h.toLowerCase() === CLIENT_VERSION_HEADER.toLowerCase())) {
-    headers[CLIENT_VERSION_HEADER] = `${hostDescription()},${SDK_CLIENT_NAME},${SDK_VERSION}`;
+    headers[CLIENT_VERSION_HEADER] = `${hostDescription()},${CLIENT_NAME},${CLIENT_VERSION}`;
   }
 
   const timeouts = objectOrUndefined('timeouts', config.timeouts);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PostGuard, SdkError, SdkErrorCode } from './index.js';
+import { PostGuard, ClientError, ClientErrorCode } from './index.js';
 import { buildPolicy } from './recipients.js';
 
 /** The helpers and encrypt()'s input checks: all synchronous, before anything is sent. */
@@ -7,12 +7,12 @@ import { buildPolicy } from './recipients.js';
 const pg = new PostGuard({ pkgUrl: 'https://pkg.example.org', storageUrl: 'https://files.example.org' });
 const types = { email: 'pbdf.sidn-pbdf.email.email', domain: 'pbdf.sidn-pbdf.email.domain' };
 
-function sdkError(run: () => unknown): SdkError {
+function sdkError(run: () => unknown): ClientError {
   try {
     run();
   } catch (e) {
-    expect(e).toBeInstanceOf(SdkError);
-    return e as SdkError;
+    expect(e).toBeInstanceOf(ClientError);
+    return e as ClientError;
   }
   throw new Error('did not throw');
 }
@@ -49,17 +49,17 @@ describe('recipients', () => {
       { t: 'pbdf.gemeente.personalData.surname', v: 'Jansen' },
       { t: 'x.y.z', v: 'w' },
     ]);
-    expect(sdkError(() => r.extraAttribute('surname', 'x')).code).toBe(SdkErrorCode.INVALID_INPUT);
-    expect(sdkError(() => r.extraAttribute('x.y.z', '')).code).toBe(SdkErrorCode.INVALID_INPUT);
+    expect(sdkError(() => r.extraAttribute('surname', 'x')).code).toBe(ClientErrorCode.INVALID_INPUT);
+    expect(sdkError(() => r.extraAttribute('x.y.z', '')).code).toBe(ClientErrorCode.INVALID_INPUT);
   });
 
   it('refuses what is not an address (or a domain, for emailDomain)', () => {
     for (const bad of ['', 'alice', 'a@', '@b', 'a@b@c', ' a@b.c', 'a b@c.d', 'a@b.c\n', 7, undefined]) {
-      expect(sdkError(() => pg.recipient.email(bad as string)).code, String(bad)).toBe(SdkErrorCode.INVALID_INPUT);
+      expect(sdkError(() => pg.recipient.email(bad as string)).code, String(bad)).toBe(ClientErrorCode.INVALID_INPUT);
     }
     for (const bad of ['', 'a@b@c', 'exa mple.org', '.org', 'example..org', '@example.org', 7]) {
       expect(sdkError(() => pg.recipient.emailDomain(bad as string)).code, String(bad)).toBe(
-        SdkErrorCode.INVALID_INPUT,
+        ClientErrorCode.INVALID_INPUT,
       );
     }
   });
@@ -70,7 +70,7 @@ describe('sign.apiKey', () => {
     expect(pg.sign.apiKey('PG-abc_DEF-123').type).toBe('apiKey');
     for (const bad of ['', 'PG-', 'pg-abc', 'abc', 'Bearer PG-abc', 'PG-a b', 'PG-a\r\nX-Evil: 1', 'PG-é', 7, null]) {
       const e = sdkError(() => pg.sign.apiKey(bad as string));
-      expect(e.code, String(bad)).toBe(SdkErrorCode.INVALID_API_KEY);
+      expect(e.code, String(bad)).toBe(ClientErrorCode.INVALID_API_KEY);
       if (typeof bad === 'string' && bad.length > 3) expect(e.message).not.toContain(bad);
     }
   });
@@ -97,7 +97,7 @@ describe('encrypt() input checks', () => {
       { files: [file], recipients },
     ];
     for (const input of cases) {
-      expect(sdkError(() => pg.encrypt(input as never)).code, JSON.stringify(input)).toBe(SdkErrorCode.INVALID_INPUT);
+      expect(sdkError(() => pg.encrypt(input as never)).code, JSON.stringify(input)).toBe(ClientErrorCode.INVALID_INPUT);
     }
   });
 
@@ -134,7 +134,7 @@ describe('encrypt() input checks', () => {
     ];
     for (const files of bad) {
       expect(sdkError(() => pg.encrypt({ files: files as never, recipients, sign })).code, JSON.stringify(files)).toBe(
-        SdkErrorCode.INVALID_INPUT,
+        ClientErrorCode.INVALID_INPUT,
       );
     }
     expect(

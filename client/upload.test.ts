@@ -9,7 +9,7 @@ import { extractUsk } from '../lib/keys.js';
 import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { loadPgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, failingSource } from '../test/streams.js';
-import { PostGuard, SdkError, SdkErrorCode, type FetchLike, type PostGuardConfig } from './index.js';
+import { PostGuard, ClientError, ClientErrorCode, type FetchLike, type PostGuardConfig } from './index.js';
 import { resolveConfig } from './config.js';
 import { StorageClient } from './storage.js';
 import { readZip, startFakePkg, type FakePkg } from './testing.js';
@@ -122,13 +122,13 @@ async function openWithPgWasm(ciphertext: Uint8Array, id: string, con: Array<{ t
   return { plaintext: out.bytes(), verified };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<SdkError> {
+async function rejection(promise: Promise<unknown>): Promise<ClientError> {
   const error = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(SdkError);
-  return error as SdkError;
+  expect(error).toBeInstanceOf(ClientError);
+  return error as ClientError;
 }
 
 const storageCalls = (calls: Call[]) => calls.filter((c) => c.url.startsWith(storage.url));
@@ -240,7 +240,7 @@ describe('upload()', () => {
       pg.encrypt({ files: [{ name: 'a', content: TEXT }], recipients: [recipient], sign: pg.sign.apiKey(pkg.apiKey) });
     for (const notify of [{ language: 'DE' }, { recipients: 'yes' }, { message: 5 }, 'all']) {
       expect((await rejection(make().upload({ notify: notify as never }))).code, JSON.stringify(notify)).toBe(
-        SdkErrorCode.INVALID_INPUT,
+        ClientErrorCode.INVALID_INPUT,
       );
     }
     expect((await rejection(make(pg.recipient.emailDomain('example.com')).upload())).message).toMatch(
@@ -330,8 +330,8 @@ describe('toBytes()', () => {
     });
     await sealed.toBytes();
     const sent = calls.length;
-    expect((await rejection(sealed.toBytes())).code).toBe(SdkErrorCode.INVALID_STATE);
-    expect((await rejection(sealed.upload())).code).toBe(SdkErrorCode.INVALID_STATE);
+    expect((await rejection(sealed.toBytes())).code).toBe(ClientErrorCode.INVALID_STATE);
+    expect((await rejection(sealed.upload())).code).toBe(ClientErrorCode.INVALID_STATE);
     expect(calls.length).toBe(sent);
     // Byte inputs can be sealed again.
     const again = pg.encrypt({
@@ -354,7 +354,7 @@ describe('PKG failures', () => {
     });
     for (const run of [() => sealed.upload(), () => sealed.toBytes()]) {
       const e = await rejection(run());
-      expect(e.code).toBe(SdkErrorCode.API_KEY_REJECTED);
+      expect(e.code).toBe(ClientErrorCode.API_KEY_REJECTED);
       expect(e.status).toBe(401);
       expect(e.message).not.toContain('PG-not-this-one');
     }
@@ -386,7 +386,7 @@ describe('PKG failures', () => {
             })
             .upload(),
         );
-        expect(e.code, pkgUrl).toBe(SdkErrorCode.PKG_UNAVAILABLE);
+        expect(e.code, pkgUrl).toBe(ClientErrorCode.PKG_UNAVAILABLE);
         if (status !== undefined) expect([502, 503]).toContain(e.status);
         expect(storageCalls(calls)).toEqual([]);
       }
@@ -419,7 +419,7 @@ describe('PKG failures', () => {
         })
         .toBytes(),
     );
-    expect(e.code).toBe(SdkErrorCode.PKG_BAD_RESPONSE);
+    expect(e.code).toBe(ClientErrorCode.PKG_BAD_RESPONSE);
   });
 });
 
@@ -448,7 +448,7 @@ describe('storage failures', () => {
         })
         .upload(),
     );
-    expect(e.code).toBe(SdkErrorCode.STORAGE_BAD_RESPONSE);
+    expect(e.code).toBe(ClientErrorCode.STORAGE_BAD_RESPONSE);
     expect(cancelled).toBe(true);
     expect(sent).toBeLessThan(1024 * 1024);
   });
@@ -491,7 +491,7 @@ describe('storage failures', () => {
     const before = await storage.faultsTriggered();
     await storage.failChunks({ always: true, status: 503 });
     const e = await rejection(sealedFor(pg).upload({ notify: { recipients: true } }));
-    expect(e.code).toBe(SdkErrorCode.STORAGE_UNAVAILABLE);
+    expect(e.code).toBe(ClientErrorCode.STORAGE_UNAVAILABLE);
     expect(e.status).toBe(503);
     expect(e.uploadedBytes).toBe(0);
     expect((await storage.faultsTriggered()) - before).toBe(3);
@@ -507,7 +507,7 @@ describe('storage failures', () => {
       return undefined;
     });
     const e = await rejection(sealedFor(pg).upload());
-    expect(e.code).toBe(SdkErrorCode.STORAGE_UNAVAILABLE);
+    expect(e.code).toBe(ClientErrorCode.STORAGE_UNAVAILABLE);
     expect(e.uploadedBytes).toBeGreaterThanOrEqual(CHUNK);
     expect(await storage.upload(e.uuid!)).toMatchObject({
       session: { uploaded: e.uploadedBytes, finalized: 0 },
@@ -517,9 +517,9 @@ describe('storage failures', () => {
 
   it('a 4xx is not retried: STORAGE_REJECTED, UPLOAD_EXPIRED (404), UPLOAD_TOO_LARGE (413)', async () => {
     for (const [status, code] of [
-      [400, SdkErrorCode.STORAGE_REJECTED],
-      [404, SdkErrorCode.UPLOAD_EXPIRED],
-      [413, SdkErrorCode.UPLOAD_TOO_LARGE],
+      [400, ClientErrorCode.STORAGE_REJECTED],
+      [404, ClientErrorCode.UPLOAD_EXPIRED],
+      [413, ClientErrorCode.UPLOAD_TOO_LARGE],
     ] as const) {
       const { pg } = client();
       const before = await storage.faultsTriggered();
@@ -539,14 +539,14 @@ describe('storage failures', () => {
     const degraded = await startStorage({ pkgUrl: 'http://127.0.0.1:9', verifyingKey: pkg.keys.vk, ...tiers });
     try {
       const e = await rejection(sealedFor(client({ storageUrl: small.url }).pg).upload());
-      expect(e.code).toBe(SdkErrorCode.UPLOAD_TOO_LARGE);
+      expect(e.code).toBe(ClientErrorCode.UPLOAD_TOO_LARGE);
       expect(e.status).toBe(413);
       expect((await small.upload(e.uuid!))?.session).toEqual({ uploaded: 3 * CHUNK, finalized: 0 });
 
       const d = await rejection(
         sealedFor(client({ storageUrl: degraded.url, retry: { maxAttempts: 2, initialDelayMs: 1 } }).pg).upload(),
       );
-      expect(d.code).toBe(SdkErrorCode.STORAGE_UNAVAILABLE);
+      expect(d.code).toBe(ClientErrorCode.STORAGE_UNAVAILABLE);
       expect(d.status).toBe(503);
       expect((await degraded.upload(d.uuid!))?.session).toEqual({ uploaded: CHUNK, finalized: 0 });
     } finally {
@@ -560,14 +560,14 @@ describe('storage failures', () => {
       url.includes('/finalize/') ? Promise.reject(new TypeError('fetch failed')) : undefined,
     );
     const e = await rejection(sealedFor(pg).upload());
-    expect(e.code).toBe(SdkErrorCode.FINALIZE_UNCONFIRMED);
+    expect(e.code).toBe(ClientErrorCode.FINALIZE_UNCONFIRMED);
     expect(calls.filter((c) => c.url.includes('/finalize/'))).toHaveLength(1);
     expect((await storage.upload(e.uuid!))?.session?.finalized).toBe(0);
   });
 
   it('an unreachable storage service at init is STORAGE_UNAVAILABLE', async () => {
     const { pg } = client({ storageUrl: 'http://127.0.0.1:9' });
-    expect((await rejection(sealedFor(pg).upload())).code).toBe(SdkErrorCode.STORAGE_UNAVAILABLE);
+    expect((await rejection(sealedFor(pg).upload())).code).toBe(ClientErrorCode.STORAGE_UNAVAILABLE);
   });
 });
 
@@ -583,7 +583,7 @@ describe('inputs and cancellation', () => {
         })
         .upload(),
     );
-    expect(e.code).toBe(SdkErrorCode.INPUT_FAILED);
+    expect(e.code).toBe(ClientErrorCode.INPUT_FAILED);
     expect(e.message).toMatch(/disk on fire/);
     expect((await storage.upload(e.uuid!))?.session?.finalized).toBe(0);
   });
@@ -600,7 +600,7 @@ describe('inputs and cancellation', () => {
         })
         .upload({ signal: controller.signal, onProgress: () => controller.abort() }),
     );
-    expect(e.code).toBe(SdkErrorCode.ABORTED);
+    expect(e.code).toBe(ClientErrorCode.ABORTED);
     expect(e.uploadedBytes).toBe(CHUNK);
     expect((await storage.upload(e.uuid!))?.session).toEqual({ uploaded: CHUNK, finalized: 0 });
   });
@@ -612,7 +612,7 @@ describe('inputs and cancellation', () => {
         .encrypt({ files: files(), recipients: [pg.recipient.email('b@x.org')], sign: pg.sign.apiKey(pkg.apiKey) })
         .toBytes({ signal: AbortSignal.abort() }),
     );
-    expect(e.code).toBe(SdkErrorCode.ABORTED);
+    expect(e.code).toBe(ClientErrorCode.ABORTED);
     expect(calls).toEqual([]);
   });
 });
