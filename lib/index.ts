@@ -6,10 +6,10 @@
  *
  * @module postguard-ts
  */
-export { seal, sealStream, sealedSize, prepareSeal, MAX_IN_MEMORY_BYTES } from './seal.js';
+export { seal, sealStream, sealedSize, expectedSealedSize, prepareSeal, MAX_IN_MEMORY_BYTES } from './seal.js';
 export { plaintextSize } from './segment-map.js';
 export { startHashThread } from '#shake';
-export type { SealOptions, SigningKeyInput } from './seal.js';
+export type { SealOptions, SigningKeyInput, SealShape } from './seal.js';
 export { Unsealer, StreamUnsealer } from './unseal.js';
 export type { PlaintextStream, StreamUnsealerOptions } from './unseal.js';
 export { openRandomAccess, blobSource, fileHandleSource, rangedUrlSource, DEFAULT_STALL_MS } from './random-access.js';

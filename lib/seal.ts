@@ -289,16 +289,58 @@ function exactly(size: number, source: ChunkSource): ChunkSource {
  * the header then carries it), `'memory'` for `seal`. Checks the options as sealing does.
  */
 export function sealedSize(plaintextBytes: number, options: SealOptions, mode: 'stream' | 'memory' = 'stream'): number {
+  const { recipients, publicSigner, payloadSigner } = readOptions(options);
+  return sizeOf(plaintextBytes, recipients, publicSigner.policy, payloadSigner.policy, mode);
+}
+
+/** The recipients and the signers' identities of a message whose signing keys are not issued yet. */
+export interface SealShape {
+  /** The recipients, as `SealOptions.policy`. */
+  policy: SealOptions['policy'];
+  /** The identity the public signing key will be issued for (what the sender discloses publicly). */
+  pubSignPolicy: Policy;
+  /** The identity of the private signing key, when there will be one. */
+  privSignPolicy?: Policy | undefined;
+}
+
+/**
+ * `sealedSize` for signing keys that do not exist yet: the length sealing will write once the PKG
+ * issued keys for exactly these identities. An app checks a storage limit with it before the
+ * sender scans a QR code; where the disclosed values are not known in advance (any e-mail address)
+ * put the longest value you allow, for an upper bound.
+ */
+export function expectedSealedSize(
+  plaintextBytes: number,
+  shape: SealShape,
+  mode: 'stream' | 'memory' = 'stream',
+): number {
+  if (typeof shape !== 'object' || shape === null) throw invalidPolicy('shape: expected {policy, pubSignPolicy}');
+  const recipients = normalizeEncryptionPolicy(shape.policy).map(([id, p]): [string, Policy] => [
+    id,
+    canonicalPolicy(p),
+  ]);
+  const pub = canonicalPolicy(normalizePolicy(shape.pubSignPolicy, 'pubSignPolicy'));
+  const priv =
+    shape.privSignPolicy == null ? pub : canonicalPolicy(normalizePolicy(shape.privSignPolicy, 'privSignPolicy'));
+  return sizeOf(plaintextBytes, recipients, pub, priv, mode);
+}
+
+function sizeOf(
+  plaintextBytes: number,
+  recipients: Array<[string, Policy]>,
+  publicPolicy: Policy,
+  payloadPolicy: Policy,
+  mode: 'stream' | 'memory',
+): number {
   if (!Number.isSafeInteger(plaintextBytes) || plaintextBytes < 0)
     throw new InputError(ErrorCode.INVALID_INPUT, 'plaintextBytes must be a length in bytes');
-  const { recipients, publicSigner, payloadSigner } = readOptions(options);
   const hidden = recipients.map(([id, policy]) => [id, hidePolicy(policy)] as const);
   if (mode === 'memory') {
     if (plaintextBytes > MAX_IN_MEMORY_BYTES)
       throw new InputError(ErrorCode.TOO_LARGE, 'in-memory messages must be smaller than 4 GiB; use sealStream');
-    const framing = framingSize(hidden, { type: 'InMemory', size: plaintextBytes }, publicSigner.policy);
-    return framing + memoryPayloadSize(plaintextBytes, payloadSigner.policy, publicSigner.policy);
+    const framing = framingSize(hidden, { type: 'InMemory', size: plaintextBytes }, publicPolicy);
+    return framing + memoryPayloadSize(plaintextBytes, payloadPolicy, publicPolicy);
   }
-  const framing = framingSize(hidden, streamingMode(plaintextBytes), publicSigner.policy);
-  return framing + streamPayloadSize(plaintextBytes, DEFAULT_SEGMENT_SIZE, payloadSigner.policy, publicSigner.policy);
+  const framing = framingSize(hidden, streamingMode(plaintextBytes), publicPolicy);
+  return framing + streamPayloadSize(plaintextBytes, DEFAULT_SEGMENT_SIZE, payloadPolicy, publicPolicy);
 }

@@ -13,6 +13,7 @@ import {
   seal,
   sealStream,
   sealedSize,
+  expectedSealedSize,
   type Policy,
   type SealOptions,
 } from './index.js';
@@ -90,6 +91,31 @@ describe('sealedSize is exact before sealing', () => {
         },
       ),
       { numRuns: 12 },
+    );
+  });
+
+  it('expectedSealedSize: the same figure from the identities alone, before the signing keys exist', async () => {
+    for (const options of optionShapes) {
+      const shape = {
+        policy: options.policy,
+        pubSignPolicy: options.pubSignKey.policy,
+        privSignPolicy: options.privSignKey?.policy,
+      };
+      for (const n of [0, 1, DEFAULT_SEGMENT_SIZE, 3 * DEFAULT_SEGMENT_SIZE + 5]) {
+        expect(expectedSealedSize(n, shape)).toBe(sealedSize(n, options));
+        expect(expectedSealedSize(n, shape, 'memory')).toBe(sealedSize(n, options, 'memory'));
+      }
+      expect((await sealToBytes({ ...options, size: 1000 }, content(1000))).length).toBe(
+        expectedSealedSize(1000, shape),
+      );
+    }
+    // A longer disclosed value is a longer header: an upper bound needs the longest value allowed.
+    const longer = { ...at('alice'), con: [{ t: EMAIL, v: 'a-much-longer-name@example.com' }] };
+    expect(expectedSealedSize(10, { policy: optionShapes[0]!.policy, pubSignPolicy: longer })).toBeGreaterThan(
+      sealedSize(10, optionShapes[0]!),
+    );
+    expect(() => expectedSealedSize(10, { policy: {}, pubSignPolicy: at('alice') })).toThrow(
+      expect.objectContaining({ code: 'INVALID_POLICY' }),
     );
   });
 
