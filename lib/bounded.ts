@@ -1,0 +1,96 @@
+import { ErrorCode, PostGuardError } from './errors.js';
+
+/**
+ * Waits with a way out: every await on a network or a caller's source goes through `bounded`, so
+ * it ends when its signal aborts or when nothing came for the stall timeout, whatever the awaited
+ * promise does.
+ */
+
+/** setTimeout's largest delay: a longer one fires at once. */
+export const MAX_TIMER_MS = 0x7fff_ffff;
+
+/** The CANCELLED error for an aborted `signal`, its reason as the cause. */
+export const cancelledBy = (signal: AbortSignal, what = 'the read was cancelled (its signal was aborted)') =>
+  new PostGuardError(ErrorCode.CANCELLED, what, { cause: signal.reason });
+
+/**
+ * `work`, or CANCELLED when `signal` aborts first, or `stalled()` after `stallMs` (none when
+ * undefined or beyond setTimeout's range).
+ */
+export function bounded<T>(
+  work: Promise<T>,
+  signal: AbortSignal | undefined,
+  stallMs: number | undefined,
+  stalled: () => PostGuardError,
+): Promise<T> {
+  if (signal?.aborted) {
+    work.catch(() => undefined); // nobody waits for it any more
+    return Promise.reject(cancelledBy(signal));
+  }
+  // `work` is always handled below (its rejection after a timeout or an abort goes nowhere).
+  return new Promise<T>((resolve, reject) => {
+    const timer =
+      stallMs !== undefined && stallMs <= MAX_TIMER_MS
+        ? setTimeout(() => {
+            done();
+            reject(stalled());
+          }, stallMs)
+        : undefined;
+    const onAbort = () => {
+      done();
+      reject(cancelledBy(signal!));
+    };
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        done();
+        resolve(value);
+      },
+      (error: unknown) => {
+        done();
+        reject(error);
+      },
+    );
+  });
+}
+
+/** A signal that aborts when any of `signals` does; `release` detaches it. */
+export function linked(...signals: (AbortSignal | undefined)[]): { controller: AbortController; release: () => void } {
+  const controller = new AbortController();
+  const present = signals.filter((s): s is AbortSignal => s !== undefined);
+  const onAbort = (event: Event) => controller.abort((event.target as AbortSignal).reason);
+  for (const signal of present) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+  }
+  return {
+    controller,
+    release: () => present.forEach((signal) => signal.removeEventListener('abort', onAbort)),
+  };
+}
+
+/** Resolves after `ms`, or rejects with CANCELLED as soon as `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(cancelledBy(signal));
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(cancelledBy(signal));
+    };
+    const timer = setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.min(ms, MAX_TIMER_MS),
+    );
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
