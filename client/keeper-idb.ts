@@ -1,0 +1,185 @@
+import { createStore, del, delMany, get, keys, set, type UseStore } from 'idb-keyval';
+import type { ByteSource } from '../lib/random-access.js';
+import type { KeeperBackend, KeptBytes, UploadRecord } from './keeper.js';
+
+/**
+ * Unfinished uploads in IndexedDB: the records always (where IndexedDB works), and the sealed
+ * bytes where the Origin Private File System cannot be written from a page. idb-keyval's
+ * createStore opens a database with exactly one object store, so the uploads have a database of
+ * their own, apart from the PKG cache's 'postguard'.
+ *
+ * Keys: `record:<id>` → the record; `bytes:<id>` → the manifest of committed bytes;
+ * `piece:<id>:<generation>:<n>` → a Blob of {@link PIECE_BYTES} (the last one shorter). A write
+ * puts its pieces under a fresh generation and commits by writing the manifest, so a crash
+ * mid-write leaves only unreferenced pieces, which the sweep removes; the generation starts with
+ * its time so the sweep can tell an old leftover from a write still under way in another tab.
+ */
+
+/** The uploads' database and its one store. */
+export const UPLOADS_DB = 'postguard-uploads';
+export const UPLOADS_STORE = 'uploads';
+
+/** Bytes per stored Blob: one buffer of this size is all a write holds in memory. */
+export const PIECE_BYTES = 4 * 1024 * 1024;
+
+interface Manifest {
+  generation: string;
+  size: number;
+  pieces: number;
+  modifiedAt: number;
+}
+
+const recordKey = (id: string) => `record:${id}`;
+const manifestKey = (id: string) => `bytes:${id}`;
+const pieceKey = (id: string, generation: string, n: number) => `piece:${id}:${generation}:${n}`;
+const pieceKeys = (id: string, m: Pick<Manifest, 'generation' | 'pieces'>) =>
+  Array.from({ length: m.pieces }, (_, n) => pieceKey(id, m.generation, n));
+
+function newGeneration(): string {
+  const random = crypto.getRandomValues(new Uint32Array(2));
+  return `${Date.now()}.${random[0]!.toString(36)}${random[1]!.toString(36)}`;
+}
+
+const isManifest = (m: unknown): m is Manifest =>
+  m !== null &&
+  typeof m === 'object' &&
+  typeof (m as Manifest).generation === 'string' &&
+  Number.isSafeInteger((m as Manifest).size) &&
+  Number.isSafeInteger((m as Manifest).pieces) &&
+  typeof (m as Manifest).modifiedAt === 'number';
+
+/** The store, once it answered a read (private modes may expose indexedDB and refuse it). */
+export async function openUploadsStore(): Promise<UseStore> {
+  const store = createStore(UPLOADS_DB, UPLOADS_STORE);
+  await get('probe', store);
+  return store;
+}
+
+async function stringKeys(store: UseStore, prefix: string): Promise<string[]> {
+  return (await keys(store)).filter((k): k is string => typeof k === 'string' && k.startsWith(prefix));
+}
+
+/** The record half of a backend: records in the uploads store. */
+export function idbRecords(store: UseStore): Pick<KeeperBackend, 'saveRecord' | 'listRecords' | 'removeRecord'> {
+  return {
+    saveRecord: (record: UploadRecord) => set(recordKey(record.id), record, store),
+    listRecords: async () => {
+      const found = await stringKeys(store, 'record:');
+      return Promise.all(found.map(async (key) => ({ id: key.slice('record:'.length), value: await get(key, store) })));
+    },
+    removeRecord: (id) => del(recordKey(id), store),
+  };
+}
+
+/** A writer that stores `id`'s bytes as pieces and commits them with a manifest. */
+function pieceWriter(store: UseStore, id: string): WritableStream<Uint8Array> {
+  const generation = newGeneration();
+  let buffer: Uint8Array<ArrayBuffer> | undefined;
+  let filled = 0;
+  let pieces = 0;
+  let size = 0;
+  const flush = async () => {
+    if (filled === 0) return;
+    // Blob copies the bytes, so the one buffer is reused for the next piece.
+    await set(pieceKey(id, generation, pieces), new Blob([buffer!.subarray(0, filled)]), store);
+    pieces += 1;
+    filled = 0;
+  };
+  const removeAll = async () => {
+    const committed = await get<unknown>(manifestKey(id), store);
+    const stale = pieceKeys(id, { generation, pieces });
+    if (isManifest(committed)) stale.push(...pieceKeys(id, committed), manifestKey(id));
+    await delMany(stale, store);
+  };
+  return new WritableStream<Uint8Array>({
+    async write(chunk) {
+      size += chunk.length;
+      for (let at = 0; at < chunk.length;) {
+        buffer ??= new Uint8Array(PIECE_BYTES);
+        const take = Math.min(PIECE_BYTES - filled, chunk.length - at);
+        buffer.set(chunk.subarray(at, at + take), filled);
+        filled += take;
+        at += take;
+        if (filled === PIECE_BYTES) await flush();
+      }
+    },
+    async close() {
+      await flush();
+      buffer = undefined;
+      const earlier = await get<unknown>(manifestKey(id), store);
+      const manifest: Manifest = { generation, size, pieces, modifiedAt: Date.now() };
+      await set(manifestKey(id), manifest, store);
+      if (isManifest(earlier) && earlier.generation !== generation) await delMany(pieceKeys(id, earlier), store);
+    },
+    async abort() {
+      buffer = undefined;
+      await removeAll();
+    },
+  });
+}
+
+/** A span of the committed pieces: only the pieces it covers are read, each as a Blob slice. */
+function pieceSource(store: UseStore, id: string, m: Manifest): ByteSource {
+  return {
+    size: m.size,
+    async read(offset, length) {
+      const out = new Uint8Array(length);
+      for (let filled = 0; filled < length;) {
+        const at = offset + filled;
+        const n = Math.floor(at / PIECE_BYTES);
+        const blob = await get<unknown>(pieceKey(id, m.generation, n), store);
+        if (!(blob instanceof Blob)) throw new Error(`piece ${n} of upload ${id} is gone`);
+        const start = at - n * PIECE_BYTES;
+        const part = new Uint8Array(await blob.slice(start, start + length - filled).arrayBuffer());
+        if (part.length === 0) throw new Error(`piece ${n} of upload ${id} is short`);
+        out.set(part, filled);
+        filled += part.length;
+      }
+      return out;
+    },
+  };
+}
+
+/** The bytes half of a backend: pieces in the uploads store. */
+export function idbBytes(
+  store: UseStore,
+): Pick<KeeperBackend, 'createBytes' | 'openBytes' | 'listBytes' | 'removeBytes' | 'sweep'> {
+  const manifestOf = async (id: string) => {
+    const m = await get<unknown>(manifestKey(id), store);
+    return isManifest(m) ? m : undefined;
+  };
+  return {
+    createBytes: async (id) => pieceWriter(store, id),
+    openBytes: async (id) => {
+      const m = await manifestOf(id);
+      return m === undefined || m.size === 0 ? undefined : pieceSource(store, id, m);
+    },
+    listBytes: async () => {
+      const found: KeptBytes[] = [];
+      for (const key of await stringKeys(store, 'bytes:')) {
+        const id = key.slice('bytes:'.length);
+        const m = await manifestOf(id);
+        if (m !== undefined && m.size > 0) found.push({ id, size: m.size, modifiedAt: m.modifiedAt });
+      }
+      return found;
+    },
+    removeBytes: async (id) => {
+      const m = await manifestOf(id);
+      await delMany(m === undefined ? [manifestKey(id)] : [...pieceKeys(id, m), manifestKey(id)], store);
+    },
+    async sweep(before) {
+      const live = new Set<string>();
+      for (const key of await stringKeys(store, 'bytes:')) {
+        const id = key.slice('bytes:'.length);
+        const m = await manifestOf(id);
+        if (m !== undefined) live.add(`${id}:${m.generation}`);
+      }
+      const stale = (await stringKeys(store, 'piece:')).filter((key) => {
+        const [, id, generation] = key.split(':');
+        const startedAt = Number(generation?.split('.')[0]);
+        return !live.has(`${id}:${generation}`) && !(startedAt >= before);
+      });
+      if (stale.length > 0) await delMany(stale, store);
+    },
+  };
+}

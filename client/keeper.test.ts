@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { keeperContract } from '../test/keeper-contract.js';
+import { ClientError } from './errors.js';
+import { keeperOver, memoryBackend, memoryKeeper, type KeeperBackend, type UploadRecord } from './keeper.js';
+
+const record = (id: string, size: number): UploadRecord => ({ id, createdAt: Date.now(), size, recipients: ['a@b.c'] });
+
+async function writeAll(stream: WritableStream<Uint8Array>, bytes: Uint8Array): Promise<void> {
+  const writer = stream.getWriter();
+  await writer.write(bytes);
+  await writer.close();
+}
+
+describe('memoryKeeper', () => {
+  it('keeps the keeper contract (test/keeper-contract.ts)', async () => {
+    const backend = memoryBackend();
+    const steps = await keeperContract(async (options) => keeperOver(backend, options));
+    expect(steps).toHaveLength(10);
+  });
+
+  it('is not persistent, and a new one starts empty', async () => {
+    const keeper = memoryKeeper();
+    expect(keeper.persistent).toBe(false);
+    await writeAll(await keeper.create('x'), new Uint8Array(3));
+    await keeper.save(record('x', 3));
+    expect(await keeper.list()).toHaveLength(1);
+    expect(await memoryKeeper().list()).toEqual([]);
+  });
+
+  it('copies what is written: a writer reusing its buffer does not change the kept bytes', async () => {
+    const keeper = memoryKeeper();
+    const writer = (await keeper.create('reuse')).getWriter();
+    const buffer = new Uint8Array([1, 2, 3]);
+    await writer.write(buffer);
+    buffer.fill(9);
+    await writer.write(buffer);
+    await writer.close();
+    const source = await keeper.open('reuse');
+    expect([...(await source!.read(0, 6))]).toEqual([1, 2, 3, 9, 9, 9]);
+  });
+
+  it('refuses a grace period that is not a whole number of ms', () => {
+    expect(() => memoryKeeper({ graceMs: -1 })).toThrow(ClientError);
+    expect(() => memoryKeeper({ graceMs: Number.NaN })).toThrow(/graceMs/);
+  });
+});
+
+describe('keeperOver', () => {
+  it('removes damaged records (not an object, wrong id, from another version) and their bytes', async () => {
+    const backend = memoryBackend();
+    const keeper = keeperOver(backend);
+    for (const id of ['good', 'renamed', 'garbage']) await writeAll(await keeper.create(id), new Uint8Array(4));
+    await keeper.save(record('good', 4));
+    await backend.saveRecord({ ...record('other', 4) } as UploadRecord);
+    const stored = backend.listRecords;
+    backend.listRecords = async () => [
+      ...(await stored()),
+      { id: 'renamed', value: record('other', 4) },
+      { id: 'garbage', value: 'not a record' },
+    ];
+    expect((await keeper.list()).map((r) => r.id)).toEqual(['good']);
+    backend.listRecords = stored;
+    expect(await keeper.open('garbage')).toBeUndefined();
+    expect(await keeper.open('renamed')).toBeUndefined();
+    expect(await keeper.open('good')).toBeDefined();
+  });
+
+  it("types a backend's failures INPUT_FAILED, with the cause", async () => {
+    const failing: KeeperBackend = {
+      ...memoryBackend(),
+      openBytes: async () => ({ size: 10, read: () => Promise.reject(new Error('disk on fire')) }),
+      listRecords: () => Promise.reject(new DOMException('quota', 'QuotaExceededError')),
+    };
+    const keeper = keeperOver(failing);
+    const source = await keeper.open('x');
+    const error = await source!.read(0, 1).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'INPUT_FAILED', message: expect.stringMatching(/disk on fire/) });
+    expect((error as Error).cause).toBeInstanceOf(Error);
+    await expect(keeper.list()).rejects.toMatchObject({ code: 'INPUT_FAILED' });
+  });
+
+  it('a source that answers with another count is a source that changed', async () => {
+    const keeper = keeperOver({
+      ...memoryBackend(),
+      openBytes: async () => ({ size: 10, read: async (_o, length) => new Uint8Array(length - 1) }),
+    });
+    await expect((await keeper.open('x'))!.read(0, 4)).rejects.toMatchObject({
+      code: 'INPUT_FAILED',
+      message: expect.stringMatching(/changed/),
+    });
+  });
+
+  it('a read that never settles ends with ABORTED when its signal fires', async () => {
+    const keeper = keeperOver({
+      ...memoryBackend(),
+      openBytes: async () => ({ size: 10, read: () => new Promise<Uint8Array>(() => undefined) }),
+    });
+    const controller = new AbortController();
+    const pending = (await keeper.open('x'))!.read(0, 4, controller.signal);
+    setTimeout(() => controller.abort(), 10);
+    await expect(pending).rejects.toMatchObject({ code: 'ABORTED' });
+  });
+});

@@ -1,0 +1,384 @@
+import type { ByteSource } from '../lib/random-access.js';
+import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
+import { aborted } from './http.js';
+
+/**
+ * Where an unfinished upload survives a reload or a crash. Sealing draws fresh randomness, so
+ * sealing the same file again gives other bytes: resuming an upload at the offset the storage
+ * service confirmed needs the very bytes sent before. A keeper holds those bytes and the upload's
+ * record (what the storage service said, what the finalize needs) until the upload is done.
+ *
+ * The rules every keeper follows (what is committed, what `list()` drops and when) live here, in
+ * {@link keeperOver}; the places bytes and records are kept are backends: memory (below), the
+ * browser's Origin Private File System or IndexedDB (keeper-browser.ts), a folder on disk
+ * (`@postguard-ts/sdk`'s fileKeeper).
+ */
+
+/** One unfinished upload, as a keeper stores it. Plain JSON: no secret key is in it. */
+export interface UploadRecord {
+  /** Ours (random, {@link checkUploadId}'s alphabet), the key. */
+  id: string;
+  /** When the upload began (ms since the epoch). */
+  createdAt: number;
+  /** Ciphertext bytes. */
+  size: number;
+  /** Set once the storage's init answered. */
+  uuid?: string;
+  /** The storage service's recovery token for this upload. */
+  recoveryToken?: string;
+  /** The storage service's chunk size for this upload. */
+  chunkSize?: number;
+  /** X-PostGuard-Proof for finalize (not a secret key: bound to this upload's challenge). */
+  proof?: string;
+  /** The recipients' e-mail addresses or domains, as the user gave them. */
+  recipients: string[];
+  /** What the user sees, e.g. the file names. */
+  label?: string;
+  /** What finalize asks the storage service to send. */
+  notify?: { recipients?: boolean; sender?: boolean; message?: string; language?: 'EN' | 'NL' };
+}
+
+/**
+ * Keeps unfinished uploads: their sealed bytes and their records.
+ *
+ * Bytes are committed when the writable closes, atomically: until then `open` sees the earlier
+ * bytes of that id or none, so a crash mid-write never leaves a short file that looks whole.
+ * `list()` returns only uploads whose committed bytes are exactly `record.size`, and removes the
+ * rest: at once when the bytes are there but of another size, after a grace period (default
+ * {@link DEFAULT_GRACE_MS}) when they are missing, since another tab may still be writing them.
+ * Bytes without a record are removed after the same grace.
+ */
+export interface UploadKeeper {
+  /** Whether what is kept survives a reload (false: memory only). */
+  readonly persistent: boolean;
+  /** The sealed bytes, written once, in order; visible once closed; abort() removes them. */
+  create(id: string): Promise<WritableStream<Uint8Array>>;
+  /** The committed bytes of `id`, read by spans; undefined when there are none. */
+  open(id: string): Promise<ByteSource | undefined>;
+  /** Stores a record, replacing the one of the same id. */
+  save(record: UploadRecord): Promise<void>;
+  /** The resumable uploads, oldest first; records whose bytes are missing or short are dropped (silently removed). */
+  list(): Promise<UploadRecord[]>;
+  /** Removes the record and the bytes of `id`. */
+  remove(id: string): Promise<void>;
+}
+
+/** Committed bytes as a backend lists them. */
+export interface KeptBytes {
+  /** The upload id. */
+  id: string;
+  /** Bytes committed. */
+  size: number;
+  /** When they were committed (ms since the epoch). */
+  modifiedAt: number;
+}
+
+/**
+ * A place to keep bytes and records, without the rules: {@link keeperOver} adds them (ids and
+ * records checked, spans and signals handled, failures typed, the sweep of `list()`).
+ */
+export interface KeeperBackend {
+  /** Whether what is kept survives a reload. */
+  readonly persistent: boolean;
+  /**
+   * A writer of `id`'s bytes. Closing commits them, atomically replacing earlier ones; aborting
+   * leaves no bytes of `id` at all. Chunks arrive checked (Uint8Array); the backend may keep them
+   * only until its write resolves unless it copies them.
+   */
+  createBytes(id: string): Promise<WritableStream<Uint8Array>>;
+  /** The committed bytes of `id`, or undefined. Reads are checked and bounded by the keeper. */
+  openBytes(id: string): Promise<ByteSource | undefined>;
+  /** Every id with committed bytes (size 0 counts as none: an engine may show a file mid-write so). */
+  listBytes(): Promise<KeptBytes[]>;
+  /** Removes `id`'s committed bytes, if any. */
+  removeBytes(id: string): Promise<void>;
+  /** Stores a (checked) record under its id. */
+  saveRecord(record: UploadRecord): Promise<void>;
+  /** Every stored record, unchecked, with the key it is stored under. */
+  listRecords(): Promise<Array<{ id: string; value: unknown }>>;
+  /** Removes the record stored under `id`, if any. */
+  removeRecord(id: string): Promise<void>;
+  /** Removes leftovers of writes that never committed, last touched before `before` (ms). */
+  sweep?(before: number): Promise<void>;
+}
+
+/** Options of every keeper. */
+export interface KeeperOptions {
+  /**
+   * How long missing bytes may still be on their way (another tab sealing), and unrecorded bytes
+   * may still get their record, before `list()` removes them. Default {@link DEFAULT_GRACE_MS}.
+   */
+  graceMs?: number;
+}
+
+/** A day: longer than any sealing takes, short enough that a crash does not hold disk for long. */
+export const DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** Generous for labels and messages, small enough that listing never reads much. */
+export const MAX_RECORD_BYTES = 256 * 1024;
+
+const ID = /^[\w-]{1,128}$/;
+
+/**
+ * `id` if it can name an upload: 1 to 128 of `A–Z a–z 0–9 _ -`, since keepers use it as a file
+ * name (no separators, no dots). Anything else is INVALID_INPUT.
+ */
+export function checkUploadId(id: unknown): string {
+  if (typeof id !== 'string' || !ID.test(id))
+    throw invalidInput('an upload id is 1 to 128 letters, digits, "_" or "-"');
+  return id;
+}
+
+const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+const isText = (s: unknown): s is string => typeof s === 'string';
+
+/**
+ * A clean copy of `value` if it is an {@link UploadRecord} (known fields only, each of its type,
+ * at most {@link MAX_RECORD_BYTES} as JSON), else INVALID_INPUT naming the field.
+ */
+export function checkUploadRecord(value: unknown): UploadRecord {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw invalidInput('an upload record must be an object');
+  const v = value as Record<string, unknown>;
+  const bad = (field: string, rule: string) => invalidInput(`upload record: ${field} must be ${rule}`);
+  const record: UploadRecord = {
+    id: checkUploadId(v.id),
+    createdAt: isCount(v.createdAt) ? v.createdAt : fail(bad('createdAt', 'a time in ms')),
+    size: isCount(v.size) && v.size > 0 ? v.size : fail(bad('size', 'a positive whole number of bytes')),
+    recipients:
+      Array.isArray(v.recipients) && v.recipients.every(isText)
+        ? [...(v.recipients as string[])]
+        : fail(bad('recipients', 'an array of strings')),
+  };
+  for (const field of ['uuid', 'recoveryToken', 'proof', 'label'] as const) {
+    if (v[field] === undefined) continue;
+    if (!isText(v[field])) throw bad(field, 'a string');
+    record[field] = v[field];
+  }
+  if (v.chunkSize !== undefined) {
+    if (!isCount(v.chunkSize) || v.chunkSize === 0) throw bad('chunkSize', 'a positive whole number');
+    record.chunkSize = v.chunkSize;
+  }
+  if (v.notify !== undefined) record.notify = checkNotify(v.notify, bad);
+  if (new TextEncoder().encode(JSON.stringify(record)).length > MAX_RECORD_BYTES)
+    throw invalidInput(`an upload record is at most ${MAX_RECORD_BYTES} bytes as JSON`);
+  return record;
+}
+
+function checkNotify(
+  value: unknown,
+  bad: (field: string, rule: string) => ClientError,
+): NonNullable<UploadRecord['notify']> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad('notify', 'an object');
+  const n = value as Record<string, unknown>;
+  const out: NonNullable<UploadRecord['notify']> = {};
+  for (const flag of ['recipients', 'sender'] as const) {
+    if (n[flag] === undefined) continue;
+    if (typeof n[flag] !== 'boolean') throw bad(`notify.${flag}`, 'a boolean');
+    out[flag] = n[flag];
+  }
+  if (n.message !== undefined) out.message = isText(n.message) ? n.message : fail(bad('notify.message', 'a string'));
+  if (n.language !== undefined)
+    out.language =
+      n.language === 'EN' || n.language === 'NL' ? n.language : fail(bad('notify.language', "'EN' or 'NL'"));
+  return out;
+}
+
+function fail(error: ClientError): never {
+  throw error;
+}
+
+/**
+ * A failure of the place uploads are kept (quota, disk, a file changed underneath): INPUT_FAILED,
+ * as the kept bytes are the upload's input.
+ */
+export function keeperFailed(what: string, cause: unknown): ClientError {
+  if (cause instanceof ClientError) return cause;
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new ClientError(ClientErrorCode.INPUT_FAILED, `the kept upload could not be ${what}: ${reason}`, {
+    cause,
+  });
+}
+
+async function guarded<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (cause) {
+    throw keeperFailed(what, cause);
+  }
+}
+
+/** `promise`, or ABORTED as soon as `signal` fires (a local read has no other way to be cut short). */
+function raced<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(aborted(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(aborted(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** `source` with its spans checked, its reads abortable and its failures typed. */
+function checkedSource(id: string, source: ByteSource): ByteSource {
+  const { size } = source;
+  return {
+    size,
+    async read(offset, length, signal) {
+      if (!isCount(offset) || !isCount(length) || offset + length > size)
+        throw invalidInput(`bytes ${offset}+${length} are not within the ${size} kept bytes of upload ${id}`);
+      if (signal?.aborted) throw aborted(signal.reason);
+      const bytes = await raced(
+        guarded('read', () => source.read(offset, length, signal)),
+        signal,
+      );
+      if (!(bytes instanceof Uint8Array) || bytes.length !== length)
+        throw keeperFailed('read', new Error(`${length} bytes asked at ${offset}, another count came: it changed`));
+      return bytes;
+    },
+  };
+}
+
+/** The backend's writer behind one that checks chunks and types failures. */
+function checkedWriter(inner: WritableStream<Uint8Array>): WritableStream<Uint8Array> {
+  const writer = inner.getWriter();
+  return new WritableStream<Uint8Array>({
+    async write(chunk) {
+      if (!(chunk instanceof Uint8Array)) {
+        await writer.abort().catch(() => undefined);
+        throw invalidInput('sealed bytes are written as Uint8Array chunks');
+      }
+      await guarded('written', () => writer.write(chunk));
+    },
+    close: () => guarded('committed', () => writer.close()),
+    abort: (reason) => guarded('removed', () => writer.abort(reason)),
+  });
+}
+
+/** What `list()` does with one record, given its committed bytes. */
+function verdict(record: UploadRecord, bytes: KeptBytes | undefined, before: number): 'keep' | 'hide' | 'remove' {
+  if (bytes === undefined) return record.createdAt < before ? 'remove' : 'hide';
+  return bytes.size === record.size ? 'keep' : 'remove';
+}
+
+/** A keeper over `backend`, with the rules {@link UploadKeeper} states. */
+export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}): UploadKeeper {
+  const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+  if (!isCount(graceMs)) throw invalidInput('graceMs must be a whole number of ms, 0 or more');
+  const removeBoth = (id: string) =>
+    guarded('removed', async () => {
+      await backend.removeRecord(id);
+      await backend.removeBytes(id);
+    });
+  return {
+    persistent: backend.persistent,
+    create: async (id) => checkedWriter(await guarded('created', () => backend.createBytes(checkUploadId(id)))),
+    open: async (id) => {
+      checkUploadId(id);
+      const source = await guarded('opened', () => backend.openBytes(id));
+      return source === undefined ? undefined : checkedSource(id, source);
+    },
+    save: async (record) => {
+      const clean = checkUploadRecord(record);
+      await guarded('saved', () => backend.saveRecord(clean));
+    },
+    remove: async (id) => removeBoth(checkUploadId(id)),
+    list: async () => {
+      const before = Date.now() - graceMs;
+      const [stored, kept] = await guarded('listed', () => Promise.all([backend.listRecords(), backend.listBytes()]));
+      const bytes = new Map(kept.map((b) => [b.id, b]));
+      const records: UploadRecord[] = [];
+      for (const { id, value } of stored) {
+        let record: UploadRecord | undefined;
+        try {
+          record = checkUploadRecord(value);
+        } catch {
+          // damaged or from another version: unusable, whatever its bytes
+        }
+        const fate = record === undefined || record.id !== id ? 'remove' : verdict(record, bytes.get(id), before);
+        if (fate === 'keep') records.push(record!);
+        if (fate === 'remove') {
+          await guarded('removed', () => backend.removeRecord(id));
+          if (ID.test(id)) await guarded('removed', () => backend.removeBytes(id));
+        }
+        bytes.delete(id);
+      }
+      for (const orphan of bytes.values())
+        if (orphan.modifiedAt < before) await guarded('removed', () => backend.removeBytes(orphan.id));
+      if (backend.sweep) await guarded('swept', () => backend.sweep!(before));
+      return records.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    },
+  };
+}
+
+/** Bytes kept in memory as the pieces written, each copied; records as clones. */
+export function memoryBackend(): KeeperBackend {
+  const committed = new Map<string, { pieces: Uint8Array[]; ends: number[]; modifiedAt: number }>();
+  const records = new Map<string, UploadRecord>();
+  return {
+    persistent: false,
+    createBytes: async (id) => {
+      const pieces: Uint8Array[] = [];
+      const ends: number[] = [];
+      let size = 0;
+      return new WritableStream<Uint8Array>({
+        write(chunk) {
+          if (chunk.length === 0) return;
+          pieces.push(chunk.slice());
+          ends.push((size += chunk.length));
+        },
+        close() {
+          committed.set(id, { pieces, ends, modifiedAt: Date.now() });
+        },
+        abort() {
+          committed.delete(id);
+        },
+      });
+    },
+    openBytes: async (id) => {
+      const kept = committed.get(id);
+      if (kept === undefined) return undefined;
+      const { pieces, ends } = kept;
+      return {
+        size: ends.at(-1) ?? 0,
+        read: async (offset, length) => copySpan(pieces, ends, offset, length),
+      };
+    },
+    listBytes: async () =>
+      [...committed]
+        .filter(([, k]) => k.ends.length > 0)
+        .map(([id, k]) => ({ id, size: k.ends.at(-1)!, modifiedAt: k.modifiedAt })),
+    removeBytes: async (id) => void committed.delete(id),
+    saveRecord: async (record) => void records.set(record.id, structuredClone(record)),
+    listRecords: async () => [...records].map(([id, value]) => ({ id, value: structuredClone(value) })),
+    removeRecord: async (id) => void records.delete(id),
+  };
+}
+
+/** `length` bytes from `offset` of pieces ending at `ends` (ascending): binary search, then copy. */
+function copySpan(pieces: readonly Uint8Array[], ends: readonly number[], offset: number, length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let lo = 0;
+  let hi = ends.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ends[mid]! <= offset) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let i = lo, filled = 0; filled < length; i++) {
+    const piece = pieces[i]!;
+    const start = offset + filled - (ends[i]! - piece.length);
+    const part = piece.subarray(start, start + length - filled);
+    out.set(part, filled);
+    filled += part.length;
+  }
+  return out;
+}
+
+/**
+ * A keeper in memory: a reload or a crash forgets everything (`persistent` false). For Node
+ * scripts that need no resume across runs, for tests, and where the browser keeps nothing.
+ */
+export function memoryKeeper(options: KeeperOptions = {}): UploadKeeper {
+  return keeperOver(memoryBackend(), options);
+}
