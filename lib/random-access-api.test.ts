@@ -114,7 +114,16 @@ const prefixOf = (layout: SegmentLayout, plainBytes: number) =>
 
 // --- a real HTTP server on 127.0.0.1 answering Range requests ---
 
-type Mode = 'ranged' | 'plain' | 'no-content-range' | 'gzip' | 'stall' | 'stall-body' | 'stall-later' | 'changes';
+type Mode =
+  'ranged' | 'plain' | 'no-content-range' | 'gzip' | 'stall' | 'stall-body' | 'stall-later' | 'changes' | CrossOrigin;
+/**
+ * What a cross-origin page sees of a host that exposes no header (Cryptify: only `cryptifytoken`):
+ * no Content-Range, only the status and Content-Length. `no-content-range` answers HEAD; the
+ * others refuse it (405), and `cross-no-length` answers a plain GET without Content-Length,
+ * `cross-head-lies` with a size one kilobyte too large, `cross-changes` later ranges one byte short.
+ */
+type CrossOrigin = 'cross-no-head' | 'cross-no-length' | 'cross-head-lies' | 'cross-changes';
+const crossOrigin = (mode: Mode) => mode === 'no-content-range' || mode.startsWith('cross-');
 const files = new Map<string, { bytes: Uint8Array; mode: Mode; reads: Reads }>();
 let server: Server;
 let base = '';
@@ -131,20 +140,25 @@ function handle(req: IncomingMessage, res: ServerResponse) {
   if (file === undefined) return res.writeHead(404).end();
   const { bytes, mode, reads } = file;
   const match = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
-  if (mode === 'plain' || match === null) return res.writeHead(200, { 'content-length': bytes.length }).end(bytes);
+  if (req.method === 'HEAD' && mode.startsWith('cross-')) return res.writeHead(405).end();
+  if (mode === 'cross-no-length' && match === null) return res.writeHead(200).end(bytes);
+  const lie = mode === 'cross-head-lies' ? 1024 : 0;
+  if (mode === 'plain' || match === null)
+    return res.writeHead(200, { 'content-length': bytes.length + lie }).end(bytes);
   const start = Number(match[1]);
   if (start >= bytes.length) return res.writeHead(416, { 'content-range': `bytes */${bytes.length}` }).end();
   const end = Math.min(Number(match[2]), bytes.length - 1);
   // stall-later answers the probe and the final segment, then never answers again.
   if (mode === 'stall' || (mode === 'stall-later' && start > 0 && end < bytes.length - 1)) return;
   const total = mode === 'changes' && start > 0 ? bytes.length + 1 : bytes.length;
-  const headers: Record<string, string | number> = { 'content-length': end - start + 1 };
-  if (mode !== 'no-content-range') headers['content-range'] = `bytes ${start}-${end}/${total}`;
+  const short = mode === 'cross-changes' && start > 0 ? 1 : 0;
+  const headers: Record<string, string | number> = { 'content-length': end - start + 1 - short };
+  if (!crossOrigin(mode)) headers['content-range'] = `bytes ${start}-${end}/${total}`;
   if (mode === 'gzip') headers['content-encoding'] = 'gzip';
   res.writeHead(206, headers);
   reads.push([start, end + 1]);
   if (mode === 'stall-body') return res.write(bytes.subarray(start, start + 10)); // then nothing
-  res.end(bytes.subarray(start, end + 1));
+  res.end(bytes.subarray(start, end + 1 - short));
 }
 
 beforeAll(async () => {
@@ -195,6 +209,8 @@ describe('openRandomAccess', () => {
             },
           };
           const { url, reads: urlReads } = serve(`prop-${length}`, ciphertext);
+          const cross = serve(`prop-cross-${length}`, ciphertext, 'no-content-range');
+          const crossGet = serve(`prop-cross-get-${length}`, ciphertext, 'cross-no-head');
           try {
             const readers: [string, RandomAccessFile, Reads, [number, number][]][] = [
               ['blob', await openRandomAccess(blob, keys), blob.reads, []],
@@ -207,6 +223,14 @@ describe('openRandomAccess', () => {
               ['bare file handle', await openRandomAccess(handle, keys), [], []],
               // A URL's first request asks for 64 KiB (the framing and segment 0 of most files).
               ['url', await openRandomAccess(url, keys), urlReads, [[0, 64 * 1024]]],
+              // Cross-origin: only status and Content-Length are seen; the size from a HEAD or a GET.
+              ['cross-origin url', await openRandomAccess(cross.url, keys), cross.reads, [[0, 64 * 1024]]],
+              [
+                'cross-origin url, no HEAD',
+                await openRandomAccess(crossGet.url, keys),
+                crossGet.reads,
+                [[0, 64 * 1024]],
+              ],
             ];
             // Opening reads the framing, segment 0 and the final segment, no more (a URL its 64 KiB probe).
             const openCost =
@@ -331,7 +355,6 @@ describe('openRandomAccess errors', () => {
 
   it.each([
     ['a 200 answer to a Range request', 'plain'],
-    ['a 206 without Content-Range', 'no-content-range'],
     ['a re-encoded answer (Content-Encoding)', 'gzip'],
   ] as const)(
     'a server that does not answer ranges: undefined from rangedUrlSource, SOURCE_FAILED from openRandomAccess (%s)',
@@ -341,6 +364,32 @@ describe('openRandomAccess errors', () => {
       await expect(openRandomAccess(url, keys)).rejects.toMatchObject({ code: 'SOURCE_FAILED' });
     },
   );
+
+  it('cross-origin (no Content-Range readable): the size from a plain request, refused without one, SOURCE_FAILED when an answer is not the span asked for', async () => {
+    const big = await sealSegments(plaintext(100 * 1024, 3), 1024);
+    const plainBig = await fullDecrypt(big);
+    const ok = serve('cross-ok', big, 'no-content-range');
+    const reader = await openRandomAccess(ok.url, keys);
+    expect(Buffer.from(await reader.slice(70_000, 90_000)).equals(Buffer.from(plainBig.subarray(70_000, 90_000)))).toBe(
+      true,
+    );
+
+    const none = serve('cross-none', ciphertext, 'cross-no-length');
+    expect(await rangedUrlSource(none.url)).toBeUndefined();
+    await expect(openRandomAccess(none.url, keys)).rejects.toMatchObject({
+      code: 'SOURCE_FAILED',
+      message: expect.stringContaining('file size'),
+    });
+    // A size that does not fit the first answer (a file smaller than the 64 KiB asked for).
+    const lies = serve('cross-lies', ciphertext, 'cross-head-lies');
+    await expect(openRandomAccess(lies.url, keys)).rejects.toMatchObject({ code: 'SOURCE_FAILED' });
+    // Opening reads the final segment: answered one byte short of what was asked.
+    const changes = serve('cross-changes', big, 'cross-changes');
+    await expect(openRandomAccess(changes.url, keys)).rejects.toMatchObject({
+      code: 'SOURCE_FAILED',
+      message: expect.stringContaining('the file changed'),
+    });
+  });
 
   it('a stalled server fails with SOURCE_FAILED after the stall timeout: no answer, a body that stops, a later range', async () => {
     for (const mode of ['stall', 'stall-body'] as const) {

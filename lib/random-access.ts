@@ -1,5 +1,7 @@
+import { bounded, cancelledBy, linked } from './bounded.js';
 import { ErrorCode, FormatError, InputError, PostGuardError, describeThrown, malformed } from './errors.js';
 import { readFrame } from './frame.js';
+import { contentLength, contentRange, reencoded, unsatisfiedTotal, type ContentRange } from './http-lengths.js';
 import type { PreparedUserSecretKey } from './keys.js';
 import { decodeSignerBlock, senderBound } from './payload.js';
 import { policyToJs, type Policy } from './policy.js';
@@ -76,7 +78,7 @@ export interface RangedUrlOptions extends RangedUrlFetch {
 
 /** A URL source given to {@link openRandomAccess}: the URL and how to fetch it. */
 export interface RangedUrl extends RangedUrlFetch {
-  /** Where the ciphertext is; its server must answer `Range: bytes=a-b` with a 206. */
+  /** Where the ciphertext is; its server must answer `Range: bytes=a-b` with a 206 (see {@link rangedUrlSource}). */
   url: string | URL;
 }
 
@@ -160,20 +162,13 @@ const RUN_BYTES = 1024 * 1024;
 /** What the first request of a URL source asks for: the framing of most files, and segment 0's start. */
 const PROBE_BYTES = 64 * 1024;
 
-/** setTimeout's largest delay: a longer one fires at once. */
-const MAX_TIMER_MS = 0x7fff_ffff;
-
-const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
-const UNSATISFIED_RANGE = /^bytes \*\/(\d+)$/;
-
 /** Sources that bound their own waits (a URL: per response and per piece of body). */
 const SELF_BOUNDED = new WeakSet<ByteSource>();
 
 const sourceFailed = (message: string, cause?: unknown) =>
   new PostGuardError(ErrorCode.SOURCE_FAILED, message, cause === undefined ? undefined : { cause });
 
-const cancelled = (signal: AbortSignal) =>
-  new PostGuardError(ErrorCode.CANCELLED, 'the read was cancelled (its signal was aborted)', { cause: signal.reason });
+const cancelled = (signal: AbortSignal) => cancelledBy(signal);
 
 const invalid = (message: string) => new InputError(ErrorCode.INVALID_INPUT, message);
 
@@ -187,69 +182,6 @@ function checkStall(stallMs: unknown): number {
   if (stallMs === undefined) return DEFAULT_STALL_MS;
   if (typeof stallMs !== 'number' || !(stallMs > 0)) throw invalid('stallMs must be a positive number of milliseconds');
   return stallMs;
-}
-
-/**
- * `work`, or CANCELLED when `signal` aborts first, or `stalled()` after `stallMs` (none when
- * undefined): every await on a source has a way out.
- */
-function bounded<T>(
-  work: Promise<T>,
-  signal: AbortSignal | undefined,
-  stallMs: number | undefined,
-  stalled: () => PostGuardError,
-): Promise<T> {
-  if (signal?.aborted) {
-    work.catch(() => undefined); // nobody waits for it any more
-    return Promise.reject(cancelled(signal));
-  }
-  // `work` is always handled below (its rejection after a timeout or an abort goes nowhere).
-  return new Promise<T>((resolve, reject) => {
-    const timer =
-      stallMs !== undefined && stallMs <= MAX_TIMER_MS
-        ? setTimeout(() => {
-            done();
-            reject(stalled());
-          }, stallMs)
-        : undefined;
-    const onAbort = () => {
-      done();
-      reject(cancelled(signal!));
-    };
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        done();
-        resolve(value);
-      },
-      (error: unknown) => {
-        done();
-        reject(error);
-      },
-    );
-  });
-}
-
-/** A signal that aborts when any of `signals` does; `release` detaches it. */
-function linked(...signals: (AbortSignal | undefined)[]): { controller: AbortController; release: () => void } {
-  const controller = new AbortController();
-  const present = signals.filter((s): s is AbortSignal => s !== undefined);
-  const onAbort = (event: Event) => controller.abort((event.target as AbortSignal).reason);
-  for (const signal of present) {
-    if (signal.aborted) {
-      controller.abort(signal.reason);
-      break;
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-  }
-  return {
-    controller,
-    release: () => present.forEach((signal) => signal.removeEventListener('abort', onAbort)),
-  };
 }
 
 /** A Blob or File as a source. A File changed on disk fails its reads (SOURCE_FAILED). */
@@ -300,19 +232,20 @@ async function probeRangedUrl(url: string | URL, options: RangedUrlOptions): Pro
   const stallMs = checkStall(options.stallMs);
   const seconds = `${stallMs / 1000} s`;
 
-  /** One ranged GET: the response and its Content-Range when the server answered with a usable one. */
-  const get = async (offset: number, length: number, signal: AbortSignal | undefined) => {
+  /** One request (a ranged GET unless `method` says otherwise), its response within the stall timeout. */
+  const send = async (range: string | undefined, signal: AbortSignal | undefined, method = 'GET') => {
     const { controller, release } = linked(options.signal, signal);
     const headers = new Headers(options.headers);
-    headers.set('range', `bytes=${offset}-${offset + length - 1}`);
-    let response: Response;
+    if (range === undefined) headers.delete('range');
+    else headers.set('range', range);
     try {
-      response = await bounded(
-        doFetch(url, { headers, credentials: options.credentials ?? 'same-origin', signal: controller.signal }),
+      const response = await bounded(
+        doFetch(url, { method, headers, credentials: options.credentials ?? 'same-origin', signal: controller.signal }),
         controller.signal,
         stallMs,
         () => sourceFailed(`the ciphertext URL did not answer within ${seconds}`),
       );
+      return { response, controller, release };
     } catch (cause) {
       controller.abort(cause);
       release();
@@ -320,28 +253,33 @@ async function probeRangedUrl(url: string | URL, options: RangedUrlOptions): Pro
         ? cause
         : sourceFailed(`the ciphertext could not be fetched: ${describeThrown(cause)}`, cause);
     }
-    const contentRange = response.headers.get('content-range') ?? '';
-    const match = CONTENT_RANGE.exec(contentRange);
-    const encoding = response.headers.get('content-encoding') ?? 'identity';
-    let refusal: string | undefined;
-    if (response.status !== 206) refusal = `it answered a range request with HTTP ${response.status}`;
-    else if (match === null)
-      refusal = 'its 206 answer has no readable Content-Range (a cross-origin host must expose it)';
-    else if (encoding !== 'identity') refusal = `its answer is re-encoded (Content-Encoding: ${encoding})`;
-    const range =
-      refusal === undefined
-        ? { start: Number(match![1]), end: Number(match![2]), total: Number(match![3]) }
-        : undefined;
-    const unsatisfied = response.status === 416 ? UNSATISFIED_RANGE.exec(contentRange) : null;
-    return { response, range, refusal, unsatisfied, controller, release };
   };
 
+  /**
+   * One ranged GET, judged by what any reader can see: a 206 whose bytes are not re-encoded. Its
+   * Content-Range when readable (same-origin, or a host that exposes it), else only its
+   * Content-Length: a cross-origin page reading Cryptify sees no other header.
+   */
+  const get = async (offset: number, length: number, signal: AbortSignal | undefined) => {
+    const sent = await send(`bytes=${offset}-${offset + length - 1}`, signal);
+    const { headers, status } = sent.response;
+    const readable = headers.has('content-range');
+    const range: ContentRange | undefined = contentRange(headers);
+    let refusal: string | undefined;
+    if (status !== 206) refusal = `it answered a range request with HTTP ${status}`;
+    else if (readable && range === undefined)
+      refusal = `its 206 answer has a Content-Range we do not read (${headers.get('content-range')})`;
+    else if (reencoded(headers))
+      refusal = `its answer is re-encoded (Content-Encoding: ${headers.get('content-encoding')})`;
+    else if (range === undefined && contentLength(headers) === undefined)
+      refusal = 'its 206 answer says neither which bytes it holds (Content-Range) nor how many (Content-Length)';
+    const unsatisfied = status === 416 ? (readable ? (unsatisfiedTotal(headers) ?? -1) : 0) : undefined;
+    return { ...sent, range, length: contentLength(headers), refusal, unsatisfied };
+  };
+  type Ranged = Awaited<ReturnType<typeof get>>;
+
   /** Reads exactly `length` body bytes, each piece of the body within the stall timeout. */
-  const body = async (
-    request: Awaited<ReturnType<typeof get>>,
-    offset: number,
-    length: number,
-  ): Promise<Uint8Array> => {
+  const body = async (request: Ranged, offset: number, length: number): Promise<Uint8Array> => {
     const { response, controller, release } = request;
     const out = new Uint8Array(length);
     let filled = 0;
@@ -376,43 +314,95 @@ async function probeRangedUrl(url: string | URL, options: RangedUrlOptions): Pro
       );
     return out;
   };
-  const drop = async (request: Awaited<ReturnType<typeof get>>) => {
+  const drop = async (request: { response: Response; controller: AbortController; release: () => void }) => {
     request.controller.abort();
     await request.response.body?.cancel().catch(() => undefined);
     request.release();
   };
 
+  /**
+   * The file's size when no Content-Range is readable: the Content-Length of a HEAD, else of a
+   * plain GET whose body is dropped as soon as its headers are in (a host may refuse HEAD).
+   */
+  const totalSize = async (): Promise<number | undefined> => {
+    for (const method of ['HEAD', 'GET']) {
+      let sent: Awaited<ReturnType<typeof send>>;
+      try {
+        sent = await send(undefined, undefined, method);
+      } catch (error) {
+        if (method === 'HEAD' && (error as PostGuardError).code === ErrorCode.SOURCE_FAILED) continue;
+        throw error;
+      }
+      const { headers, status } = sent.response;
+      await drop(sent);
+      const total = status === 200 && !reencoded(headers) ? contentLength(headers) : undefined;
+      if (total !== undefined) return total;
+    }
+    return undefined;
+  };
+
   const probe = await get(0, PROBE_BYTES, undefined);
-  if (probe.unsatisfied !== null && probe.unsatisfied[1] === '0') {
+  if (probe.unsatisfied === 0) {
     // An empty file: no range of it exists. Its reads fail as the framing's (TRUNCATED/NOT_POSTGUARD).
     await drop(probe);
     return { source: { size: 0, read: () => Promise.resolve(new Uint8Array(0)) } };
   }
-  if (probe.range === undefined || probe.range.start !== 0) {
+  if (probe.refusal !== undefined) {
     await drop(probe);
-    return { refusal: probe.refusal ?? `it answered bytes ${probe.range!.start}- to a request from 0` };
+    return { refusal: probe.refusal };
   }
-  const size = probe.range.total;
-  const expected = Math.min(PROBE_BYTES, size);
-  if (probe.range.end !== expected - 1) {
+  if (probe.range !== undefined && probe.range.start !== 0) {
     await drop(probe);
-    throw sourceFailed(
-      `the ciphertext URL answered bytes 0-${probe.range.end}/${size} to a request for 0-${expected - 1}`,
-    );
+    return { refusal: `it answered bytes ${probe.range.start}- to a request from 0` };
   }
-  const head = await body(probe, 0, expected);
+  let size: number;
+  let head: Uint8Array;
+  if (probe.range !== undefined) {
+    size = probe.range.total;
+    const expected = Math.min(PROBE_BYTES, size);
+    if (probe.range.end !== expected - 1) {
+      await drop(probe);
+      throw sourceFailed(
+        `the ciphertext URL answered bytes 0-${probe.range.end}/${size} to a request for 0-${expected - 1}`,
+      );
+    }
+    head = await body(probe, 0, expected);
+  } else {
+    // Cross-origin: the part's length is all a 206 shows; the file's comes from a request of its own.
+    const part = probe.length!;
+    if (part === 0 || part > PROBE_BYTES) {
+      await drop(probe);
+      throw sourceFailed(`the ciphertext URL answered ${part} bytes to a request for 0-${PROBE_BYTES - 1}`);
+    }
+    head = await body(probe, 0, part);
+    const total = await totalSize();
+    if (total === undefined)
+      return { refusal: 'no Content-Range is readable and no plain request tells the file size (Content-Length)' };
+    size = total;
+    if (part !== Math.min(PROBE_BYTES, size))
+      throw sourceFailed(
+        `the ciphertext URL answered ${part} bytes to a request for 0-${PROBE_BYTES - 1} of a ${size}-byte file (the file changed?)`,
+      );
+  }
   const source: ByteSource = {
     size,
     async read(offset, length, signal) {
       if (offset + length <= head.length) return head.slice(offset, offset + length);
       const request = await get(offset, length, signal);
       const { range } = request;
-      if (range === undefined || range.start !== offset || range.end !== offset + length - 1 || range.total !== size) {
+      const continues =
+        request.refusal === undefined &&
+        (range === undefined
+          ? request.length === length
+          : range.start === offset && range.end === offset + length - 1 && range.total === size);
+      if (!continues) {
         await drop(request);
         throw sourceFailed(
-          range === undefined
+          request.refusal !== undefined
             ? `the ciphertext URL stopped answering ranges: ${request.refusal}`
-            : `the ciphertext URL answered bytes ${range.start}-${range.end}/${range.total} to a request for ${offset}-${offset + length - 1}/${size} (the file changed?)`,
+            : range === undefined
+              ? `the ciphertext URL answered ${request.length} bytes to a request for ${length} at ${offset} (the file changed?)`
+              : `the ciphertext URL answered bytes ${range.start}-${range.end}/${range.total} to a request for ${offset}-${offset + length - 1}/${size} (the file changed?)`,
         );
       }
       return body(request, offset, length);
@@ -424,11 +414,14 @@ async function probeRangedUrl(url: string | URL, options: RangedUrlOptions): Pro
 
 /**
  * A URL as a source, read by `Range: bytes=a-b` requests; undefined when the server does not
- * answer ranges: a first request answered with anything but a 206 whose Content-Range it lets us
- * read (a cross-origin host must expose Content-Range) and whose bytes are not re-encoded
- * (Content-Encoding). Fetch the whole file then (`StreamUnsealer`). Throws SOURCE_FAILED when the
- * request fails or stalls, CANCELLED when `signal` aborts. The first request asks for 64 KiB (the
- * framing of most files), which later reads of those bytes reuse.
+ * answer ranges: a first request answered with anything but a 206 whose bytes are not re-encoded
+ * (Content-Encoding). Fetch the whole file then (`StreamUnsealer`). Works cross-origin against a
+ * host that exposes no header (Cryptify exposes only `cryptifytoken`): each answer is then judged
+ * by its status and Content-Length, and the file's size is taken from a HEAD (or, where HEAD is
+ * refused, a plain GET dropped once its headers are in); a readable Content-Range must agree.
+ * Throws SOURCE_FAILED when a request fails or stalls, or an answer is not the span asked for (the
+ * file changed), CANCELLED when `signal` aborts. The first request asks for 64 KiB (the framing of
+ * most files), which later reads of those bytes reuse.
  */
 export async function rangedUrlSource(
   url: string | URL,
