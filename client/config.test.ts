@@ -53,9 +53,27 @@ describe('new PostGuard(config)', () => {
     ];
     for (const value of bad) {
       expect(typeError({ ...ok, pkgUrl: value }).message, String(value)).toMatch(/^pkgUrl: /);
+      // No storage service is allowed (the client then seals and opens without uploading); a wrong one is not.
+      if (value === undefined) continue;
       expect(typeError({ ...ok, storageUrl: value }).message, String(value)).toMatch(/^storageUrl: /);
+      expect(typeError({ pkgUrl: ok.pkgUrl, cryptifyUrl: value }).message, String(value)).toMatch(/^cryptifyUrl: /);
     }
     expect(typeError({ ...ok, pkgUrl: 'http://localhost:8080' }).message).toMatch(/allowInsecureUrls/);
+  });
+
+  it("takes pg-js's names: cryptifyUrl for the storage service, emailAttributes for the attribute types; not both spellings", () => {
+    const c = resolveConfig({
+      pkgUrl: ok.pkgUrl,
+      cryptifyUrl: 'https://files.example.org/',
+      emailAttributes: { email: 'irma-demo.sidn-pbdf.email.email' },
+    });
+    expect(c.storageUrl).toBe('https://files.example.org');
+    expect(c.attributes.email).toBe('irma-demo.sidn-pbdf.email.email');
+    expect(resolveConfig({ pkgUrl: ok.pkgUrl }).storageUrl).toBe('');
+    expect(typeError({ ...ok, cryptifyUrl: ok.storageUrl }).message).toMatch(
+      /^cryptifyUrl: give cryptifyUrl or storageUrl/,
+    );
+    expect(typeError({ ...ok, attributes: {}, emailAttributes: {} }).message).toMatch(/^emailAttributes: /);
   });
 
   it('with allowInsecureUrls accepts http on loopback names only', () => {
@@ -123,7 +141,9 @@ describe('new PostGuard(config)', () => {
   });
 
   it('reports the package version', () => {
-    const pkg = JSON.parse(readFileSync(new URL('../lib/package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(readFileSync(new URL('../lib/package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     expect(CLIENT_VERSION).toBe(pkg.version);
   });
 });

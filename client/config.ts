@@ -1,3 +1,4 @@
+import { hostDescription } from './host.js';
 import { CLIENT_NAME, CLIENT_VERSION } from './version.js';
 
 /**
@@ -35,14 +36,25 @@ export interface RetryOptions {
 export interface PostGuardConfig {
   /** The PKG, an absolute https URL (a path prefix is kept; a trailing slash is dropped). */
   pkgUrl: string;
-  /** The Cryptify-style storage service, an absolute https URL. */
-  storageUrl: string;
+  /**
+   * The Cryptify-style storage service, an absolute https URL (pg-js's name). Needed to upload and
+   * to open by upload id; without it the client seals and opens files and bytes only.
+   */
+  cryptifyUrl?: string;
+  /** The same as `cryptifyUrl` (the SDK's earlier name); give one of the two. */
+  storageUrl?: string;
   /** Also accept http://localhost, http://127.0.0.1 and http://[::1] (local development only). */
   allowInsecureUrls?: boolean;
   /** The fetch to use (default: the global one). Bring your own for proxies, custom agents or tests. */
   fetch?: FetchLike;
   /** Extra headers for every PKG and storage request (e.g. for a gateway). */
   headers?: Record<string, string>;
+  /**
+   * Names the sending app to the storage service, as pg-js 2.6 does: the `X-Cryptify-Source`
+   * header, which Cryptify counts uploads by (e.g. 'thunderbird'). Sent to the storage service
+   * only, never to the PKG. Printable ASCII, at most 256 characters.
+   */
+  cryptifySource?: string;
   /** Deadlines per request; each has a default. */
   timeouts?: Timeouts;
   /** Retries of storage chunk uploads; each setting has a default. */
@@ -51,6 +63,8 @@ export interface PostGuardConfig {
   uploadChunkSize?: number;
   /** Attribute types the PKG and the storage service use for e-mail addresses and domains. */
   attributes?: { email?: string; domain?: string };
+  /** The same as `attributes` (pg-js's name); give one of the two. */
+  emailAttributes?: { email?: string; domain?: string };
 }
 
 export interface ResolvedConfig {
@@ -58,6 +72,8 @@ export interface ResolvedConfig {
   storageUrl: string;
   fetch: FetchLike;
   headers: Record<string, string>;
+  /** Headers for storage requests only, on top of `headers` (X-Cryptify-Source). */
+  storageHeaders: Record<string, string>;
   timeouts: Required<Timeouts>;
   retry: Required<RetryOptions>;
   uploadChunkSize: number;
@@ -124,6 +140,15 @@ function headersOf(value: unknown): Record<string, string> {
   return out;
 }
 
+/** The storage-only headers: a PKG has no business knowing which app uploads. */
+function storageHeadersOf(source: unknown): Record<string, string> {
+  if (source === undefined) return {};
+  if (typeof source !== 'string' || source.length > 256 || source !== source.trim() || !/^[\x20-\x7e]+$/.test(source)) {
+    return fail('cryptifySource', 'must be 1 to 256 printable ASCII characters, without surrounding spaces');
+  }
+  return { 'X-Cryptify-Source': source };
+}
+
 function attributeType(field: string, value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
   if (typeof value !== 'string' || !/^[^\s.]+(?:\.[^\s.]+)+$/.test(value)) {
@@ -138,18 +163,18 @@ function objectOrUndefined(field: string, value: unknown): Record<string, unknow
   return value as Record<string, unknown>;
 }
 
-function hostDescription(): string {
-  const node = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
-  return node === undefined ? 'unknown,unknown' : `node,${node}`;
-}
-
 export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
   if (typeof config !== 'object' || config === null)
-    throw new TypeError('config: expected an object with pkgUrl and storageUrl');
+    throw new TypeError('config: expected an object with pkgUrl (and cryptifyUrl to upload)');
   const allowInsecure = config.allowInsecureUrls ?? false;
   if (typeof allowInsecure !== 'boolean') fail('allowInsecureUrls', 'must be a boolean');
   const pkgUrl = serviceUrl('pkgUrl', config.pkgUrl, allowInsecure);
-  const storageUrl = serviceUrl('storageUrl', config.storageUrl, allowInsecure);
+  if (config.cryptifyUrl !== undefined && config.storageUrl !== undefined)
+    fail('cryptifyUrl', 'give cryptifyUrl or storageUrl, not both');
+  const storageField = config.storageUrl !== undefined ? 'storageUrl' : 'cryptifyUrl';
+  const storageGiven = config.cryptifyUrl ?? config.storageUrl;
+  // '' when there is none: upload() and open({uuid}) say so when they are called.
+  const storageUrl = storageGiven === undefined ? '' : serviceUrl(storageField, storageGiven, allowInsecure);
 
   const fetchFn = config.fetch ?? (globalThis.fetch as FetchLike | undefined);
   if (typeof fetchFn !== 'function') fail('fetch', 'must be a function (no global fetch is available)');
@@ -169,13 +194,19 @@ export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
   if (typeof chunkSize !== 'number' || !Number.isSafeInteger(chunkSize) || chunkSize < 1 || chunkSize > 1 << 30) {
     fail('uploadChunkSize', 'must be an integer number of bytes from 1 to 2^30');
   }
-  const attributes = objectOrUndefined('attributes', config.attributes);
+  if (config.attributes !== undefined && config.emailAttributes !== undefined)
+    fail('emailAttributes', 'give emailAttributes or attributes, not both');
+  const attributes =
+    config.emailAttributes !== undefined
+      ? objectOrUndefined('emailAttributes', config.emailAttributes)
+      : objectOrUndefined('attributes', config.attributes);
 
   return {
     pkgUrl,
     storageUrl,
     fetch: fetchFn === globalThis.fetch ? (input, init) => globalThis.fetch(input, init) : (fetchFn as FetchLike),
     headers,
+    storageHeaders: storageHeadersOf(config.cryptifySource),
     timeouts: {
       pkgMs: milliseconds('timeouts.pkgMs', timeouts['pkgMs'], 30_000),
       storageMs: milliseconds('timeouts.storageMs', timeouts['storageMs'], 60_000),

@@ -1,10 +1,10 @@
 /**
- * Every failure the SDK reports on purpose is an ClientError with a stable `code` (configuration
+ * Every failure the client reports on purpose is a ClientError with a stable `code` (configuration
  * mistakes excepted: the constructor throws a TypeError naming the field). Messages are for
  * people; codes are for programs and never change meaning.
  */
 
-/** The codes an `ClientError` carries, by name: compare `error.code` with these. */
+/** The codes a `ClientError` carries, by name: compare `error.code` with these. */
 export const ClientErrorCode = {
   /** An argument to encrypt(), a recipient helper or upload() breaks a rule (the message says which). */
   INVALID_INPUT: 'INVALID_INPUT',
@@ -14,7 +14,7 @@ export const ClientErrorCode = {
   API_KEY_REJECTED: 'API_KEY_REJECTED',
   /** The PKG could not be reached, timed out, or answered 5xx / 408 / 429. Worth retrying later. */
   PKG_UNAVAILABLE: 'PKG_UNAVAILABLE',
-  /** The PKG answered something the SDK cannot use (another 4xx, bad JSON, missing or unusable keys). */
+  /** The PKG answered something the client cannot use (another 4xx, bad JSON, missing or unusable keys). */
   PKG_BAD_RESPONSE: 'PKG_BAD_RESPONSE',
   /** A file's content stream failed while it was being read. */
   INPUT_FAILED: 'INPUT_FAILED',
@@ -24,7 +24,7 @@ export const ClientErrorCode = {
   STORAGE_UNAVAILABLE: 'STORAGE_UNAVAILABLE',
   /** The storage service refused a request (4xx other than 404 and 413). */
   STORAGE_REJECTED: 'STORAGE_REJECTED',
-  /** The storage service answered something the SDK cannot use (no upload token, no UUID). */
+  /** The storage service answered something the client cannot use (no upload token, no UUID). */
   STORAGE_BAD_RESPONSE: 'STORAGE_BAD_RESPONSE',
   /** The upload is over the storage service's per-upload or rolling limit (413). */
   UPLOAD_TOO_LARGE: 'UPLOAD_TOO_LARGE',
@@ -40,12 +40,34 @@ export const ClientErrorCode = {
   ABORTED: 'ABORTED',
   /** The sealed object cannot run again: one of its inputs is a stream and was already read. */
   INVALID_STATE: 'INVALID_STATE',
+  /**
+   * A received bundle is not a ZIP this client can read (a record out of bounds, a count over the
+   * limits, an entry compressed or encrypted), or an entry's bytes do not match its CRC-32 or size.
+   * The bytes are the sender's: the decryption was fine, the ZIP inside is not.
+   */
+  BUNDLE_INVALID: 'BUNDLE_INVALID',
+  /** `pg.sign.apiKey()` in a browser: an API key in a page can be read by anyone who opens it. */
+  API_KEY_IN_BROWSER: 'API_KEY_IN_BROWSER',
+  /** upload(), open({uuid}) or resumeUploads() without a `cryptifyUrl` in the configuration. */
+  NO_STORAGE: 'NO_STORAGE',
+  /** The identity session ended without a proof (cancelled, timed out, or the PKG refused it). */
+  SESSION_FAILED: 'SESSION_FAILED',
+  /** The file is not for the chosen recipient, or `recipient` names none of its recipients (the message lists them). */
+  RECIPIENT_UNKNOWN: 'RECIPIENT_UNKNOWN',
+  /** The file could not be opened: damaged, tampered, not PostGuard, or not openable with the key (see `cause`, a PostGuardError with its own code). */
+  DECRYPTION_FAILED: 'DECRYPTION_FAILED',
+  /** The file could not be fetched from its URL or the storage service (see `status`). */
+  DOWNLOAD_FAILED: 'DOWNLOAD_FAILED',
+  /** output 'bytes' for a plaintext larger than `maxBytes`: stream it or save it instead. */
+  TOO_LARGE_FOR_MEMORY: 'TOO_LARGE_FOR_MEMORY',
+  /** output 'save' without a decrypting service worker (configure `serviceWorker`). */
+  NO_SERVICE_WORKER: 'NO_SERVICE_WORKER',
 } as const;
 
 /** One of the stable codes of {@link ClientErrorCode}, as carried by `ClientError.code`. */
 export type ClientErrorCode = (typeof ClientErrorCode)[keyof typeof ClientErrorCode];
 
-/** What an `ClientError` carries besides its code and message. */
+/** What a `ClientError` carries besides its code and message. */
 export interface ClientErrorDetails {
   /** The underlying failure (a network error, the sealer's error, the abort reason), when there was one. */
   cause?: unknown;
@@ -60,7 +82,7 @@ export interface ClientErrorDetails {
 }
 
 /**
- * A failure of the SDK: a bad argument, the PKG or the storage service unreachable or refusing, a
+ * A failure of the client: a bad argument, the PKG or the storage service unreachable or refusing, a
  * file that could not be read, an abort. Branch on `code`; for an upload, `uuid` and
  * `uploadedBytes` say how far it got.
  */
@@ -87,7 +109,7 @@ export class ClientError extends Error {
   }
 }
 
-/** Whether `e` is an `ClientError`. */
+/** Whether `e` is a `ClientError`. */
 export const isClientError = (e: unknown): e is ClientError => e instanceof ClientError;
 
 export const invalidInput = (message: string): ClientError => new ClientError(ClientErrorCode.INVALID_INPUT, message);

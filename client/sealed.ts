@@ -1,15 +1,19 @@
 import { toBase64 } from '../lib/base64.js';
 import { signChallenge } from '../lib/challenge.js';
 import { PostGuardError } from '../lib/errors.js';
-import { sealStream } from '../lib/seal.js';
+import type { Policy } from '../lib/policy.js';
+import { expectedSealedSize, sealedSize, type SealOptions } from '../lib/seal.js';
 import type { ResolvedConfig } from './config.js';
+import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
+import type { UploadKeeper, UploadRecord } from './keeper.js';
 import type { ClientPkg, SigningKeys } from './pkg.js';
-import { buildPolicy, type RecipientBuilder } from './recipients.js';
+import { buildPolicy, emailRecipient, type RecipientBuilder } from './recipients.js';
 import type { SignMethod } from './sign.js';
 import { StorageClient, type UploadSession } from './storage.js';
-import { zipStream, type ZipEntry } from './zip.js';
+import { checkLimits, uploadCiphertext } from './upload.js';
+import { plainLength, zipStream, type ZipEntry } from './zip.js';
 
 /** Whom the storage service mails about an upload, and what it says. */
 export interface NotifyOptions {
@@ -27,13 +31,20 @@ export interface NotifyOptions {
 export interface UploadOptions {
   /** Without it (or with everything false) the upload is silent: nobody is mailed. */
   notify?: NotifyOptions;
-  /** Aborts the upload (`ABORTED`). */
+  /** Aborts the upload (`ABORTED`). A kept upload stays resumable (`pg.resumeUploads()`). */
   signal?: AbortSignal;
-  /** Called after each chunk the storage service confirmed, with the ciphertext bytes stored so far. */
-  onProgress?: (uploadedBytes: number) => void;
+  /**
+   * Called after each chunk the storage service confirmed, with the ciphertext bytes stored so far
+   * and the total. (pg-js reports a percentage of the plaintext instead; the bytes say more.)
+   */
+  onProgress?: (uploadedBytes: number, totalBytes: number | undefined) => void;
+  /** Called once the storage service assigned the upload its id, before the first chunk. */
+  onUploadInit?: (upload: { uuid: string }) => void;
+  /** What `pg.resumeUploads()` shows for this upload. Default: the file names. */
+  label?: string;
 }
 
-/** How `toBytes` runs. */
+/** How `toBytes` and `stream` run. */
 export interface ToBytesOptions {
   /** Aborts the sealing (`ABORTED`). */
   signal?: AbortSignal;
@@ -45,16 +56,25 @@ export interface UploadResult {
   uuid: string;
 }
 
+/** What a message seals: files bundled as a ZIP, or bytes as they are. */
+export type SealedInput =
+  { kind: 'files'; entries: readonly ZipEntry[] } | { kind: 'data'; data: Uint8Array | ReadableStream<Uint8Array> };
+
 export interface SealedParts {
   config: ResolvedConfig;
   pkg: ClientPkg;
-  entries: readonly ZipEntry[];
+  engine: () => CryptoEngine;
+  keeper: () => Promise<UploadKeeper>;
+  input: SealedInput;
   recipients: readonly RecipientBuilder[];
   sign: SignMethod;
+  signingKeys?: SigningKeys | undefined;
 }
 
 /** Longest notification message we send (Cryptify has no limit of its own; this keeps requests sane). */
 const MAX_MESSAGE_CHARS = 100_000;
+/** The longest e-mail address (RFC 5321's path limit): the size bound when the sender's is not known yet. */
+const LONGEST_EMAIL = 254;
 
 function notifySettings(notify: unknown): Required<NotifyOptions> {
   if (notify === undefined) return { recipients: false, sender: false, message: '', language: 'EN' };
@@ -96,13 +116,11 @@ function sealFailure(error: unknown, signal: AbortSignal | undefined): unknown {
   return new ClientError(
     ClientErrorCode.SEAL_FAILED,
     `sealing failed: ${error instanceof Error ? error.message : String(error)}`,
-    {
-      cause: error,
-    },
+    { cause: error },
   );
 }
 
-/** The ZIP stream, cut off with the abort reason if the signal fires. */
+/** The stream, cut off with the abort reason if the signal fires. */
 function abortable(readable: ReadableStream<Uint8Array>, signal: AbortSignal | undefined): ReadableStream<Uint8Array> {
   if (signal === undefined) return readable;
   return readable.pipeThrough(new TransformStream<Uint8Array, Uint8Array>(), { signal });
@@ -141,12 +159,19 @@ export function chunkingSink(
   });
 }
 
+/** A fresh id for a kept upload (letters and digits: safe as a file name anywhere). */
+export const newUploadId = (): string => crypto.randomUUID().replaceAll('-', '');
+
 /**
- * A message ready to be sealed, as `pg.encrypt()` returns it: nothing runs until toBytes() or
- * upload(). Both fetch the master
- * public key (revalidated by ETag) and, once per Sealed, the signing keys; then the files stream
- * through the ZIP writer and the sealer. upload() sends the ciphertext to the storage service
- * chunk by chunk as it is produced, so memory stays at about one chunk whatever the file sizes.
+ * A message ready to be sealed, as `pg.encrypt()` returns it: nothing runs until toBytes(),
+ * stream() or upload(). Each fetches the master public key and, once per Sealed, the signing keys
+ * (the sender's QR scan, for Yivi signing); then the input streams through the ZIP writer and the
+ * sealer, in the crypto worker in a page.
+ *
+ * upload() in a browser keeps the sealed bytes (Origin Private File System, else IndexedDB) until
+ * the storage service confirmed the last chunk, so a reload or a crash can continue it
+ * (`pg.resumeUploads()`); where nothing survives a reload (Node without a keeper, a private
+ * window) it streams the ciphertext to the storage service as it is sealed, one chunk in memory.
  */
 export class Sealed {
   private signingKeys: Promise<SigningKeys> | undefined;
@@ -156,11 +181,36 @@ export class Sealed {
   /** Use `pg.encrypt()`. */
   constructor(private readonly parts: SealedParts) {
     this.storage = new StorageClient(parts.config);
+    if (parts.signingKeys !== undefined) this.signingKeys = Promise.resolve(parts.signingKeys);
+  }
+
+  /** 'files' (a ZIP of the files is sealed) or 'data' (the bytes are sealed as they are). */
+  get mode(): 'files' | 'data' {
+    return this.parts.input.kind;
+  }
+
+  /** Whether upload() can run: the configuration names a storage service. */
+  get canUpload(): boolean {
+    return this.parts.config.storageUrl !== '';
+  }
+
+  /**
+   * The ciphertext's exact length in bytes, before anything is sealed or scanned; undefined when
+   * an input is a stream of unknown length. Before the signing keys exist it assumes the sender
+   * discloses exactly the `senderEmail` the sign method names (an API key's identity is asked for).
+   */
+  async size(options: ToBytesOptions = {}): Promise<number | undefined> {
+    const plain = this.plainLength('bytes');
+    if (plain === undefined) return undefined;
+    if (this.parts.sign.type === 'apiKey' || this.parts.signingKeys !== undefined) {
+      const keys = await this.keys(options.signal);
+      return sealedSize(plain, this.sealOptions(keys.signing, plain));
+    }
+    return this.expectedSize(plain, 'exact');
   }
 
   /** Seals into memory: the whole ciphertext (streaming format) as one Uint8Array. Nothing is uploaded. */
   async toBytes(options: ToBytesOptions = {}): Promise<Uint8Array> {
-    const signal = options.signal;
     const chunks: Uint8Array[] = [];
     let length = 0;
     const sink = new WritableStream<Uint8Array>({
@@ -169,7 +219,7 @@ export class Sealed {
         length += bytes.length;
       },
     });
-    await this.seal(sink, signal);
+    await this.seal(sink, 'bytes', options.signal);
     const out = new Uint8Array(length);
     let offset = 0;
     for (const c of chunks) {
@@ -179,16 +229,32 @@ export class Sealed {
     return out;
   }
 
+  /** The ciphertext as a stream, sealed as it is read. Errors with the ClientError if sealing fails. */
+  stream(options: ToBytesOptions = {}): ReadableStream<Uint8Array> {
+    const pipe = new TransformStream<Uint8Array, Uint8Array>();
+    this.seal(pipe.writable, 'bytes', options.signal).catch(() => undefined);
+    return pipe.readable;
+  }
+
   /**
-   * Seals and uploads. On failure nothing is finalized: the storage service keeps the partial
-   * file under the upload's UUID and forgets the session when it has been idle for its session
-   * lifetime (Cryptify: an hour); no e-mail is sent. The error carries `uuid` and `uploadedBytes`.
+   * Seals and uploads; resolves once the storage service finalized the upload (and sent the
+   * e-mails `notify` asks for). Refuses a message over the storage service's per-upload limit
+   * (`UPLOAD_TOO_LARGE`) before the sender is asked to scan anything.
+   *
+   * On failure nothing is finalized and no e-mail is sent. A kept upload (browsers) stays
+   * resumable with `pg.resumeUploads()` until the storage service forgets it; the error carries
+   * `uuid` and `uploadedBytes`.
    */
   async upload(options: UploadOptions = {}): Promise<UploadResult> {
     const notify = notifySettings(options.notify);
     const { signal, onProgress } = options;
     if (onProgress !== undefined && typeof onProgress !== 'function')
       throw invalidInput('onProgress: expected a function');
+    if (!this.canUpload)
+      throw new ClientError(
+        ClientErrorCode.NO_STORAGE,
+        'upload: configure cryptifyUrl, the storage service to upload to',
+      );
     this.checkInputsUnread();
     const nonAddress = this.parts.recipients.find((r) => !r.email.includes('@'));
     if (nonAddress !== undefined) {
@@ -196,27 +262,84 @@ export class Sealed {
         `upload: the storage service needs an e-mail address per recipient; got ${JSON.stringify(nonAddress.email)}`,
       );
     }
-    // Keys first: a rejected API key or an unreachable PKG must not leave an empty upload behind.
+    // The limit before the keys: an over-limit file must be refused before the sender scans a QR.
+    const limits = await this.storage.limits(signal);
+    const plain = this.plainLength('upload');
+    if (limits !== undefined && plain !== undefined && this.parts.sign.type !== 'apiKey') {
+      checkLimits(this.expectedSize(plain, 'smallest'), limits);
+    }
     const keys = await this.keys(signal);
-    const session: UploadSession = await this.storage.init(
-      {
-        recipients: this.parts.recipients.map((r) => r.email),
-        notifyRecipients: notify.recipients,
-        confirm: notify.sender,
-        message: notify.message,
-        language: notify.language,
-        apiKey: this.parts.sign.apiKey,
-      },
-      signal,
-    );
+    const exact = plain === undefined ? undefined : sealedSize(plain, this.sealOptions(keys.signing, plain));
+    if (limits !== undefined && exact !== undefined && this.parts.sign.type !== 'apiKey') checkLimits(exact, limits);
+
+    const keeper = await this.parts.keeper();
+    const label = options.label ?? this.label();
+    if (!keeper.persistent) return this.uploadAsSealed(keys, exact, notify, options, label);
+
+    // Kept: sealed in full first, so that the very same bytes can be sent again after a reload.
+    const id = newUploadId();
+    const writable = await keeper.create(id);
+    await this.seal(writable, 'upload', signal, keys);
+    const source = await keeper.open(id);
+    if (source === undefined)
+      throw new ClientError(ClientErrorCode.INVALID_STATE, 'the sealed bytes were not kept; try again');
+    if (limits !== undefined && this.parts.sign.type !== 'apiKey') checkLimits(source.size, limits);
+    const record: UploadRecord = {
+      id,
+      createdAt: Date.now(),
+      size: source.size,
+      recipients: this.parts.recipients.map((r) => r.email),
+      label,
+      notify,
+    };
+    try {
+      const session = await this.init(notify, signal);
+      options.onUploadInit?.({ uuid: session.uuid });
+      const chunkSize = Math.min(this.parts.config.uploadChunkSize, session.maxChunkSize ?? Infinity);
+      const proof = this.proof(keys.signing, session);
+      Object.assign(record, { uuid: session.uuid, chunkSize });
+      if (session.recoveryToken !== undefined) record.recoveryToken = session.recoveryToken;
+      if (proof !== undefined) record.proof = proof;
+      await keeper.save(record);
+      await uploadCiphertext({
+        storage: this.storage,
+        session,
+        source,
+        chunkSize,
+        ...(proof === undefined ? {} : { proof }),
+        ...(onProgress === undefined ? {} : { onProgress }),
+        ...(signal === undefined ? {} : { signal }),
+      });
+      await keeper.remove(id);
+      return { uuid: session.uuid };
+    } catch (error) {
+      // What cannot be resumed is not kept: an upload the service refused, or one it never began.
+      if (!isResumable(error) || record.uuid === undefined) await keeper.remove(id).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Sealing straight into the upload, one chunk in memory: for where nothing survives a reload anyway. */
+  private async uploadAsSealed(
+    keys: { mpk: string; signing: SigningKeys },
+    size: number | undefined,
+    notify: Required<NotifyOptions>,
+    options: UploadOptions,
+    label: string,
+  ): Promise<UploadResult> {
+    void label;
+    const { signal, onProgress } = options;
+    const session: UploadSession = await this.init(notify, signal);
+    options.onUploadInit?.({ uuid: session.uuid });
+    const chunkSize = Math.min(this.parts.config.uploadChunkSize, session.maxChunkSize ?? Infinity);
     let uploaded = 0;
-    const sink = chunkingSink(this.parts.config.uploadChunkSize, async (chunk) => {
+    const sink = chunkingSink(chunkSize, async (chunk) => {
       session.token = await this.storage.putChunk(session, uploaded, chunk, signal);
       uploaded += chunk.length;
-      onProgress?.(uploaded);
+      onProgress?.(uploaded, size);
     });
     try {
-      await this.seal(sink, signal, keys);
+      await this.seal(sink, 'upload', signal, keys);
     } catch (error) {
       const e = error instanceof ClientError ? error : (sealFailure(error, signal) as ClientError);
       throw new ClientError(e.code, `upload ${session.uuid} failed and was not finalized: ${e.message}`, {
@@ -227,17 +350,90 @@ export class Sealed {
         uploadedBytes: uploaded,
       });
     }
-    // pg-js 2.5: prove possession of the sender's signing key when the service asks.
-    const proof =
-      session.challenge === undefined
-        ? undefined
-        : toBase64(signChallenge(keys.signing.pubSignKey, session.uuid, session.challenge));
-    await this.storage.finalize(session, uploaded, signal, proof);
+    await this.storage.finalize(session, uploaded, signal, this.proof(keys.signing, session));
     return { uuid: session.uuid };
   }
 
+  private init(notify: Required<NotifyOptions>, signal: AbortSignal | undefined): Promise<UploadSession> {
+    const sign = this.parts.sign;
+    return this.storage.init(
+      {
+        recipients: this.parts.recipients.map((r) => r.email),
+        notifyRecipients: notify.recipients,
+        confirm: notify.sender,
+        message: notify.message,
+        language: notify.language,
+        apiKey: sign.type === 'apiKey' ? sign.apiKey : undefined,
+      },
+      signal,
+    );
+  }
+
+  /** pg-js 2.5: proof of possession of the sender's signing key, when the service asks for one. */
+  private proof(signing: SigningKeys, session: UploadSession): string | undefined {
+    return session.challenge === undefined
+      ? undefined
+      : toBase64(signChallenge(signing.pubSignKey, session.uuid, session.challenge));
+  }
+
+  private label(): string {
+    const { input } = this.parts;
+    return input.kind === 'files' ? input.entries.map((e) => e.name).join(', ') : 'data';
+  }
+
+  /**
+   * What is sealed: for 'upload', data is wrapped as one ZIP entry `data.bin` (as pg-js does, so
+   * that every uploaded message is a bundle a receiver lists the same way).
+   */
+  private plaintext(purpose: 'bytes' | 'upload'): ZipEntry[] | Uint8Array | ReadableStream<Uint8Array> {
+    const { input } = this.parts;
+    if (input.kind === 'files') return [...input.entries];
+    if (purpose === 'bytes') return input.data;
+    return [{ name: 'data.bin', content: input.data, lastModified: undefined }];
+  }
+
+  private plainLength(purpose: 'bytes' | 'upload'): number | undefined {
+    return plainLength(this.plaintext(purpose));
+  }
+
+  /** The recipients' policy, with the sender's own address when `includeSender` asks for it. */
+  private policy(ts: number): SealOptions['policy'] {
+    const recipients = [...this.parts.recipients];
+    const sign = this.parts.sign;
+    const sender = sign.type === 'yivi' && sign.options.includeSender === true ? sign.options.senderEmail : undefined;
+    if (sender !== undefined && !recipients.some((r) => r.email === sender)) recipients.push(emailRecipient(sender));
+    return buildPolicy(recipients, ts, this.parts.config.attributes);
+  }
+
+  /** The size from the identities the sender will disclose: exact when their values are known, else the smallest or largest they can be. */
+  private expectedSize(plain: number, bound: 'exact' | 'smallest'): number {
+    const ts = Math.floor(Date.now() / 1000);
+    const email = this.parts.config.attributes.email;
+    const sign = this.parts.sign;
+    const senderEmail =
+      sign.type === 'yivi' ? sign.options.senderEmail : sign.type === 'session' ? sign.senderEmail : undefined;
+    const unknown = bound === 'smallest' ? 'a@b' : 'x'.repeat(LONGEST_EMAIL);
+    const pubSignPolicy: Policy = { ts, con: [{ t: email, v: senderEmail ?? unknown }] };
+    const extra = sign.type === 'yivi' ? (sign.options.attributes ?? []) : [];
+    const privSignPolicy: Policy | undefined =
+      extra.length === 0
+        ? undefined
+        : { ts, con: extra.map((a) => ({ t: a.t, v: a.v ?? (bound === 'smallest' ? '' : 'x'.repeat(1024)) })) };
+    return expectedSealedSize(plain, { policy: this.policy(ts), pubSignPolicy, privSignPolicy });
+  }
+
+  private sealOptions(signing: SigningKeys, plain: number | undefined): SealOptions {
+    const ts = Math.floor(Date.now() / 1000);
+    return {
+      policy: this.policy(ts),
+      pubSignKey: signing.pubSignKey,
+      ...(signing.privSignKey ? { privSignKey: signing.privSignKey } : {}),
+      ...(plain === undefined ? {} : { size: plain }),
+    };
+  }
+
   private async keys(signal: AbortSignal | undefined): Promise<{ mpk: string; signing: SigningKeys }> {
-    const signing = (this.signingKeys ??= this.parts.pkg.signingKeys(this.parts.sign.apiKey, signal));
+    const signing = (this.signingKeys ??= this.parts.pkg.signingKeys(this.parts.sign, signal));
     // A failed lookup is not cached: the next call asks again.
     signing.catch(() => {
       if (this.signingKeys === signing) this.signingKeys = undefined;
@@ -248,7 +444,12 @@ export class Sealed {
 
   /** Stream inputs can be read once; Uint8Array and Blob inputs any number of times. */
   private checkInputsUnread(): void {
-    if (this.started && this.parts.entries.some((e) => e.content instanceof ReadableStream)) {
+    const { input } = this.parts;
+    const streams =
+      input.kind === 'files'
+        ? input.entries.some((e) => e.content instanceof ReadableStream)
+        : input.data instanceof ReadableStream;
+    if (this.started && streams) {
       throw new ClientError(
         ClientErrorCode.INVALID_STATE,
         'this message has stream inputs, which were already read: encrypt again with new streams',
@@ -258,27 +459,41 @@ export class Sealed {
 
   private async seal(
     sink: WritableStream<Uint8Array>,
+    purpose: 'bytes' | 'upload',
     signal: AbortSignal | undefined,
     resolved?: { mpk: string; signing: SigningKeys },
   ): Promise<void> {
-    throwIfAborted(signal);
-    this.checkInputsUnread();
-    const { mpk, signing } = resolved ?? (await this.keys(signal));
-    throwIfAborted(signal);
-    // Again: another run may have started while the keys were fetched.
-    this.checkInputsUnread();
-    this.started = true;
-    const ts = Math.floor(Date.now() / 1000);
-    const policy = buildPolicy(this.parts.recipients, ts, this.parts.config.attributes);
-    const options = {
-      policy,
-      pubSignKey: signing.pubSignKey,
-      ...(signing.privSignKey ? { privSignKey: signing.privSignKey } : {}),
-    };
     try {
-      await sealStream(mpk, options, abortable(zipStream(this.parts.entries), signal), sink);
+      throwIfAborted(signal);
+      this.checkInputsUnread();
+      const { mpk, signing } = resolved ?? (await this.keys(signal));
+      throwIfAborted(signal);
+      // Again: another run may have started while the keys were fetched.
+      this.checkInputsUnread();
+      this.started = true;
+      const plaintext = this.plaintext(purpose);
+      const source =
+        plaintext instanceof Uint8Array
+          ? new Blob([plaintext as Uint8Array<ArrayBuffer>]).stream()
+          : plaintext instanceof ReadableStream
+            ? plaintext
+            : zipStream(plaintext);
+      const options = this.sealOptions(signing, plainLength(plaintext));
+      await this.parts.engine().sealStream(mpk, options, abortable(source, signal), sink);
     } catch (error) {
+      await sink.abort(error).catch(() => undefined);
       throw sealFailure(error, signal);
     }
   }
+}
+
+/** Whether an upload that failed this way can be continued later from where the service stopped. */
+export function isResumable(error: unknown): boolean {
+  if (!(error instanceof ClientError)) return false;
+  const codes: readonly string[] = [
+    ClientErrorCode.STORAGE_UNAVAILABLE,
+    ClientErrorCode.ABORTED,
+    ClientErrorCode.FINALIZE_UNCONFIRMED,
+  ];
+  return codes.includes(error.code);
 }

@@ -1,4 +1,4 @@
-import { makeZip } from 'client-zip';
+import { makeZip, predictLength } from 'client-zip';
 import { invalidInput } from './errors.js';
 
 /**
@@ -41,12 +41,28 @@ const isContent = (value: unknown): value is FileContent =>
   value instanceof ReadableStream ||
   (typeof Blob !== 'undefined' && value instanceof Blob);
 
-/** Validates the files (names, duplicates, content types) before anything runs. */
+const isFile = (value: unknown): value is File => typeof File !== 'undefined' && value instanceof File;
+
+/** A browser `File` as one of ours: its name, its bytes, its modification time. */
+const fromFile = (file: File): PgFile => ({
+  name: file.name,
+  content: file,
+  lastModified: new Date(file.lastModified),
+});
+
+/**
+ * Validates the files (names, duplicates, content types) before anything runs. Takes our
+ * `{ name, content }` objects, browser `File`s (pg-js's input) or a `FileList`.
+ */
 export function zipEntries(files: unknown): ZipEntry[] {
-  if (!Array.isArray(files) || files.length === 0) throw invalidInput('files: give at least one file');
+  const list =
+    typeof FileList !== 'undefined' && files instanceof FileList ? Array.from(files) : (files as unknown[] | undefined);
+  if (!Array.isArray(list) || list.length === 0) throw invalidInput('files: give at least one file');
   const seen = new Set<string>();
-  return files.map((file: unknown, i) => {
-    if (typeof file !== 'object' || file === null) throw invalidInput(`files[${i}]: expected {name, content}`);
+  return list.map((given: unknown, i) => {
+    const file = isFile(given) ? fromFile(given) : given;
+    if (typeof file !== 'object' || file === null)
+      throw invalidInput(`files[${i}]: expected {name, content} or a File`);
     const { name: raw, content, lastModified } = file as Partial<PgFile>;
     const name = entryName(raw);
     if (seen.has(name))
@@ -70,4 +86,26 @@ export function zipStream(entries: readonly ZipEntry[]): ReadableStream<Uint8Arr
       ...(e.lastModified === undefined ? {} : { lastModified: e.lastModified }),
     })),
   );
+}
+
+/** Bytes in a file's content when it is known before reading (a stream's is not). */
+const knownSize = (content: FileContent): number | undefined =>
+  content instanceof Uint8Array ? content.length : content instanceof ReadableStream ? undefined : content.size;
+
+/** The ZIP's exact length, computed from the names and sizes; undefined when a content is a stream. */
+export function zipLength(entries: readonly ZipEntry[]): number | undefined {
+  const meta: Array<{ name: string; size: number }> = [];
+  for (const e of entries) {
+    const size = knownSize(e.content);
+    if (size === undefined) return undefined;
+    meta.push({ name: e.name, size });
+  }
+  return Number(predictLength(meta));
+}
+
+/** The plaintext's length when it can be known before reading: a ZIP of sized files, or bytes. */
+export function plainLength(input: ZipEntry[] | Uint8Array | ReadableStream<Uint8Array>): number | undefined {
+  if (input instanceof Uint8Array) return input.length;
+  if (input instanceof ReadableStream) return undefined;
+  return zipLength(input);
 }

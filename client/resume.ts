@@ -1,0 +1,96 @@
+import { ClientError, ClientErrorCode } from './errors.js';
+import type { UploadKeeper, UploadRecord } from './keeper.js';
+import { isResumable, type UploadResult } from './sealed.js';
+import type { StorageClient } from './storage.js';
+import { resumeSession, uploadCiphertext } from './upload.js';
+
+/** How `PendingUpload.resume` runs. */
+export interface ResumeOptions {
+  /** Called after each chunk the storage service confirmed, with the ciphertext bytes stored so far and the total. */
+  onProgress?: (uploadedBytes: number, totalBytes: number) => void;
+  /** Aborts (`ABORTED`); the upload stays resumable. */
+  signal?: AbortSignal;
+}
+
+/**
+ * An upload that did not finish, as `pg.resumeUploads()` lists it: the sealed bytes are kept, and
+ * the storage service knows how far it got (`GET /fileupload/{uuid}/status` with the recovery
+ * token). Resuming sends the rest of the very same bytes and finalizes with the proof computed
+ * when the upload began; nothing is sealed again and no QR is scanned again.
+ */
+export class PendingUpload {
+  /** @internal */
+  constructor(
+    private readonly record: UploadRecord,
+    private readonly keeper: UploadKeeper,
+    private readonly storage: StorageClient,
+  ) {}
+
+  /** The upload's id at the storage service (the recipients' link carries it). */
+  get uuid(): string {
+    return this.record.uuid!;
+  }
+
+  /** Ciphertext bytes in all. */
+  get size(): number {
+    return this.record.size;
+  }
+
+  /** What the user sent: the file names, unless the app gave a label. */
+  get label(): string | undefined {
+    return this.record.label;
+  }
+
+  /** The recipients' addresses. */
+  get recipients(): readonly string[] {
+    return this.record.recipients;
+  }
+
+  /** When the upload began. */
+  get createdAt(): Date {
+    return new Date(this.record.createdAt);
+  }
+
+  /**
+   * Continues from the storage service's offset and finalizes. An upload the service no longer
+   * knows (`UPLOAD_EXPIRED`) or refuses is dropped from the keeper; after a transient failure it
+   * stays, to be resumed again.
+   */
+  async resume(options: ResumeOptions = {}): Promise<UploadResult> {
+    const { record, keeper } = this;
+    const source = await keeper.open(record.id);
+    if (source === undefined || record.recoveryToken === undefined) {
+      await keeper.remove(record.id);
+      throw new ClientError(
+        ClientErrorCode.INVALID_STATE,
+        'this upload can no longer be resumed: its sealed bytes are gone',
+        {
+          uuid: this.uuid,
+        },
+      );
+    }
+    try {
+      const { session, uploaded } = await resumeSession(this.storage, this.uuid, record.recoveryToken, options.signal);
+      await uploadCiphertext({
+        storage: this.storage,
+        session,
+        source,
+        from: uploaded,
+        chunkSize: record.chunkSize ?? session.maxChunkSize ?? source.size,
+        ...(record.proof === undefined ? {} : { proof: record.proof }),
+        ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
+      await keeper.remove(record.id);
+      return { uuid: this.uuid };
+    } catch (error) {
+      if (!isResumable(error)) await keeper.remove(record.id).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Forgets the upload here (the storage service drops the unfinished file on its own). */
+  discard(): Promise<void> {
+    return this.keeper.remove(this.record.id);
+  }
+}
