@@ -46,12 +46,6 @@ export const ClientErrorCode = {
    * The bytes are the sender's: the decryption was fine, the ZIP inside is not.
    */
   BUNDLE_INVALID: 'BUNDLE_INVALID',
-  /**
-   * A received bundle is not a ZIP this client can read (a record out of bounds, a count over the
-   * limits, an entry compressed or encrypted), or an entry's bytes do not match its CRC-32 or size.
-   * The bytes are the sender's: the decryption was fine, the ZIP inside is not.
-   */
-  BUNDLE_INVALID: 'BUNDLE_INVALID',
   /** `pg.sign.apiKey()` in a browser: an API key in a page can be read by anyone who opens it. */
   API_KEY_IN_BROWSER: 'API_KEY_IN_BROWSER',
   /** upload(), open({uuid}) or resumeUploads() without a `cryptifyUrl` in the configuration. */
