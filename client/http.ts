@@ -1,5 +1,5 @@
 import { readLimitedText } from '../lib/pkg/index.js';
-import type { FetchLike } from './config.js';
+import type { FetchLike, ResolvedConfig } from './config.js';
 import { ClientError, ClientErrorCode } from './errors.js';
 
 /**
@@ -83,4 +83,17 @@ export async function sleep(ms: number, signal: AbortSignal | undefined): Promis
     signal?.addEventListener('abort', onAbort, { once: true });
   });
   if (outcome === sleepAborted) throw aborted(signal?.reason);
+}
+
+/**
+ * Waits before attempt `attempt` (2, 3, …): a uniform draw below initialDelayMs · 2^(attempt − 2),
+ * capped at maxDelayMs ("full jitter"), so clients that failed together do not retry together.
+ */
+export function backoff(
+  attempt: number,
+  retry: ResolvedConfig['retry'],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const ceiling = Math.min(retry.maxDelayMs, retry.initialDelayMs * 2 ** (attempt - 2));
+  return sleep(Math.random() * ceiling, signal);
 }
