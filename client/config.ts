@@ -1,3 +1,4 @@
+import { hostDescription } from './host.js';
 import { CLIENT_NAME, CLIENT_VERSION } from './version.js';
 
 /**
@@ -35,8 +36,13 @@ export interface RetryOptions {
 export interface PostGuardConfig {
   /** The PKG, an absolute https URL (a path prefix is kept; a trailing slash is dropped). */
   pkgUrl: string;
-  /** The Cryptify-style storage service, an absolute https URL. */
-  storageUrl: string;
+  /**
+   * The Cryptify-style storage service, an absolute https URL (pg-js's name). Needed to upload and
+   * to open by upload id; without it the client seals and opens files and bytes only.
+   */
+  cryptifyUrl?: string;
+  /** The same as `cryptifyUrl` (the SDK's earlier name); give one of the two. */
+  storageUrl?: string;
   /** Also accept http://localhost, http://127.0.0.1 and http://[::1] (local development only). */
   allowInsecureUrls?: boolean;
   /** The fetch to use (default: the global one). Bring your own for proxies, custom agents or tests. */
@@ -57,6 +63,8 @@ export interface PostGuardConfig {
   uploadChunkSize?: number;
   /** Attribute types the PKG and the storage service use for e-mail addresses and domains. */
   attributes?: { email?: string; domain?: string };
+  /** The same as `attributes` (pg-js's name); give one of the two. */
+  emailAttributes?: { email?: string; domain?: string };
 }
 
 export interface ResolvedConfig {
@@ -155,18 +163,18 @@ function objectOrUndefined(field: string, value: unknown): Record<string, unknow
   return value as Record<string, unknown>;
 }
 
-function hostDescription(): string {
-  const node = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
-  return node === undefined ? 'unknown,unknown' : `node,${node}`;
-}
-
 export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
   if (typeof config !== 'object' || config === null)
-    throw new TypeError('config: expected an object with pkgUrl and storageUrl');
+    throw new TypeError('config: expected an object with pkgUrl (and cryptifyUrl to upload)');
   const allowInsecure = config.allowInsecureUrls ?? false;
   if (typeof allowInsecure !== 'boolean') fail('allowInsecureUrls', 'must be a boolean');
   const pkgUrl = serviceUrl('pkgUrl', config.pkgUrl, allowInsecure);
-  const storageUrl = serviceUrl('storageUrl', config.storageUrl, allowInsecure);
+  if (config.cryptifyUrl !== undefined && config.storageUrl !== undefined)
+    fail('cryptifyUrl', 'give cryptifyUrl or storageUrl, not both');
+  const storageField = config.storageUrl !== undefined ? 'storageUrl' : 'cryptifyUrl';
+  const storageGiven = config.cryptifyUrl ?? config.storageUrl;
+  // '' when there is none: upload() and open({uuid}) say so when they are called.
+  const storageUrl = storageGiven === undefined ? '' : serviceUrl(storageField, storageGiven, allowInsecure);
 
   const fetchFn = config.fetch ?? (globalThis.fetch as FetchLike | undefined);
   if (typeof fetchFn !== 'function') fail('fetch', 'must be a function (no global fetch is available)');
@@ -186,7 +194,12 @@ export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
   if (typeof chunkSize !== 'number' || !Number.isSafeInteger(chunkSize) || chunkSize < 1 || chunkSize > 1 << 30) {
     fail('uploadChunkSize', 'must be an integer number of bytes from 1 to 2^30');
   }
-  const attributes = objectOrUndefined('attributes', config.attributes);
+  if (config.attributes !== undefined && config.emailAttributes !== undefined)
+    fail('emailAttributes', 'give emailAttributes or attributes, not both');
+  const attributes =
+    config.emailAttributes !== undefined
+      ? objectOrUndefined('emailAttributes', config.emailAttributes)
+      : objectOrUndefined('attributes', config.attributes);
 
   return {
     pkgUrl,
