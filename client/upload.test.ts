@@ -132,6 +132,9 @@ async function rejection(promise: Promise<unknown>): Promise<ClientError> {
 }
 
 const storageCalls = (calls: Call[]) => calls.filter((c) => c.url.startsWith(storage.url));
+/** The calls that begin or carry an upload (GET /limits, read before the keys, begins nothing). */
+const uploadCalls = (calls: Call[]) =>
+  storageCalls(calls).filter((c) => c.url.startsWith(`${storage.url}/fileupload/`));
 
 describe('upload()', () => {
   it('uploads a ZIP of the files that both libraries decrypt, for an e-mail and a domain recipient', async () => {
@@ -166,8 +169,9 @@ describe('upload()', () => {
       body: { pubSignId: [{ t: EMAIL }] },
     });
 
-    // The storage protocol as Cryptify implements it.
-    const sent = storageCalls(calls);
+    // The storage protocol as Cryptify implements it: the limits first (before the keys), then the upload.
+    expect(storageCalls(calls)[0]).toMatchObject({ method: 'GET', url: `${storage.url}/limits` });
+    const sent = uploadCalls(calls);
     expect(sent[0]).toMatchObject({
       method: 'POST',
       url: `${storage.url}/fileupload/init`,
@@ -345,7 +349,7 @@ describe('toBytes()', () => {
 });
 
 describe('PKG failures', () => {
-  it('a rejected API key is API_KEY_REJECTED, and nothing reaches the storage service', async () => {
+  it('a rejected API key is API_KEY_REJECTED, and no upload begins at the storage service', async () => {
     const { pg, calls } = client();
     const sealed = pg.encrypt({
       files: files(),
@@ -358,7 +362,7 @@ describe('PKG failures', () => {
       expect(e.status).toBe(401);
       expect(e.message).not.toContain('PG-not-this-one');
     }
-    expect(storageCalls(calls)).toEqual([]);
+    expect(uploadCalls(calls)).toEqual([]);
   });
 
   it('an unreachable, failing or silent PKG is PKG_UNAVAILABLE', async () => {
@@ -388,7 +392,7 @@ describe('PKG failures', () => {
         );
         expect(e.code, pkgUrl).toBe(ClientErrorCode.PKG_UNAVAILABLE);
         if (status !== undefined) expect([502, 503]).toContain(e.status);
-        expect(storageCalls(calls)).toEqual([]);
+        expect(uploadCalls(calls)).toEqual([]);
       }
     } finally {
       slow.server.closeAllConnections();
