@@ -11,6 +11,7 @@ import { Outbox } from './outbox.js';
 import { fetchVerifyingKey } from './pkg.js';
 import { GENERIC_INTERNAL_ERROR, sendText } from './replies.js';
 import { downloadRoutes } from './routes/download.js';
+import { limitsRoutes } from './routes/limits.js';
 import { standinRoutes } from './routes/standin.js';
 import { uploadRoutes } from './routes/upload.js';
 import { SessionStore } from './sessions.js';
@@ -41,10 +42,7 @@ function loggerSettings(logger: StorageOptions['logger']): boolean | Record<stri
   };
 }
 
-/**
- * Cryptify's CORS request headers, finalize's proof of possession among them (a browser could not
- * send it otherwise); the response also exposes the range headers so browsers can resume downloads.
- */
+/** Cryptify's CORS request headers, finalize's proof of possession among them (a browser could not send it otherwise). */
 const ALLOWED_HEADERS = [
   'Authorization',
   'Content-Type',
@@ -56,6 +54,14 @@ const ALLOWED_HEADERS = [
   'X-POSTGUARD-CLIENT-VERSION',
   'X-PostGuard-Proof',
 ];
+
+/**
+ * Cryptify exposes only the token, so a cross-origin page sees a download's status and
+ * Content-Length but not its Content-Range. Outside strict mode the range headers are exposed
+ * too, a convenience for development that a client must not come to rely on.
+ */
+const exposedHeaders = (strict: boolean): string[] =>
+  strict ? ['cryptifytoken'] : ['cryptifytoken', 'content-range', 'accept-ranges'];
 
 export function buildStorage(options: StorageOptions = {}): FastifyInstance {
   const settings = resolveSettings(options);
@@ -94,7 +100,7 @@ export function buildStorage(options: StorageOptions = {}): FastifyInstance {
     origin: settings.allowedOrigins === true ? true : settings.allowedOrigins,
     methods: ['GET', 'POST', 'PUT', 'DELETE'],
     allowedHeaders: ALLOWED_HEADERS,
-    exposedHeaders: ['cryptifytoken', 'content-range', 'accept-ranges'],
+    exposedHeaders: exposedHeaders(settings.strict),
     maxAge: 86_400,
   });
 
@@ -112,6 +118,7 @@ export function buildStorage(options: StorageOptions = {}): FastifyInstance {
     }
   });
   app.get('/health', async (_request, reply) => sendText(reply, 200, 'OK'));
+  app.register(async (scope) => limitsRoutes(scope, ctx));
   app.register(async (scope) => uploadRoutes(scope, ctx));
   app.register(async (scope) => downloadRoutes(scope, ctx));
   if (settings.knobs) app.register(async (scope) => standinRoutes(scope, ctx), { prefix: '/standin' });

@@ -19,6 +19,20 @@ function run(args: string[]) {
   return { child, exited, out: () => stdout, err: () => stderr };
 }
 
+/** The URL the server reports on stdout. */
+function listening(server: ReturnType<typeof run>): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line; stderr: ${server.err()}`)), 30_000);
+    server.child.stdout.on('data', () => {
+      const match = /listening on (http:\/\/\S+)/.exec(server.out());
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+  });
+}
+
 describe('parseCli', () => {
   it('maps flags to options', () => {
     expect(parseCli(['--port', '8100'])).toMatchObject({ kind: 'run', port: 8100, host: '127.0.0.1' });
@@ -52,6 +66,13 @@ describe('parseCli', () => {
     });
     expect(parseCli(['--help'])).toEqual({ kind: 'help' });
     expect(parseCli(['-h', '--port', 'junk'])).toEqual({ kind: 'help' });
+  });
+
+  it('maps --strict to strict mode, off without it', () => {
+    expect(parseCli(['--port', '1', '--strict'])).toMatchObject({ options: { strict: true } });
+    const plain = parseCli(['--port', '1']);
+    expect(plain.kind === 'run' && plain.options.strict).toBeFalsy();
+    expect(() => parseCli(['--port', '1', '--strict=yes'])).toThrow(ConfigError);
   });
 
   it('maps the upload bounds', () => {
@@ -105,20 +126,32 @@ describe('pg-storage', () => {
     expect(help.out()).toMatch(/^Usage: pg-storage --port <n>/);
   });
 
+  it('with --strict exposes only cryptifytoken to a cross-origin page', async () => {
+    const exposed = async (args: string[]) => {
+      const server = run(['--port', '0', ...args]);
+      try {
+        const url = await listening(server);
+        const response = await fetch(`${url}/limits`, {
+          headers: { origin: 'https://app.example' },
+          signal: AbortSignal.timeout(10_000),
+        });
+        expect(await response.json()).toMatchObject({ window_days: 14 });
+        return response.headers.get('access-control-expose-headers');
+      } finally {
+        // SIGTERM, so the server removes its temporary data directory.
+        server.child.kill('SIGTERM');
+        await server.exited;
+      }
+    };
+    expect(await exposed(['--strict'])).toBe('cryptifytoken');
+    expect(await exposed([])).toBe('cryptifytoken, content-range, accept-ranges');
+  });
+
   it('serves uploads into --data-dir on the port it reports, and stops on SIGTERM', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pg-storage-cli-'));
     const server = run(['--port', '0', '--data-dir', dir]);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no listening line; stderr: ${server.err()}`)), 30_000);
-        server.child.stdout.on('data', () => {
-          const match = /listening on (http:\/\/\S+)/.exec(server.out());
-          if (match) {
-            clearTimeout(timer);
-            resolve(match[1]!);
-          }
-        });
-      });
+      const url = await listening(server);
       expect(await (await fetch(`${url}/health`)).text()).toBe('OK');
       const init = await fetch(`${url}/fileupload/init`, {
         method: 'POST',

@@ -7,7 +7,7 @@ import { resolveSettings } from './settings.js';
 
 export const USAGE = `Usage: pg-storage --port <n> [--host <h>] [--data-dir <d>] [--pkg-url <u>] [--public-url <u>]
                   [--chunk-size <n>] [--email-attribute <t>] [--unfinalized-ttl-seconds <s>]
-                  [--max-unfinalized-uploads <n>]
+                  [--max-unfinalized-uploads <n>] [--strict]
 
 A stand-in for Cryptify, PostGuard's file store, for development and tests. Notification e-mails are
 not sent: GET /standin/outbox lists what would have been mailed.
@@ -25,6 +25,8 @@ not sent: GET /standin/outbox lists what would have been mailed.
                           (default 86400)
   --max-unfinalized-uploads <n>
                           uploads begun and not finalized at once; init beyond answers 503 (default 1000)
+  --strict                behave as Cryptify's current release: CORS exposes only cryptifytoken, and a
+                          rolling-limit 413 does not tell the sender's usage (pg-dev runs strict)
   -h, --help              show this help
 
 Logs go to stderr; stdout gets one "listening on <url>" line.`;
@@ -44,6 +46,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
       'email-attribute': { type: 'string' },
       'unfinalized-ttl-seconds': { type: 'string' },
       'max-unfinalized-uploads': { type: 'string' },
+      strict: { type: 'boolean' },
     },
     (values) => {
       const text = (name: string) => (typeof values[name] === 'string' ? (values[name] as string) : undefined);
@@ -56,6 +59,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
       if (text('pkg-url') !== undefined) options.pkgUrl = text('pkg-url')!;
       if (text('public-url') !== undefined) options.publicUrl = text('public-url')!;
       if (text('email-attribute') !== undefined) options.emailAttribute = text('email-attribute')!;
+      if (values['strict'] === true) options.strict = true;
       const chunkSize = text('chunk-size');
       if (chunkSize !== undefined) {
         if (!/^\d{1,15}$/.test(chunkSize)) throw new ConfigError('--chunk-size', 'must be a positive integer');

@@ -106,7 +106,8 @@ describe('init', () => {
     const response = await init();
     expect(response.status).toBe(200);
     const body = (await response.json()) as Record<string, unknown>;
-    expect(Object.keys(body).sort()).toEqual(['challenge', 'recovery_token', 'uuid']);
+    expect(Object.keys(body).sort()).toEqual(['challenge', 'max_chunk_size_bytes', 'recovery_token', 'uuid']);
+    expect(body['max_chunk_size_bytes']).toBe(64 * 1024);
     expect(body['uuid']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(body['recovery_token']).toMatch(/^[0-9a-f]{64}$/);
     expect(body['challenge']).toMatch(/^[0-9a-f]{64}$/);

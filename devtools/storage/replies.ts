@@ -24,9 +24,10 @@ export function sendSessionNotFound(reply: FastifyReply, uuid: string, reason: S
 export interface TooLarge {
   error: string;
   limit: 'per_upload' | 'rolling_window';
-  used_bytes: number;
+  /** Per upload: the bytes before this chunk. Rolling window: the sender's usage, left out in strict mode. */
+  used_bytes?: number;
   limit_bytes: number;
-  /** RFC 3339, only for the rolling window and only when known. */
+  /** RFC 3339, only for the rolling window, only when known, and not in strict mode. */
   resets_at?: string;
 }
 

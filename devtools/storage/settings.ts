@@ -41,6 +41,12 @@ export interface StorageOptions {
   allowedOrigins?: true | RegExp;
   /** Serve the stand-in's own routes under /standin (outbox, fault injection). Default true. */
   knobs?: boolean;
+  /**
+   * Behave like Cryptify's current release where the stand-in is otherwise kinder to developers:
+   * CORS exposes only `cryptifytoken` (a cross-origin page cannot read Content-Range), and a
+   * rolling-window 413 does not reveal the sender's usage. Default false; `pg-dev` runs strict.
+   */
+  strict?: boolean;
   /** Milliseconds between sweeps of idle sessions; 0 disables (they are still dropped on access). 60 000. */
   sweepIntervalMs?: number;
   /** Fastify/pino logger settings. Default false. Tokens and upload UUIDs are never logged. */
@@ -66,6 +72,7 @@ export interface StorageSettings {
   publicUrl: string;
   allowedOrigins: true | RegExp;
   knobs: boolean;
+  strict: boolean;
   sweepIntervalMs: number;
 }
 
@@ -122,6 +129,7 @@ export function resolveSettings(options: StorageOptions): StorageSettings {
     publicUrl: httpUrl('publicUrl', options.publicUrl) ?? 'https://postguard.eu',
     allowedOrigins: options.allowedOrigins ?? true,
     knobs: options.knobs ?? true,
+    strict: options.strict ?? false,
     sweepIntervalMs: nonNegative('sweepIntervalMs', options.sweepIntervalMs, 60_000),
   };
 }

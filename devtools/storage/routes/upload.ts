@@ -182,9 +182,12 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       proofFailed: false,
     };
     store.add(session);
-    return reply
-      .header('cryptifytoken', session.token)
-      .send({ uuid, recovery_token: session.recoveryToken, challenge: Buffer.from(session.challenge).toString('hex') });
+    return reply.header('cryptifytoken', session.token).send({
+      uuid,
+      recovery_token: session.recoveryToken,
+      challenge: Buffer.from(session.challenge).toString('hex'),
+      max_chunk_size_bytes: settings.chunkSize,
+    });
   });
 
   app.put<{ Params: { uuid: string } }>('/fileupload/:uuid', async (request, reply) => {
@@ -381,8 +384,12 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       if (usage.usedBytes + session.uploaded > limit) {
         store.remove(session.uuid);
         await rm(filePath(session.uuid), { force: true });
+        const error = `Sender has exceeded the ${Math.floor(settings.rollingWindowSeconds / 86_400)}-day rolling limit of ${limit} bytes`;
+        // Cryptify now keeps a sender's usage to itself: whoever holds an upload's token learns
+        // nothing of what else that sender sent, or when.
+        if (settings.strict) return sendTooLarge(reply, { error, limit: 'rolling_window', limit_bytes: limit });
         return sendTooLarge(reply, {
-          error: `Sender has exceeded the ${Math.floor(settings.rollingWindowSeconds / 86_400)}-day rolling limit of ${limit} bytes`,
+          error,
           limit: 'rolling_window',
           used_bytes: usage.usedBytes,
           limit_bytes: limit,
