@@ -1,7 +1,7 @@
 import { inspectCiphertext, type CiphertextInspection } from '../lib/detached.js';
 import { PostGuardError } from '../lib/errors.js';
 import type { Policy } from '../lib/policy.js';
-import { blobSource, openRandomAccess, type ByteSource } from '../lib/random-access.js';
+import { blobSource, openRandomAccess, type ByteSource, type RangedUrl } from '../lib/random-access.js';
 import { resumableDownload } from '../lib/resumable-download.js';
 import { senderReport, type SenderReport } from '../lib/sender.js';
 import type { VerificationResult } from '../lib/signatures.js';
@@ -377,8 +377,11 @@ export class Opened {
     signal: AbortSignal | undefined,
   ): Promise<EntriesResult> {
     const where = this.location();
-    const source: Blob | string | ByteSource = where === undefined ? this.blob()! : where.url;
-    const file = await openRandomAccess(source instanceof Blob ? blobSource(source) : source, {
+    const source: ByteSource | RangedUrl =
+      where === undefined
+        ? blobSource(this.blob()!)
+        : { url: where.url, headers: where.headers, fetch: this.parts.config.fetch as typeof fetch };
+    const file = await openRandomAccess(source, {
       vk,
       recipientId,
       usk,

@@ -1,7 +1,7 @@
 import { crc32, inflateRawSync } from 'node:zlib';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { sealStream } from '../lib/index.js';
-import { extractSigningKey, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import { DEFAULT_EMAIL_ATTRIBUTE } from './config.js';
 
 /**
@@ -33,6 +33,9 @@ export interface FakePkg {
 export const FAKE_TENANT = '00000000-0000-4000-8000-000000000001';
 
 let cachedKeys: FakePkg['keys'] | undefined;
+
+/** The fake PKG's session JWTs: this prefix and the e-mail address the session proved. */
+export const FAKE_JWT_PREFIX = 'fake-jwt:';
 
 /** One set of master keys per process (generating them costs about 0.2 s). */
 export function fakePkgKeys(): FakePkg['keys'] {
@@ -89,6 +92,17 @@ export async function startFakePkg(
       con: [{ t: emailAttribute, v: sender }, ...(options.extraSenderAttributes ?? [])],
     };
     return { status: 'DONE', proofStatus: 'VALID', pubSignKey: { key: extractSigningKey(keys.sk, policy), policy } };
+  });
+
+  // A recipient's key: the fake's session JWTs are `fake-jwt:<address>` (FAKE_JWT), proving that address.
+  app.get<{ Params: { ts: string } }>('/v2/irma/key/:ts', async (request, reply) => {
+    const bearer = request.headers.authorization ?? '';
+    const proved = bearer.startsWith(`Bearer ${FAKE_JWT_PREFIX}`)
+      ? bearer.slice(`Bearer ${FAKE_JWT_PREFIX}`.length)
+      : '';
+    if (proved === '') return reply.code(401).send({ error: true, message: 'no session' });
+    const policy = { ts: Number(request.params.ts), con: [{ t: emailAttribute, v: proved }] };
+    return { status: 'DONE', proofStatus: 'VALID', key: extractUsk(keys.msk, policy) };
   });
 
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,0 +1,233 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
+import { fileKeeper } from '../sdk/file-keeper.js';
+import { expectSameBytes } from '../test/bytes.js';
+import { readAll } from '../test/streams.js';
+import { ClientError, PostGuard, type PostGuardOptions } from './index.js';
+import { FAKE_JWT_PREFIX, readZip, startFakePkg, type FakePkg } from './testing.js';
+
+/**
+ * The client's receiving side and its resumes, end to end over loopback HTTP in Node: the fake PKG
+ * (which issues a recipient's key for a `fake-jwt:<address>` session), the storage stand-in in
+ * Cryptify's strict mode, uploads by API key, then `open({uuid})` → inspect → decrypt in every
+ * output. The browser flows (Yivi in the page, the service worker, OPFS) run in e2e/.
+ */
+
+const CHUNK = 64 * 1024;
+const BOB = 'bob@example.com';
+const CAROL = 'carol@example.com';
+
+let pkg: FakePkg;
+let storage: RunningStorage;
+
+beforeAll(async () => {
+  pkg = await startFakePkg();
+  storage = await startStorage({ verifyingKey: pkg.keys.vk, chunkSize: CHUNK, strict: true });
+});
+afterAll(async () => {
+  await storage.close();
+  await pkg.close();
+});
+beforeEach(async () => {
+  await fetch(`${storage.url}/standin/faults`, { method: 'DELETE' });
+});
+
+const client = (options: Partial<PostGuardOptions> = {}) =>
+  new PostGuard({
+    pkgUrl: pkg.url,
+    cryptifyUrl: storage.url,
+    allowInsecureUrls: true,
+    uploadChunkSize: CHUNK,
+    retry: { initialDelayMs: 1, maxDelayMs: 5 },
+    ...options,
+  });
+
+/** The fake PKG's session for `address`: what a Yivi disclosure of that address would give. */
+const sessionFor = (address: string) => async () => `${FAKE_JWT_PREFIX}${address}`;
+
+const bytes = (n: number, seed: number) => new Uint8Array(n).map((_, i) => (i * 31 + seed) & 255);
+const files = [
+  { name: 'a.txt', content: bytes(1000, 1) },
+  { name: 'b.bin', content: bytes(700_000, 2) },
+  { name: 'c.pdf', content: new Blob([bytes(300_000, 3)]) },
+];
+
+async function uploadBundle(pg = client()): Promise<string> {
+  const { uuid } = await pg
+    .encrypt({
+      files,
+      recipients: [pg.recipient.email(BOB), pg.recipient.email(CAROL)],
+      sign: pg.sign.apiKey(pkg.apiKey),
+    })
+    .upload();
+  return uuid;
+}
+
+describe('open({uuid}): inspect and decrypt', () => {
+  let uuid: string;
+  beforeAll(async () => {
+    uuid = await uploadBundle();
+  });
+
+  it('inspect() reads the header only: the recipients and the sender, worded as a claim', async () => {
+    const seen: string[] = [];
+    const pg = client({
+      fetch: (url, init) => {
+        seen.push(`${init.method ?? 'GET'} ${new URL(url).pathname}`);
+        return fetch(url, init);
+      },
+    });
+    const info = await pg.open({ uuid }).inspect();
+    expect(info.recipients.sort()).toEqual([BOB, CAROL]);
+    expect(info.sender.standing).toBe('claimed');
+    expect(JSON.stringify(info.sender)).toContain(pkg.sender);
+    expect(seen.filter((s) => s.includes('/filedownload/'))).toHaveLength(1);
+  });
+
+  it("'bytes' and 'stream' give the exact bundle, the sender verified only after the last segment", async () => {
+    const pg = client();
+    const opened = pg.open({ uuid });
+    const whole = await opened.decrypt({ recipient: BOB, session: sessionFor(BOB), output: 'bytes' });
+    if (whole.output !== 'bytes') throw new Error('unexpected output');
+    const zip = readZip(whole.plaintext);
+    expectSameBytes(zip.get('b.bin')!, files[1]!.content as Uint8Array);
+    expect(whole.sender.standing).toBe('verified');
+
+    const streamed = await opened.decrypt({ recipient: CAROL, session: sessionFor(CAROL), output: 'stream' });
+    if (streamed.output !== 'stream') throw new Error('unexpected output');
+    expectSameBytes(await readAll(streamed.readable), whole.plaintext);
+    expect((await streamed.sender).standing).toBe('verified');
+  });
+
+  it("'entries' lists the bundle and reads one file without the others", async () => {
+    let served = 0;
+    const pg = client({
+      fetch: async (url, init) => {
+        const response = await fetch(url, init);
+        if (url.includes('/filedownload/')) served += Number(response.headers.get('content-length') ?? 0);
+        return response;
+      },
+    });
+    const result = await pg.open({ uuid }).decrypt({ recipient: BOB, session: sessionFor(BOB), output: 'entries' });
+    if (result.output !== 'entries') throw new Error('unexpected output');
+    expect(result.entries.map((e) => [e.name, e.size])).toEqual([
+      ['a.txt', 1000],
+      ['b.bin', 700_000],
+      ['c.pdf', 300_000],
+    ]);
+    expect(result.sender.standing).toBe('claimed');
+    served = 0;
+    expectSameBytes(await readAll(result.entries[2]!.stream()), bytes(300_000, 3));
+    // c.pdf and the segments around it, not b.bin's 700 000 bytes.
+    expect(served).toBeLessThan(700_000);
+  });
+
+  it('a recipient the file does not name, or none among several, is RECIPIENT_UNKNOWN before any session', async () => {
+    let sessions = 0;
+    const session = async () => {
+      sessions++;
+      return `${FAKE_JWT_PREFIX}${BOB}`;
+    };
+    const opened = client().open({ uuid });
+    await expect(opened.decrypt({ recipient: 'eve@example.com', session })).rejects.toMatchObject({
+      code: 'RECIPIENT_UNKNOWN',
+    });
+    await expect(opened.decrypt({ session })).rejects.toMatchObject({ code: 'RECIPIENT_UNKNOWN' });
+    expect(sessions).toBe(0);
+  });
+
+  it("a key for another identity is DECRYPTION_FAILED, the library's code kept as the cause", async () => {
+    const error = await client()
+      .open({ uuid })
+      .decrypt({ recipient: BOB, session: sessionFor(CAROL), output: 'bytes' })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ClientError);
+    expect(error).toMatchObject({ code: 'DECRYPTION_FAILED' });
+    expect((error as ClientError).cause).toHaveProperty('code');
+  });
+
+  it('a download cut twice on the way completes with the exact bytes (Range from the byte reached)', async () => {
+    const pg = client();
+    const reference = await pg.open({ uuid }).decrypt({ recipient: BOB, session: sessionFor(BOB), output: 'bytes' });
+    await fetch(`${storage.url}/standin/faults/download`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ cutAfterBytes: 400_000, times: 2 }),
+    });
+    const ranges: string[] = [];
+    const watched = client({
+      fetch: (url, init) => {
+        ranges.push(new Headers(init.headers).get('range') ?? 'whole');
+        return fetch(url, init);
+      },
+    });
+    const again = await watched.open({ uuid }).decrypt({ recipient: BOB, session: sessionFor(BOB), output: 'bytes' });
+    // The header's read (inspect), then the body: cut twice, so asked for twice more from where it stopped.
+    expect(ranges.filter((r) => r.startsWith('bytes='))).toHaveLength(2);
+    if (reference.output !== 'bytes' || again.output !== 'bytes') throw new Error('unexpected output');
+    expectSameBytes(again.plaintext, reference.plaintext);
+  });
+
+  it('a file the storage service does not have is DOWNLOAD_FAILED', async () => {
+    await expect(client().open({ uuid: '00000000-0000-4000-8000-000000000000' }).inspect()).rejects.toMatchObject({
+      code: 'DOWNLOAD_FAILED',
+    });
+  });
+});
+
+describe('open({data}) and open({blob})', () => {
+  it('open what toBytes() sealed, from memory and from a Blob', async () => {
+    const pg = client();
+    const sealed = await pg
+      .encrypt({ data: bytes(5000, 9), recipients: [pg.recipient.email(BOB)], sign: pg.sign.apiKey(pkg.apiKey) })
+      .toBytes();
+    for (const input of [{ data: sealed }, { blob: new Blob([sealed as Uint8Array<ArrayBuffer>]) }]) {
+      const result = await pg.open(input).decrypt({ session: sessionFor(BOB), output: 'bytes' });
+      if (result.output !== 'bytes') throw new Error('unexpected output');
+      expectSameBytes(result.plaintext, bytes(5000, 9));
+    }
+  });
+});
+
+describe('resumeUploads: an upload stopped half-way continues with the very same bytes', () => {
+  it('abort at 50 %, a new client with the same keeper resumes from the storage service offset', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pg-keeper-'));
+    try {
+      const keeper = await fileKeeper(dir);
+      const stop = new AbortController();
+      const first = client({ keeper });
+      const sealed = first.encrypt({
+        files,
+        recipients: [first.recipient.email(BOB)],
+        sign: first.sign.apiKey(pkg.apiKey),
+      });
+      const error = await sealed
+        .upload({
+          signal: stop.signal,
+          onProgress: (uploaded, total) => {
+            if (total !== undefined && uploaded >= total / 2) stop.abort();
+          },
+        })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'ABORTED' });
+
+      const second = client({ keeper: await fileKeeper(dir) });
+      const pending = await second.resumeUploads();
+      expect(pending).toHaveLength(1);
+      expect(pending[0]!.label).toBe('a.txt, b.bin, c.pdf');
+      const progress: number[] = [];
+      const { uuid } = await pending[0]!.resume({ onProgress: (n) => progress.push(n) });
+      expect(progress[0]).toBeGreaterThan(0);
+      expect(await second.resumeUploads()).toEqual([]);
+
+      const result = await second.open({ uuid }).decrypt({ session: sessionFor(BOB), output: 'bytes' });
+      if (result.output !== 'bytes') throw new Error('unexpected output');
+      expectSameBytes(readZip(result.plaintext).get('b.bin')!, files[1]!.content as Uint8Array);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
