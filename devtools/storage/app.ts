@@ -130,6 +130,8 @@ export function buildStorage(options: StorageOptions = {}): FastifyInstance {
       sweeper.unref();
     }
   });
+  // Hung chunk requests would keep the server from closing.
+  app.addHook('preClose', async () => ctx.faults.release());
   app.addHook('onClose', async () => {
     if (sweeper !== undefined) clearInterval(sweeper);
     if (ownedDir !== undefined) rmSync(ownedDir, { recursive: true, force: true });

@@ -17,10 +17,18 @@ export interface RunningStorage {
     always?: boolean;
     status?: number;
     reset?: boolean;
+    hang?: boolean;
     afterCommit?: boolean;
+    fromOffset?: number;
   }): Promise<void>;
   /** How many chunk requests failed on purpose so far. */
   faultsTriggered(): Promise<number>;
+  /** Arms a download fault (see POST /standin/faults/download): the next `times` (1) downloads are reset after `cutAfterBytes`. */
+  cutDownloads(fault: { cutAfterBytes: number; times?: number }): Promise<void>;
+  /** How many downloads were cut on purpose so far. */
+  downloadsCut(): Promise<number>;
+  /** Disarms every fault and drops the connections of hung chunk requests. */
+  clearFaults(): Promise<void>;
   /** The stand-in's view of an upload: session progress (null once gone) and file size (null if none). */
   upload(
     uuid: string,
@@ -41,7 +49,8 @@ export async function startStorage(options: StorageOptions = {}): Promise<Runnin
   if (typeof address !== 'object' || address === null) throw new Error('storage did not bind a TCP port');
   const url = `http://127.0.0.1:${address.port}`;
   const json = async (path: string, init?: RequestInit) => {
-    const response = await fetch(`${url}${path}`, init);
+    // A stand-in that stops answering fails the test instead of hanging it.
+    const response = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(30_000), ...init });
     if (response.status === 404) return undefined;
     if (!response.ok) throw new Error(`${path}: HTTP ${response.status} ${await response.text()}`);
     return response.status === 204 ? undefined : response.json();
@@ -59,6 +68,17 @@ export async function startStorage(options: StorageOptions = {}): Promise<Runnin
       });
     },
     faultsTriggered: async () => ((await json('/standin/faults')) as { triggered: number }).triggered,
+    cutDownloads: async (fault) => {
+      await json('/standin/faults/download', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(fault),
+      });
+    },
+    downloadsCut: async () => ((await json('/standin/faults')) as { downloadsCut: number }).downloadsCut,
+    clearFaults: async () => {
+      await json('/standin/faults', { method: 'DELETE' });
+    },
     upload: async (uuid) => json(`/standin/uploads/${uuid}`),
     close: () => app.close(),
   };

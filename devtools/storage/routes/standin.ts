@@ -6,7 +6,8 @@ import { isSafeName } from './download.js';
 
 /**
  * Stand-in-only routes under /standin, for tests and development: the outbox of notification
- * mails that would have been sent, the state of an upload, and fault injection for chunk PUTs.
+ * mails that would have been sent, the state of an upload, and fault injection for chunk PUTs
+ * and downloads.
  */
 
 const faultSchema = {
@@ -16,11 +17,14 @@ const faultSchema = {
     /** How many chunk requests fail; leave out and set `always` for all of them. */
     times: { type: 'integer', minimum: 1 },
     always: { type: 'boolean' },
-    /** Status to answer (default 500); leave out and set `reset` to drop the connection instead. */
+    /** Status to answer (default 500); or `reset` to drop the connection, or `hang` to never answer. */
     status: { type: 'integer', minimum: 400, maximum: 599 },
     reset: { type: 'boolean' },
+    hang: { type: 'boolean' },
     /** Fail after the chunk was committed: the client never hears that it was stored. */
     afterCommit: { type: 'boolean' },
+    /** Only chunks starting at this offset or later fail. */
+    fromOffset: { type: 'integer', minimum: 0 },
   },
 } as const;
 
@@ -29,7 +33,26 @@ interface FaultBody {
   always?: boolean;
   status?: number;
   reset?: boolean;
+  hang?: boolean;
   afterCommit?: boolean;
+  fromOffset?: number;
+}
+
+const downloadFaultSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['cutAfterBytes'],
+  properties: {
+    /** Body bytes each cut response sends before its connection is reset (at least 1: see cut.ts). */
+    cutAfterBytes: { type: 'integer', minimum: 1 },
+    /** How many responses are cut (default 1). */
+    times: { type: 'integer', minimum: 1 },
+  },
+} as const;
+
+interface DownloadFaultBody {
+  cutAfterBytes: number;
+  times?: number;
 }
 
 export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): Promise<void> {
@@ -56,29 +79,45 @@ export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): 
   });
 
   app.get('/faults', async () => {
-    const { chunk, triggered } = ctx.faults.describe();
+    const { chunk, download, triggered, downloadsCut } = ctx.faults.describe();
     return {
       triggered,
+      downloadsCut,
       chunk:
         chunk === null ? null : { ...chunk, remaining: Number.isFinite(chunk.remaining) ? chunk.remaining : 'always' },
+      download,
     };
   });
   app.put<{ Body: FaultBody }>('/faults/chunk', { schema: { body: faultSchema } }, async (request, reply) => {
-    const { times, always, status, reset, afterCommit } = request.body;
+    const { times, always, status, reset, hang, afterCommit, fromOffset } = request.body;
     if ((times === undefined) === (always !== true)) {
       return reply.code(400).send({ error: 'give exactly one of times and always: true' });
     }
-    if (status !== undefined && reset === true)
-      return reply.code(400).send({ error: 'give status or reset, not both' });
+    if ([status !== undefined, reset === true, hang === true].filter(Boolean).length > 1)
+      return reply.code(400).send({ error: 'give at most one of status, reset and hang' });
+    // A hung chunk is held before it is read, so it cannot also have been committed.
+    if (hang === true && afterCommit === true)
+      return reply.code(400).send({ error: 'hang happens before the chunk is read: not with afterCommit' });
     ctx.faults.setChunkFault({
       remaining: always === true ? Infinity : times!,
-      response: reset === true ? 'reset' : (status ?? 500),
+      response: reset === true ? 'reset' : hang === true ? 'hang' : (status ?? 500),
       afterCommit: afterCommit === true,
+      fromOffset: fromOffset ?? 0,
     });
     return reply.code(204).send();
   });
+  // POST as the e2e tests call it; PUT as the chunk fault is armed.
+  app.route<{ Body: DownloadFaultBody }>({
+    method: ['POST', 'PUT'],
+    url: '/faults/download',
+    schema: { body: downloadFaultSchema },
+    handler: async (request, reply) => {
+      ctx.faults.setDownloadFault({ remaining: request.body.times ?? 1, cutAfterBytes: request.body.cutAfterBytes });
+      return reply.code(204).send();
+    },
+  });
   app.delete('/faults', async (_request, reply) => {
-    ctx.faults.setChunkFault(undefined);
+    ctx.faults.clear();
     return reply.code(204).send();
   });
 }

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { verifyChallenge } from 'postguard-ts';
 import { readExactBody } from '../body.js';
 import type { StorageContext } from '../context.js';
+import type { ChunkFault } from '../faults.js';
 import { MailboxError, parseMailboxes } from '../mailboxes.js';
 import { apiKeyFromHeader, validateApiKey, type ApiKeyCheck } from '../pkg.js';
 import { RangeSyntaxError, parseContentRange, type ContentRange } from '../range.js';
@@ -197,6 +198,14 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     if (!isUuidSyntax(uuid)) return sendSessionNotFound(reply, uuid, 'invalid_uuid');
     const session = store.get(uuid);
     if (session === undefined) return sendSessionNotFound(reply, uuid, 'expired_or_unknown');
+    // A hung chunk is held outside the upload's lock, so the status call of a client that gave up
+    // on it (a reloaded page) is answered.
+    const start = headers.range.start;
+    if (start !== undefined && ctx.faults.take('hold', Number(start)) !== undefined) {
+      reply.hijack();
+      await ctx.faults.hold(request.raw.socket);
+      return reply;
+    }
     return session.lock.run(() => putChunk(request, reply, session, headers));
   });
 
@@ -227,7 +236,7 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     const length = Number(bigEnd - bigStart);
     const end = start + length;
 
-    const before = ctx.faults.take('before');
+    const before = ctx.faults.take('before', start);
     if (before !== undefined) return fail(request, reply, before.response);
 
     const hasher = chainHasher(token);
@@ -296,7 +305,7 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     session.uploaded = end;
     store.touch(session);
 
-    const after = ctx.faults.take('after');
+    const after = ctx.faults.take('after', start);
     if (after !== undefined) return fail(request, reply, after.response);
     return reply.header('cryptifytoken', next).send();
   }
@@ -306,8 +315,8 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
     return sendText(reply, 400, DATA_NOT_COMPLETE);
   }
 
-  function fail(request: FastifyRequest, reply: FastifyReply, response: number | 'reset'): FastifyReply {
-    if (response === 'reset') {
+  function fail(request: FastifyRequest, reply: FastifyReply, response: ChunkFault['response']): FastifyReply {
+    if (typeof response !== 'number') {
       reply.hijack();
       request.raw.socket.destroy();
       return reply;
