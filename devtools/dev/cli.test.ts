@@ -110,6 +110,9 @@ describe('startDevStack', () => {
       expect(await (await fetch(`${stack.pkgUrl}/health`)).text()).toBe('OK');
       expect((await fetch(stack.walletUrl)).status).toBe(200);
       expect(await (await fetch(`${stack.storageUrl}/health`)).text()).toBe('OK');
+      // Storage runs strict, as Cryptify: a cross-origin page reads the token and nothing else.
+      const limits = await fetch(`${stack.storageUrl}/limits`, { headers: { origin: 'http://localhost:5173' } });
+      expect(limits.headers.get('access-control-expose-headers')).toBe('cryptifytoken');
       expect(stack.temporaryKeys).toBe(false);
       expect(banner(stack)).toContain(stack.walletUrl);
     } finally {

@@ -193,6 +193,8 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
 
     const storage = buildStorage({
       pkgUrl: pkg.url,
+      // As Cryptify answers a browser (only the token readable cross-origin), so what works here works there.
+      strict: true,
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
       logger: { level: env['LOG_LEVEL'] ?? 'warn', stream: log },
     });
