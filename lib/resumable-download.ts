@@ -108,14 +108,14 @@ function checked(options: ResumableDownloadOptions) {
   };
 }
 
-/** What a first answer that is not a 2xx means, in words. */
-function refusedFirst(status: number, pinned: boolean): PostGuardError {
+/** What an answer that is not a 2xx means, in words. */
+function refused(status: number): PostGuardError {
   if (status === 404 || status === 410)
     return sourceFailed(
       `the file is not there (HTTP ${status}): the link is wrong, or the file expired or was removed`,
     );
-  if (status === 412 && pinned)
-    return sourceFailed('the URL no longer serves the file it served before (HTTP 412 to If-Match)');
+  if (status === 412)
+    return sourceFailed('the URL no longer serves the file its request was pinned to (HTTP 412 to If-Match)');
   return sourceFailed(`the URL answered HTTP ${status}`);
 }
 
@@ -141,7 +141,6 @@ export async function resumableDownload(
   const { stallMs, maxResumes } = settings;
   const doFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
   const seconds = `${stallMs / 1000} s`;
-  const pinned = new Headers(options.headers).has('if-match');
 
   // The download's life: the caller's signal or a cancelled readable ends every request and wait.
   const life = new AbortController();
@@ -193,7 +192,7 @@ export async function resumableDownload(
     first.abort.abort();
     await response.body?.cancel().catch(() => undefined);
     detach();
-    throw refusedFirst(response.status, pinned);
+    throw refused(response.status);
   }
   const size = response.status === 200 && !reencoded(response.headers) ? contentLength(response.headers) : undefined;
   const etag = strongEtag(response.headers);
@@ -220,11 +219,7 @@ export async function resumableDownload(
     if (transient(status)) return { retry: sourceFailed(`a resume at byte ${offset} was answered HTTP ${status}`) };
     if (status === 416)
       throw sourceFailed(`the URL has no byte ${offset} any more (HTTP 416): the file changed while it was downloaded`);
-    if (status !== 200 && status !== 206) {
-      if (status === 404 || status === 410) throw refusedFirst(status, false);
-      if (status === 412 && pinned) throw refusedFirst(status, true);
-      throw sourceFailed(`a resume at byte ${offset} was answered HTTP ${status}`);
-    }
+    if (status !== 200 && status !== 206) throw refused(status);
     if (reencoded(answer.headers) || answer.body === null)
       throw sourceFailed(
         `a resume at byte ${offset} was answered with ${answer.body === null ? 'no body' : 're-encoded bytes'}`,

@@ -1,4 +1,5 @@
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
+import { resumableDownload } from '../lib/resumable-download.js';
 import { portToReadable } from './port-stream.js';
 import type { WireSource } from './sw-protocol.js';
 
@@ -31,13 +32,40 @@ export async function cancelWireSource(source: WireSource): Promise<void> {
 /** A source that can be opened again for a second pass: a Blob, or a URL (fetched again). */
 export const rereadable = (source: WireSource): boolean => source.kind === 'blob' || source.kind === 'url';
 
+/** What a source gives to read, before the watch. */
+interface RawSource {
+  stream: ReadableStream<Uint8Array>;
+  size: number | undefined;
+  etag?: string;
+  /** Bounds its own waits (a URL: it resumes a stalled body, which takes longer than one stall). */
+  selfBounded?: boolean;
+}
+
+/**
+ * `doFetch` with `If-Match: pin` on every request, so that a second pass, and every resume of it,
+ * asks for the very bytes the first pass verified. If-Match is not a CORS-safelisted header: a
+ * request that a host's CORS policy refuses (a rejected fetch) is sent again without it; the bytes
+ * are then authenticated as they stream.
+ */
+function pinnedFetch(doFetch: typeof fetch, pin: string | undefined): typeof fetch {
+  if (pin === undefined) return doFetch;
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('if-match', pin);
+    return doFetch(input, { ...init, headers }).catch((error: unknown) =>
+      init?.signal?.aborted === true ? Promise.reject(error) : doFetch(input, init),
+    );
+  };
+}
+
 async function rawSource(
   source: WireSource,
   declaredSize: number | undefined,
   doFetch: typeof fetch,
   signal: AbortSignal,
+  stallMs: number,
   ifMatch: string | undefined,
-): Promise<{ stream: ReadableStream<Uint8Array>; size: number | undefined; etag?: string }> {
+): Promise<RawSource> {
   switch (source.kind) {
     case 'blob':
       return { stream: source.blob.stream(), size: source.blob.size };
@@ -46,41 +74,20 @@ async function rawSource(
     case 'relay':
       return { stream: portToReadable<Uint8Array>(source.port), size: declaredSize };
     case 'url': {
-      let response: Response;
-      const get = (pin: string | undefined) =>
-        doFetch(source.url, {
-          headers: { ...(source.headers ?? {}), ...(pin !== undefined ? { 'if-match': pin } : {}) },
-          credentials: source.credentials ?? 'same-origin',
-          signal,
-        });
-      try {
-        // If-Match is not a CORS-safelisted header: a host whose CORS policy refuses it is asked
-        // again without (the bytes are then authenticated as they stream).
-        response = await get(ifMatch).catch((error: unknown) =>
-          ifMatch !== undefined && !signal.aborted ? get(undefined) : Promise.reject(error),
-        );
-      } catch (cause) {
-        throw new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be fetched: ${String(cause)}`, {
-          cause,
-        });
-      }
-      if (!response.ok || response.body === null) {
-        await response.body?.cancel().catch(() => undefined);
-        throw new PostGuardError(
-          ErrorCode.SOURCE_FAILED,
-          response.status === 412
-            ? 'the ciphertext URL no longer serves the file it served before (HTTP 412 to If-Match)'
-            : `the ciphertext URL answered HTTP ${response.status}`,
-        );
-      }
-      // A compressed transfer hides the size of what we read.
-      const length =
-        response.headers.get('content-encoding') === null ? Number(response.headers.get('content-length') ?? NaN) : NaN;
-      const etag = response.headers.get('etag') ?? undefined;
+      // A dropped or stalled connection is resumed where it stopped (lib/resumable-download.ts):
+      // a save through the service worker survives it, the opener authenticating what was joined.
+      const download = await resumableDownload(source.url, {
+        fetch: pinnedFetch(doFetch, ifMatch),
+        ...(source.headers !== undefined ? { headers: source.headers } : {}),
+        credentials: source.credentials ?? 'same-origin',
+        signal,
+        stallMs,
+      });
       return {
-        stream: response.body,
-        size: Number.isSafeInteger(length) ? length : declaredSize,
-        ...(etag !== undefined && !etag.startsWith('W/') ? { etag } : {}),
+        stream: download.readable,
+        size: download.size ?? declaredSize,
+        ...(download.etag !== undefined ? { etag: download.etag } : {}),
+        selfBounded: true,
       };
     }
   }
@@ -88,9 +95,11 @@ async function rawSource(
 
 /**
  * Opens `source` and watches it: a read that brings nothing for `stallMs` fails with
- * SOURCE_FAILED (a stalled network body, a page closed in the middle of relaying its stream); a
- * source that ends short of its known size fails with TRUNCATED, one that runs past it with
- * MALFORMED. The watch pulls only when its reader does (high-water mark 0), so it adds no buffering.
+ * SOURCE_FAILED (a page closed in the middle of relaying its stream); a source that ends short of
+ * its known size fails with TRUNCATED, one that runs past it with MALFORMED. A URL is read with
+ * resumableDownload, which resumes a dropped or stalled body and bounds its own waits; it fails
+ * only when resuming cannot go on. The watch pulls only when its reader does (high-water mark 0),
+ * so it adds no buffering.
  */
 export async function openSource(
   source: WireSource,
@@ -100,12 +109,8 @@ export async function openSource(
   stallMs: number,
   ifMatch?: string,
 ): Promise<OpenedSource> {
-  const raw = await withTimeout(
-    rawSource(source, declaredSize, doFetch, signal, ifMatch),
-    stallMs,
-    () =>
-      new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext did not start arriving within ${stallMs / 1000} s`),
-  );
+  // Only a URL waits to open, and it bounds that wait itself.
+  const raw = await rawSource(source, declaredSize, doFetch, signal, stallMs, ifMatch);
   const reader = raw.stream.getReader();
   let read = 0;
   let failure: PostGuardError | undefined;
@@ -120,15 +125,20 @@ export async function openSource(
   const stream = new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        const next = await withTimeout(
-          reader.read(),
-          stallMs,
-          () =>
-            new PostGuardError(
-              ErrorCode.SOURCE_FAILED,
-              `the ciphertext stopped arriving: nothing for ${stallMs / 1000} s after ${read} bytes`,
-            ),
-        ).catch((error: unknown) =>
+        const pending = reader.read();
+        const bounded =
+          raw.selfBounded === true
+            ? pending
+            : withTimeout(
+                pending,
+                stallMs,
+                () =>
+                  new PostGuardError(
+                    ErrorCode.SOURCE_FAILED,
+                    `the ciphertext stopped arriving: nothing for ${stallMs / 1000} s after ${read} bytes`,
+                  ),
+              );
+        const next = await bounded.catch((error: unknown) =>
           fail(
             error instanceof PostGuardError
               ? error
