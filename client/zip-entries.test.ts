@@ -626,6 +626,34 @@ describe('over a sealed file: openRandomAccess on the storage stand-in, over loo
   });
 });
 
+describe("bundles made by pg-js's ZIP writer (@transcend-io/conflux)", () => {
+  it('lists and reads them: stored entries with data descriptors, as client-zip writes', async () => {
+    // conflux checks for BigInt on `self` when it loads, which Node has only as globalThis.
+    (globalThis as { self?: unknown }).self ??= globalThis;
+    const { Writer } = await import('@transcend-io/conflux');
+    const files = [
+      { name: 'dir/a.txt', data: pattern(300_000, 8) },
+      { name: 'b.bin', data: pattern(5, 9) },
+    ];
+    const zip = new Writer();
+    const written = new Response(zip.readable).arrayBuffer();
+    const writer = zip.writable.getWriter();
+    for (const { name, data } of files) {
+      await writer.write({ name, lastModified: WHEN.getTime(), stream: () => new Response(data).body! });
+    }
+    await writer.close();
+    const file = source(new Uint8Array(await written));
+    const entries = await listZipEntries(file);
+    expect(entries.map((e) => [e.name, e.path, e.size, e.supported])).toEqual([
+      ['a.txt', 'dir/a.txt', 300_000, true],
+      ['b.bin', 'b.bin', 5, true],
+    ]);
+    for (const [i, entry] of entries.entries()) {
+      expectSameBytes(await readAll(zipEntryStream(file, entry)), files[i]!.data, entry.path);
+    }
+  });
+});
+
 describe('findEndRecord', () => {
   it('takes the record nearest the end whose comment reaches the end', () => {
     const tail = new Uint8Array(100);
