@@ -55,5 +55,11 @@ export default defineConfig<EngineOptions>({
       testMatch: under('e2e/engines/[^/]+\\.spec\\.ts'),
       use: { engine },
     })),
+    // e2e/pgjs: interop with the published @e4a/pg-js 1.6.0 both ways, on each engine's driver.
+    ...(['chromium', 'firefox', 'webkit'] as const).map((engine) => ({
+      name: `pgjs-${engine}`,
+      testMatch: under('e2e/pgjs/[^/]+\\.spec\\.ts'),
+      use: { engine },
+    })),
   ],
 });
