@@ -5,6 +5,7 @@
  *   npm run bench                 all cases
  *   npm run bench -- --quick      smaller streaming size (64 MiB) for a fast look
  *   npm run bench -- --only=stream
+ *   npm run bench -- --only=storage   the client's upload and download through the storage stand-in
  */
 import { createHash, webcrypto } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -21,6 +22,7 @@ import {
 } from '../lib/index.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import { shake128 } from '@noble/hashes/sha3.js';
+import { storageTransferRows } from './storage-transfer.js';
 
 const { values: args } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
@@ -259,6 +261,10 @@ async function main() {
           (await pg.StreamUnsealer.new(fromChunks(rechunked), ibs.vk)).unseal(id0, usk0, sink(undefined).writable),
       )),
     });
+  }
+  if (wanted('storage')) {
+    // Apart from the streaming rows' size: each run here also writes to and reads from the stand-in's disk.
+    rows.push(...(await storageTransferRows(pg, (args.quick ? 16 : 64) * 1024 * 1024, args.quick ? 1 : 3)));
   }
   if (wanted('limits')) {
     const seg = new Uint8Array(SEGMENT).fill(1);
