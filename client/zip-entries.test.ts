@@ -240,6 +240,16 @@ describe('listing and reading bundles made by client-zip', () => {
     expect(crc32Update(0, new TextEncoder().encode('123456789'))).toBe(0xcbf43926);
     const data = pattern(100_003);
     expect(crc32Update(crc32Update(0, data.subarray(0, 40_000)), data.subarray(40_000))).toBe(crc32(data));
+    // Eight bytes a step, then one at a time: every length around the step, split at every point.
+    const short = pattern(41, 3);
+    for (let n = 0; n <= short.length; n++) {
+      const bytes = short.subarray(0, n);
+      for (let cut = 0; cut <= n; cut++) {
+        expect(crc32Update(crc32Update(0, bytes.subarray(0, cut)), bytes.subarray(cut)), `${n} split at ${cut}`).toBe(
+          crc32(bytes),
+        );
+      }
+    }
   });
 
   it('the longest ZIP comment, and a byte after it', async () => {
