@@ -28,6 +28,8 @@ export type {
   SpanOptions,
 } from './random-access.js';
 export { inspectCiphertext, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
+export { resumableDownload, RESUME_DEFAULTS } from './resumable-download.js';
+export type { ResumableDownload, ResumableDownloadOptions, ResumeBackoff } from './resumable-download.js';
 export type {
   CiphertextInspection,
   CiphertextSource,
