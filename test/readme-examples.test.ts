@@ -83,6 +83,7 @@ for (const block of blocks) {
 
 /** The blocks that need a browser, and why: type-checked only. */
 const BROWSER_ONLY: Readonly<Record<string, string>> = {
+  'client-send-receive': 'draws a QR code into the page and saves through a service worker',
   'vite-service-worker': 'registers a service worker',
   'worker-service-worker': 'registers a service worker',
   'worker-seeking': 'a service worker answering a <video>',
