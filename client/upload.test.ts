@@ -209,6 +209,25 @@ describe('upload()', () => {
     expect(await storage.outbox()).toEqual([]);
   });
 
+  it('cryptifySource goes to the storage service with every request, never to the PKG (pg-js 2.6)', async () => {
+    const { pg, calls } = client({ cryptifySource: 'postguard-ts-test' });
+    await pg
+      .encrypt({
+        files: [{ name: 'a.txt', content: TEXT }],
+        recipients: [pg.recipient.email('bob@example.com')],
+        sign: pg.sign.apiKey(pkg.apiKey),
+      })
+      .upload();
+    const toStorage = storageCalls(calls);
+    const toPkg = calls.filter((c) => c.url.startsWith(pkg.url));
+    expect(toStorage.map((c) => c.url.replace(storage.url, '').split('/')[1])).toEqual(
+      expect.arrayContaining(['limits', 'fileupload']),
+    );
+    expect(toStorage.every((c) => c.headers['x-cryptify-source'] === 'postguard-ts-test')).toBe(true);
+    expect(toPkg.length).toBeGreaterThan(0);
+    expect(toPkg.some((c) => 'x-cryptify-source' in c.headers)).toBe(false);
+  });
+
   it('passes the notification options on; the storage service mails recipients and sender', async () => {
     const { pg } = client();
     const { uuid } = await pg
