@@ -1,7 +1,9 @@
 /**
  * The sending-side SDK for Node (`@postguard-ts/sdk`), after the .NET SDK (E4A.PostGuard): the Node
- * face of `postguard-ts/client`. Encrypt files for e-mail recipients, sign with an API key, upload
- * to a Cryptify-style store. Start with {@link PostGuard}; the package's README has the guide.
+ * face of `postguard-ts/client` (the same PostGuard class, not a second implementation), with a
+ * folder to keep unfinished uploads in (`fileKeeper`), so a crashed job can resume them. Encrypt
+ * files for e-mail recipients, sign with an API key, upload to a Cryptify-style store. Start with
+ * {@link PostGuard}; the package's README has the guide.
  *
  * @module @postguard-ts/sdk
  */
@@ -33,4 +35,7 @@ export type {
   FileContent,
   PgFile,
 } from 'postguard-ts/client';
+export { PendingUpload, memoryKeeper } from 'postguard-ts/client';
+export type { UploadKeeper, UploadRecord, ResumeOptions, KeeperOptions } from 'postguard-ts/client';
+export { fileKeeper } from './file-keeper.js';
 export { SDK_VERSION } from './version.js';

@@ -513,6 +513,22 @@ const RUNS: Readonly<Record<string, (stack: Stack) => Run | Promise<Run>>> = {
     };
   },
 
+  // sdk/README.md: the folder keeper; nothing is pending at first, then one upload, finished, leaves nothing kept.
+  'sdk-resume': async ({ storage, apiKey }) => {
+    const dir = await mkdtemp(join(tmpdir(), 'readme-sdk-resume-'));
+    return {
+      values: { pdf: message(30_000, 8) },
+      cwd: dir,
+      env: { PG_API_KEY: apiKey },
+      cleanup: () => rm(dir, { recursive: true, force: true }),
+      check: async ({ vars }) => {
+        const stored = await fetch(`${storage.url}/filedownload/${vars['uuid'] as string}`);
+        expect(stored.status).toBe(200);
+        expect((await stored.arrayBuffer()).byteLength).toBeGreaterThan(30_000);
+      },
+    };
+  },
+
   'standin-in-code': () => ({
     values: {},
     check: ({ vars }) => {
