@@ -1,5 +1,5 @@
 import { keeperOver, memoryKeeper, type KeeperOptions, type UploadKeeper } from './keeper.js';
-import { idbBytes, idbRecords, openUploadsStore } from './keeper-idb.js';
+import { idbBytes, idbRecords, openUploadsStore, storesBlobs } from './keeper-idb.js';
 import { openUploadsFolder, opfsBytes } from './keeper-opfs.js';
 
 /** Where a browser keeper holds the sealed bytes (records are in IndexedDB unless it is 'memory'). */
@@ -38,7 +38,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 /**
  * Unfinished uploads kept by this browser, for this origin, shared by its tabs: the sealed bytes in
  * the Origin Private File System where the page can write files there (`createWritable()`), else in
- * IndexedDB as Blobs of 4 MiB; the records in IndexedDB (database 'postguard-uploads'). Where
+ * IndexedDB in pieces of 4 MiB (Blobs where the engine stores them); the records in IndexedDB (database 'postguard-uploads'). Where
  * neither works (some private modes), in memory, with `persistent` false. A write holds at most one
  * piece in memory and a read only its span, whatever the file's size.
  *
@@ -57,7 +57,7 @@ export async function browserKeeper(options: BrowserKeeperOptions = {}): Promise
     bytesIn === 'indexeddb'
       ? undefined
       : await within(openUploadsFolder(), probeTimeoutMs, 'the Origin Private File System').catch(() => undefined);
-  const bytes = folder === undefined ? idbBytes(store) : opfsBytes(folder);
+  const bytes = folder === undefined ? idbBytes(store, await storesBlobs(store)) : opfsBytes(folder);
   const keeper = keeperOver({ persistent: true, ...idbRecords(store), ...bytes }, keeperOptions);
   return Object.assign(keeper, { backend: folder === undefined ? ('indexeddb' as const) : ('opfs' as const) });
 }

@@ -9,17 +9,20 @@ import type { KeeperBackend, KeptBytes, UploadRecord } from './keeper.js';
  * their own, apart from the PKG cache's 'postguard'.
  *
  * Keys: `record:<id>` → the record; `bytes:<id>` → the manifest of committed bytes;
- * `piece:<id>:<generation>:<n>` → a Blob of {@link PIECE_BYTES} (the last one shorter). A write
+ * `piece:<id>:<generation>:<n>` → {@link PIECE_BYTES} of them (the last one shorter) as a Blob, so
+ * that a read fetches only its slice, or as a Uint8Array where the engine refuses Blobs (WebKit's
+ * ephemeral sessions: "Error preparing Blob/File data to be stored"). A write
  * puts its pieces under a fresh generation and commits by writing the manifest, so a crash
  * mid-write leaves only unreferenced pieces, which the sweep removes; the generation starts with
  * its time so the sweep can tell an old leftover from a write still under way in another tab.
  */
 
-/** The uploads' database and its one store. */
+/** The uploads' database (apart from the PKG cache's 'postguard': idb-keyval opens one store per database). */
 export const UPLOADS_DB = 'postguard-uploads';
+/** The one store of {@link UPLOADS_DB}. */
 export const UPLOADS_STORE = 'uploads';
 
-/** Bytes per stored Blob: one buffer of this size is all a write holds in memory. */
+/** Bytes per stored piece: one buffer of this size is all a write holds in memory. */
 export const PIECE_BYTES = 4 * 1024 * 1024;
 
 interface Manifest {
@@ -71,8 +74,20 @@ export function idbRecords(store: UseStore): Pick<KeeperBackend, 'saveRecord' | 
   };
 }
 
+/** Whether this engine stores Blobs in IndexedDB (and gives them back as Blobs). */
+export async function storesBlobs(store: UseStore): Promise<boolean> {
+  try {
+    await set('probe:blob', new Blob([new Uint8Array([1])]), store);
+    const back = await get<unknown>('probe:blob', store);
+    await del('probe:blob', store);
+    return back instanceof Blob && back.size === 1;
+  } catch {
+    return false;
+  }
+}
+
 /** A writer that stores `id`'s bytes as pieces and commits them with a manifest. */
-function pieceWriter(store: UseStore, id: string): WritableStream<Uint8Array> {
+function pieceWriter(store: UseStore, id: string, asBlobs: boolean): WritableStream<Uint8Array> {
   const generation = newGeneration();
   let buffer: Uint8Array<ArrayBuffer> | undefined;
   let filled = 0;
@@ -80,8 +95,10 @@ function pieceWriter(store: UseStore, id: string): WritableStream<Uint8Array> {
   let size = 0;
   const flush = async () => {
     if (filled === 0) return;
-    // Blob copies the bytes, so the one buffer is reused for the next piece.
-    await set(pieceKey(id, generation, pieces), new Blob([buffer!.subarray(0, filled)]), store);
+    // Blob copies the bytes, and so does put()'s structured clone (of the whole buffer under a
+    // view: hence the slice of a last, partial piece), so the one buffer is reused for the next.
+    const bytes = filled === PIECE_BYTES ? buffer! : buffer!.slice(0, filled);
+    await set(pieceKey(id, generation, pieces), asBlobs ? new Blob([bytes]) : bytes, store);
     pieces += 1;
     filled = 0;
   };
@@ -118,8 +135,19 @@ function pieceWriter(store: UseStore, id: string): WritableStream<Uint8Array> {
   });
 }
 
-/** A span of the committed pieces: only the pieces it covers are read, each as a Blob slice. */
+/**
+ * A span of the committed pieces: only the pieces it covers are read (a Blob only its slice). The
+ * last Uint8Array piece is kept, as an upload reads in order in spans smaller than a piece: one
+ * piece fetched per piece, not per span.
+ */
 function pieceSource(store: UseStore, id: string, m: Manifest): ByteSource {
+  let last: { n: number; bytes: Uint8Array } | undefined;
+  const pieceAt = async (n: number) => {
+    if (last?.n === n) return last.bytes;
+    const piece = await get<unknown>(pieceKey(id, m.generation, n), store);
+    if (piece instanceof Uint8Array) last = { n, bytes: piece };
+    return piece;
+  };
   return {
     size: m.size,
     async read(offset, length) {
@@ -127,10 +155,13 @@ function pieceSource(store: UseStore, id: string, m: Manifest): ByteSource {
       for (let filled = 0; filled < length;) {
         const at = offset + filled;
         const n = Math.floor(at / PIECE_BYTES);
-        const blob = await get<unknown>(pieceKey(id, m.generation, n), store);
-        if (!(blob instanceof Blob)) throw new Error(`piece ${n} of upload ${id} is gone`);
+        const piece = await pieceAt(n);
         const start = at - n * PIECE_BYTES;
-        const part = new Uint8Array(await blob.slice(start, start + length - filled).arrayBuffer());
+        const end = start + length - filled;
+        let part: Uint8Array;
+        if (piece instanceof Blob) part = new Uint8Array(await piece.slice(start, end).arrayBuffer());
+        else if (piece instanceof Uint8Array) part = piece.subarray(start, end);
+        else throw new Error(`piece ${n} of upload ${id} is gone`);
         if (part.length === 0) throw new Error(`piece ${n} of upload ${id} is short`);
         out.set(part, filled);
         filled += part.length;
@@ -143,13 +174,14 @@ function pieceSource(store: UseStore, id: string, m: Manifest): ByteSource {
 /** The bytes half of a backend: pieces in the uploads store. */
 export function idbBytes(
   store: UseStore,
+  asBlobs: boolean,
 ): Pick<KeeperBackend, 'createBytes' | 'openBytes' | 'listBytes' | 'removeBytes' | 'sweep'> {
   const manifestOf = async (id: string) => {
     const m = await get<unknown>(manifestKey(id), store);
     return isManifest(m) ? m : undefined;
   };
   return {
-    createBytes: async (id) => pieceWriter(store, id),
+    createBytes: async (id) => pieceWriter(store, id, asBlobs),
     openBytes: async (id) => {
       const m = await manifestOf(id);
       return m === undefined || m.size === 0 ? undefined : pieceSource(store, id, m);

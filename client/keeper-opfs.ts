@@ -1,4 +1,4 @@
-import { blobSource } from '../lib/random-access.js';
+import type { ByteSource } from '../lib/random-access.js';
 import type { KeeperBackend, KeptBytes } from './keeper.js';
 
 /**
@@ -48,6 +48,12 @@ async function ownFiles(dir: FileSystemDirectoryHandle): Promise<Array<{ id: str
   return found;
 }
 
+/** A snapshot's spans, each read alone (not lib's blobSource: that would bring the crypto into a keeper's bundle). */
+const fileSource = (file: File): ByteSource => ({
+  size: file.size,
+  read: async (offset, length) => new Uint8Array(await file.slice(offset, offset + length).arrayBuffer()),
+});
+
 /** The folder, if this page may write files into it through `createWritable()`. */
 export async function openUploadsFolder(): Promise<FileSystemDirectoryHandle> {
   if (typeof navigator === 'undefined' || typeof navigator.storage?.getDirectory !== 'function')
@@ -88,7 +94,7 @@ export function opfsBytes(
     },
     openBytes: async (id) => {
       const file = await fileOf(dir, id);
-      return file === undefined || file.size === 0 ? undefined : blobSource(file);
+      return file === undefined || file.size === 0 ? undefined : fileSource(file);
     },
     listBytes: async () =>
       (await ownFiles(dir))

@@ -194,7 +194,8 @@ function fail(error: ClientError): never {
  */
 export function keeperFailed(what: string, cause: unknown): ClientError {
   if (cause instanceof ClientError) return cause;
-  const reason = cause instanceof Error ? cause.message : String(cause);
+  const reason =
+    cause instanceof Error ? cause.message : cause == null ? 'the browser or the system gave no reason' : String(cause);
   return new ClientError(ClientErrorCode.INPUT_FAILED, `the kept upload could not be ${what}: ${reason}`, {
     cause,
   });

@@ -15,9 +15,13 @@ export const CONTRACT_PIECES = [5 * 1024 * 1024, 1, 4 * 1024 * 1024 + 3];
 
 /** `length` bytes of a sequence that differs at every offset of a piece boundary (xorshift from `seed`). */
 export function patterned(length: number, seed: number): Uint8Array {
-  const out = new Uint8Array(length);
+  return fillPattern(new Uint8Array(length), seed);
+}
+
+/** `out` filled with {@link patterned}'s bytes for `seed`, without allocating. */
+export function fillPattern(out: Uint8Array, seed: number): Uint8Array {
   let x = seed | 1;
-  for (let i = 0; i < length; i++) {
+  for (let i = 0; i < out.length; i++) {
     x ^= x << 13;
     x ^= x >>> 17;
     x ^= x << 5;
