@@ -92,6 +92,17 @@ describe('fileKeeper', () => {
     expect((await readdir(dir)).sort()).toEqual(['a.b.pgenc', 'notes.txt']);
   });
 
+  it('a commit that fails (the folder went away) is INPUT_FAILED, and leaves nothing open or behind', async () => {
+    const folder = join(dir, 'gone');
+    const keeper = fileKeeper(folder);
+    const writer = (await keeper.create('lost')).getWriter();
+    await writer.write(patterned(100, 1));
+    await rm(folder, { recursive: true });
+    await expect(writer.close()).rejects.toMatchObject({ code: 'INPUT_FAILED' });
+    expect(await keeper.list()).toEqual([]);
+    expect(await readdir(folder)).toEqual([]);
+  });
+
   it('refuses a folder that is not a path', () => {
     expect(() => fileKeeper('')).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
   });

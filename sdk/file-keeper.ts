@@ -75,8 +75,8 @@ function fileSource(path: string, seen: { ino: number; size: number; mtimeMs: nu
 }
 
 function fileBackend(dir: string): KeeperBackend {
-  let made: Promise<unknown> | undefined;
-  const ready = () => (made ??= mkdir(dir, { recursive: true }));
+  // Made again whenever needed, not once: someone may clear the folder while the process runs.
+  const ready = () => mkdir(dir, { recursive: true });
   const at = (name: string) => join(dir, name);
 
   const commit = async (part: string, name: string) => {
@@ -97,19 +97,34 @@ function fileBackend(dir: string): KeeperBackend {
         closed = true;
         await handle.close();
       };
+      const discard = async () => {
+        await closeOnce().catch(() => undefined);
+        await rm(at(part), { force: true });
+      };
+      // A stream whose write or close failed is errored, and an errored stream is never aborted:
+      // the descriptor and the partial file are let go of here (a full disk stays full otherwise).
+      const orDiscard = async (run: () => Promise<void>) => {
+        try {
+          await run();
+        } catch (e) {
+          await discard();
+          throw e;
+        }
+      };
       return new WritableStream<Uint8Array>({
-        async write(chunk) {
-          for (let done = 0; done < chunk.length;)
-            done += (await handle.write(chunk, done, chunk.length - done)).bytesWritten;
-        },
-        async close() {
-          await handle.sync();
-          await closeOnce();
-          await commit(part, name);
-        },
+        write: (chunk) =>
+          orDiscard(async () => {
+            for (let done = 0; done < chunk.length;)
+              done += (await handle.write(chunk, done, chunk.length - done)).bytesWritten;
+          }),
+        close: () =>
+          orDiscard(async () => {
+            await handle.sync();
+            await closeOnce();
+            await commit(part, name);
+          }),
         async abort() {
-          await closeOnce().catch(() => undefined);
-          await rm(at(part), { force: true });
+          await discard();
           await rm(at(name), { force: true });
         },
       });
