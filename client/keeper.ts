@@ -35,7 +35,16 @@ export interface UploadRecord {
   /** What the user sees, e.g. the file names. */
   label?: string;
   /** What finalize asks the storage service to send. */
-  notify?: { recipients?: boolean; sender?: boolean; message?: string; language?: 'EN' | 'NL' };
+  notify?: {
+    /** Mail the recipients. */
+    recipients?: boolean;
+    /** Mail the sender a copy. */
+    sender?: boolean;
+    /** The message in those mails. */
+    message?: string;
+    /** The language of those mails. */
+    language?: 'EN' | 'NL';
+  };
 }
 
 /**
