@@ -1,0 +1,6 @@
+/// <reference types="vite/client" />
+
+interface ImportMetaEnv {
+  readonly VITE_PKG_URL: string;
+  readonly VITE_CRYPTIFY_URL: string;
+}

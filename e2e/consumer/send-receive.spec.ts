@@ -1,0 +1,192 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, test, type Page } from '@playwright/test';
+import { disclose } from '../../devtools/standin/wallet.js';
+import { ROOT, packAll, type Packed } from '../../scripts/packages.js';
+import { serveStatic, type StaticServer } from './static-server.js';
+
+/**
+ * Issue 23's consumer apps: a send page and a receive page written against the packed
+ * postguard-ts as a user would (`import { PostGuard } from 'postguard-ts/client'`, Vite with
+ * `postguard()`), built in a fresh folder, run in Chromium against `pg-dev` from the packed
+ * @postguard-ts/dev (the PKG, the stand-in Yivi server and the storage stand-in in Cryptify's
+ * strict mode). Three files go from Alice's page to Bob's, each Yivi session completed by the
+ * stand-in's wallet played from here; Bob gets each file's exact bytes. The apps' line counts are
+ * printed and attached to the report: issue 23 aims at 15 lines of app code each.
+ */
+
+const APP = join(ROOT, 'e2e', 'consumer', 'apps', 'send-receive');
+const APP_FILES = ['send.html', 'send.ts', 'receive.html', 'receive.ts', 'vite.config.js', 'env.d.ts', 'tsconfig.json'];
+const EMAIL = 'pbdf.sidn-pbdf.email.email';
+const ALICE = 'alice@example.org';
+const BOB = 'bob@example.org';
+
+let work: string;
+let app: string;
+let dev: ChildProcess | undefined;
+let site: StaticServer | undefined;
+
+const run = (command: string, args: string[], cwd: string, env: Record<string, string> = {}): string =>
+  execFileSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, npm_config_update_notifier: 'false', ...env },
+  });
+
+/** Lines of the app's own code: not blank, not a comment. */
+function codeLines(source: string): number {
+  return source.split('\n').filter((line) => {
+    const t = line.trim();
+    return t !== '' && !t.startsWith('//') && !t.startsWith('/*') && !t.startsWith('*') && !t.startsWith('<!--');
+  }).length;
+}
+
+const rootVersion = (name: string): string =>
+  (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+
+test.describe.configure({ mode: 'serial' });
+
+test.beforeAll(() => {
+  test.setTimeout(600_000);
+  if (
+    process.env['CONSUMER_SKIP_BUILD'] !== '1' ||
+    !existsSync(join(ROOT, 'lib', 'dist', 'client', 'index.js')) ||
+    !existsSync(join(ROOT, 'devtools', 'dist', 'dev', 'main.js'))
+  ) {
+    run('npm', ['run', 'build'], ROOT);
+  }
+  work = mkdtempSync(join(tmpdir(), 'pg-send-receive-'));
+  const packs: Packed[] = packAll(join(work, 'packs'));
+  const tarball = (name: string) => packs.find((p) => p.name === name)!.tarball;
+  app = join(work, 'app');
+  mkdirSync(app);
+  for (const file of APP_FILES) cpSync(join(APP, file), join(app, file));
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify(
+      {
+        name: 'send-receive',
+        private: true,
+        type: 'module',
+        dependencies: { 'postguard-ts': tarball('postguard-ts') },
+        // pg-dev to try it locally, as devtools/README.md suggests.
+        devDependencies: {
+          vite: rootVersion('vite'),
+          '@postguard-ts/dev': tarball('@postguard-ts/dev'),
+          '@postguard-ts/pkg': tarball('@postguard-ts/pkg'),
+        },
+      },
+      null,
+      2,
+    ),
+  );
+  run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
+});
+
+test.afterAll(async () => {
+  await site?.close();
+  if (dev !== undefined && dev.exitCode === null && dev.signalCode === null) {
+    const exited = new Promise((resolve) => dev!.once('exit', resolve));
+    dev.kill('SIGTERM');
+    const timer = setTimeout(() => dev!.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  if (work !== undefined) rmSync(work, { recursive: true, force: true });
+});
+
+/** Starts the installed pg-dev on free ports; its services' URLs. */
+async function startDev(): Promise<{ pkg: string; storage: string }> {
+  const child = spawn(
+    join(app, 'node_modules', '.bin', 'pg-dev'),
+    ['--pkg-port', '0', '--standin-port', '0', '--storage-port', '0'],
+    { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  dev = child;
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  await expect.poll(() => stdout, { timeout: 60_000, message: stderr }).toContain('Ctrl-C stops everything.');
+  const url = (label: string) => new RegExp(`^  ${label} +(http://\\S+)`, 'm').exec(stdout)?.[1];
+  return { pkg: url('PKG')!, storage: url('storage stand-in')! };
+}
+
+/** Plays the phone: waits for the session the page shows in #qr and discloses `address` to it. */
+async function scan(page: Page, address: string): Promise<void> {
+  const link = page.locator('#qr .postguard-session-link');
+  await expect(link).toHaveCount(1, { timeout: 60_000 });
+  const report = await disclose((await link.getAttribute('href'))!, { [EMAIL]: address });
+  expect(report.proofStatus).toBe('VALID');
+}
+
+/** What the page threw, printed as it happens (the apps show no errors of their own) and checked at the end. */
+function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (error) => {
+    console.log(`page error: ${error.stack ?? String(error)}`);
+    errors.push(String(error));
+  });
+  return errors;
+}
+
+test('a send app and a receive app against the packed postguard-ts/client: three files, Yivi-signed, exact bytes', async ({
+  page,
+}) => {
+  test.setTimeout(180_000);
+  const lines = Object.fromEntries(
+    ['send.ts', 'receive.ts', 'send.html', 'receive.html'].map((f) => [
+      f,
+      codeLines(readFileSync(join(APP, f), 'utf8')),
+    ]),
+  );
+  const counted = `app code: send.ts ${lines['send.ts']} lines, receive.ts ${lines['receive.ts']} lines (pages: send.html ${lines['send.html']}, receive.html ${lines['receive.html']})`;
+  console.log(counted);
+  test.info().annotations.push({ type: 'line counts', description: counted });
+
+  const services = await startDev();
+  // The app is configured as Vite apps are, from the environment at build time.
+  run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], app);
+  run(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'error'], app, {
+    VITE_PKG_URL: services.pkg,
+    VITE_CRYPTIFY_URL: services.storage,
+  });
+  site = await serveStatic(join(app, 'dist'));
+
+  const files = [
+    { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('for Bob, from an installed postguard-ts\n') },
+    { name: 'photo.jpg', mimeType: 'image/jpeg', buffer: randomBytes(1_500_000) },
+    { name: 'data.bin', mimeType: 'application/octet-stream', buffer: randomBytes(300_001) },
+  ];
+
+  const errors = watchErrors(page);
+  await page.goto(`${site.url}/send.html`);
+  await page.locator('input[type=file]').setInputFiles(files);
+  await page.locator('input[type=email]').fill(BOB);
+  await page.getByRole('button', { name: 'Send' }).click();
+  await scan(page, ALICE);
+  const output = page.locator('output');
+  await expect(output).toHaveText(/^[0-9a-f-]{36}$/, { timeout: 60_000 });
+  const uuid = (await output.textContent())!;
+
+  await page.goto(`${site.url}/receive.html?uuid=${uuid}`);
+  await scan(page, BOB);
+  const links = page.locator('#files a');
+  await expect(links).toHaveCount(files.length, { timeout: 60_000 });
+  // A bundle's entries are read by random access: the sender is a claim until the whole is read.
+  await expect(page.locator('#sender')).toHaveText(`Claimed sender: ${ALICE}`);
+  expect(await links.allTextContents()).toEqual(files.map((f) => f.name));
+  for (const [i, file] of files.entries()) {
+    const [download] = await Promise.all([page.waitForEvent('download'), links.nth(i).click()]);
+    expect(download.suggestedFilename()).toBe(file.name);
+    const got = readFileSync((await download.path())!);
+    expect(got.length, `${file.name}: length`).toBe(file.buffer.length);
+    // One comparison, not toEqual's walk over a megabyte.
+    expect(got.equals(file.buffer), `${file.name}: the bytes Bob saved are the bytes Alice sent`).toBe(true);
+  }
+  expect(errors).toEqual([]);
+});
