@@ -7,10 +7,11 @@ import { sourceAliases } from '../scripts/source-aliases.js';
 /**
  * How the demo is built and served (Vite's JS API; vite.config.ts `--mode demo` and scripts/dev.ts use it):
  *
- *   demoConfig({ runtime })   dev server and preview server: the two pages, the crypto worker, and
+ *   demoConfig({ runtime })   dev server and preview server: the pages (encrypt, decrypt, send,
+ *                             receive), the crypto worker, and
  *                             - /sw.js: the demo's service worker (demo/src/sw.ts) as one classic
  *                               script; in dev it is bundled on first request and after edits;
- *                             - /config.json: where the PKG and the wallet simulator are, answered
+ *                             - /config.json: where the PKG, the wallet simulator and storage are, answered
  *                               from `runtime()` so a server started on any port can tell the page.
  *   demoConfig() + build      dist/demo (or `outDir`): static files, sw.js and a default config.json
  *                             (the dev stack's loopback addresses; replace it when hosting elsewhere).
@@ -45,12 +46,15 @@ export interface DemoRuntimeConfig {
   pkgUrl: string;
   /** The stand-in's wallet simulator page, or null where there is none (a real Yivi server). */
   walletUrl: string | null;
+  /** The Cryptify-style storage service the send and receive pages use, or null where there is none. */
+  cryptifyUrl: string | null;
 }
 
 /** `npm start`'s addresses (scripts/dev.ts defaults). */
 export const DEFAULT_RUNTIME: DemoRuntimeConfig = {
   pkgUrl: 'http://127.0.0.1:8080',
   walletUrl: 'http://127.0.0.1:8088/standin/wallet',
+  cryptifyUrl: 'http://127.0.0.1:8090',
 };
 
 /**
@@ -95,6 +99,25 @@ function runtimeConfigPlugin(runtime: () => DemoRuntimeConfig): Plugin {
   };
   return {
     name: 'postguard-demo:runtime-config',
+    configureServer: (server) => void server.middlewares.use(middleware),
+    configurePreviewServer: (server) => void server.middlewares.use(middleware),
+  };
+}
+
+/**
+ * /download?uuid=…&recipient=…, the link in Cryptify's (and the stand-in's) notification mails,
+ * answered by the receive page on the dev and preview servers. A static host serves receive.html only.
+ */
+function downloadLinkPlugin(): Plugin {
+  const middleware: Middleware = (req, res, next) => {
+    if (pathOf(req) !== '/download') return next();
+    const query = new URL(req.url ?? '/', 'http://x').search;
+    res.statusCode = 302;
+    res.setHeader('location', `/receive.html${query}`);
+    res.end();
+  };
+  return {
+    name: 'postguard-demo:download-link',
     configureServer: (server) => void server.middlewares.use(middleware),
     configurePreviewServer: (server) => void server.middlewares.use(middleware),
   };
@@ -168,14 +191,21 @@ export function demoConfig(options: DemoConfigOptions = {}): InlineConfig {
     // serving the first page (the crypto worker's) and reloads it, losing what was typed.
     optimizeDeps: { include: [...BROWSER_DEPENDENCIES] },
     worker: { format: 'es' },
-    plugins: [runtimeConfigPlugin(runtime), serviceWorkerPlugin()],
+    plugins: [runtimeConfigPlugin(runtime), downloadLinkPlugin(), serviceWorkerPlugin()],
     server: { fs: { allow: [here('../')] } },
     build: {
       outDir: options.outDir ?? DEMO_OUT_DIR,
       emptyOutDir: true,
       target: 'es2022',
       sourcemap: true,
-      rolldownOptions: { input: { encrypt: here('./index.html'), decrypt: here('./decrypt.html') } },
+      rolldownOptions: {
+        input: {
+          encrypt: here('./index.html'),
+          decrypt: here('./decrypt.html'),
+          send: here('./send.html'),
+          receive: here('./receive.html'),
+        },
+      },
     },
   };
 }

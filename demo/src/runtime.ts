@@ -2,7 +2,7 @@ import { PkgClient, PostGuardWorker, registerDecryptingServiceWorker } from 'pos
 import type { DemoRuntimeConfig } from '../vite.js';
 
 /**
- * What both pages share: where the PKG and the wallet simulator are (/config.json), the crypto
+ * What the pages share: where the PKG, the wallet simulator and storage are (/config.json), the crypto
  * worker, the PKG client, and the service worker that streams downloads.
  */
 
@@ -17,19 +17,24 @@ export interface Services {
 const FALLBACK: DemoRuntimeConfig = {
   pkgUrl: 'http://127.0.0.1:8080',
   walletUrl: 'http://127.0.0.1:8088/standin/wallet',
+  cryptifyUrl: 'http://127.0.0.1:8090',
 };
 
-function isConfig(value: unknown): value is DemoRuntimeConfig {
-  if (typeof value !== 'object' || value === null) return false;
-  const { pkgUrl, walletUrl } = value as Record<string, unknown>;
-  return typeof pkgUrl === 'string' && (walletUrl === null || typeof walletUrl === 'string');
+const stringOrNull = (value: unknown): value is string | null => value === null || typeof value === 'string';
+
+/** A config.json written before storage existed (no cryptifyUrl) still serves the encrypt and decrypt pages. */
+function asConfig(value: unknown): DemoRuntimeConfig | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { pkgUrl, walletUrl, cryptifyUrl = null } = value as Record<string, unknown>;
+  if (typeof pkgUrl !== 'string' || !stringOrNull(walletUrl) || !stringOrNull(cryptifyUrl)) return undefined;
+  return { pkgUrl, walletUrl, cryptifyUrl };
 }
 
 async function loadConfig(): Promise<DemoRuntimeConfig> {
   try {
     const response = await fetch('./config.json', { cache: 'no-store' });
-    const body: unknown = response.ok ? await response.json() : undefined;
-    if (isConfig(body)) return body;
+    const config = asConfig(response.ok ? await response.json() : undefined);
+    if (config !== undefined) return config;
   } catch {
     // served without a config: the dev stack's addresses
   }
