@@ -41,11 +41,12 @@ describe('ensureDevKeys', () => {
 });
 
 describe('devSettings', () => {
-  it("defaults to loopback, 8080, 8088 and the demo on Vite's dev server at 5173, and the demo origins; the environment overrides", () => {
+  it("defaults to loopback, 8080, 8088, storage at 8090 and the demo on Vite's dev server at 5173, and the demo origins; the environment overrides", () => {
     expect(devSettings({})).toEqual({
       host: '127.0.0.1',
       pkgPort: 8080,
       standinPort: 8088,
+      storagePort: 8090,
       demoPort: 5173,
       demo: 'dev',
       origins: DEV_ORIGINS,
@@ -55,6 +56,7 @@ describe('devSettings', () => {
       devSettings({
         PKG_PORT: '9000',
         STANDIN_PORT: '9001',
+        STORAGE_PORT: '9003',
         DEMO_PORT: '9002',
         DEMO: 'build',
         DEV_ORIGINS: 'http://a.test,http://b.test',
@@ -64,6 +66,7 @@ describe('devSettings', () => {
       host: '0.0.0.0',
       pkgPort: 9000,
       standinPort: 9001,
+      storagePort: 9003,
       demoPort: 9002,
       demo: 'build',
       origins: ['http://a.test', 'http://b.test'],
@@ -96,7 +99,21 @@ describe('startDev', () => {
       expect(await (await fetch(`${stack.demoUrl}config.json`)).json()).toEqual({
         pkgUrl: stack.pkg.url,
         walletUrl: `${stack.standinUrl}/standin/wallet`,
+        cryptifyUrl: stack.storage.url,
       });
+      // The storage stand-in answers the demo's origin as Cryptify does (strict: only the token readable), and no other.
+      const limits = await fetch(`${stack.storage.url}/limits`, { headers: { origin: demoOrigin } });
+      expect(limits.status).toBe(200);
+      expect(limits.headers.get('access-control-allow-origin')).toBe(demoOrigin);
+      expect(limits.headers.get('access-control-expose-headers')).toBe('cryptifytoken');
+      const stranger = await fetch(`${stack.storage.url}/limits`, { headers: { origin: 'http://evil.test' } });
+      expect(stranger.headers.get('access-control-allow-origin')).toBeNull();
+      // Cryptify's mail link opens the receive page.
+      const mailLink = await fetch(`${stack.demoUrl}download?uuid=x&recipient=y`, { redirect: 'manual' });
+      expect(mailLink.status).toBe(302);
+      expect(mailLink.headers.get('location')).toBe('/receive.html?uuid=x&recipient=y');
+      expect(await (await fetch(`${stack.demoUrl}send.html`)).text()).toContain('<h1>Send</h1>');
+      expect(await (await fetch(`${stack.demoUrl}receive.html`)).text()).toContain('<h1>Receive</h1>');
       expect(await (await fetch(stack.demoUrl!)).text()).toContain('<h1>Encrypt</h1>');
       expect(await (await fetch(`${stack.demoUrl}decrypt.html`)).text()).toContain('<h1>Decrypt</h1>');
       // The service worker is bundled on request: one classic script with the decrypter and the saver.

@@ -1,17 +1,20 @@
-// `npm start`: the demo with the PKG and the stand-in identity server, on embedded development defaults.
+// `npm start`: the demo with the PKG, the stand-in identity server and the storage stand-in, on
+// embedded development defaults.
 //
-//   demo (Vite dev server) http://127.0.0.1:5173      (encrypt page; decrypt page at /decrypt.html)
+//   demo (Vite dev server) http://127.0.0.1:5173      (encrypt, decrypt, send.html, receive.html)
 //   stand-in Yivi server   http://127.0.0.1:8088      (wallet page: /standin/wallet)
 //   PKG                    http://127.0.0.1:8080      (CORS: the demo's dev and preview origins)
+//   storage stand-in       http://127.0.0.1:8090      (Cryptify in strict mode; mails in /standin/outbox)
 //
 // Master keys and the stand-in's JWT key are created in .keys/ (gitignored) on the first run and
-// reused afterwards, so ciphertexts and cached keys survive a restart. Overrides: DEV_HOST, PKG_PORT,
-// STANDIN_PORT, DEMO_PORT, DEMO (dev | build | off: Vite's dev server, a production build served by
+// reused afterwards, so ciphertexts and cached keys survive a restart; uploads live in a temporary
+// directory removed on exit. Overrides: DEV_HOST, PKG_PORT, STANDIN_PORT, STORAGE_PORT, DEMO_PORT, DEMO (dev | build | off: Vite's dev server, a production build served by
 // Vite's preview server, or no demo), DEV_ORIGINS (comma-separated), and the PKG's own variables
 // (PKG_RATELIMIT_*, LOG_LEVEL, DATABASE_URL, ...). With DATABASE_URL (API keys), the database's schema is
 // brought up to date before the PKG starts, and the start says so. Not for production: `pg-pkg server` is.
 import { access, mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DemoRuntimeConfig } from '../demo/vite.js';
@@ -21,6 +24,7 @@ import { ConfigError, parseCommand } from '../server/config.js';
 import { migrate, migrationLabel } from '../server/db/migrate.js';
 import { StartupError, serve, type RunningServer } from '../server/serve.js';
 import { buildStandin } from '../devtools/standin/app.js';
+import { buildStorage, type StorageOptions } from '../devtools/storage/app.js';
 
 export const DEV_KEY_DIR = '.keys';
 /** Vite's dev server and its preview server, by both loopback names. */
@@ -39,6 +43,13 @@ export interface DevSettings {
   host: string;
   pkgPort: number;
   standinPort: number;
+  /** The storage stand-in's port (0: a free one). Default 0 where the settings do not say (tests). */
+  storagePort?: number;
+  /**
+   * Storage stand-in options on top of the stack's (strict mode, the PKG, the demo's origins): its
+   * limits and chunk size, for tests that need small ones.
+   */
+  storage?: Pick<StorageOptions, 'chunkSize' | 'perUploadLimit' | 'rollingLimit' | 'dataDir'>;
   /** 0 picks a free port (tests); the PKG then allows that origin too. */
   demoPort: number;
   demo: DemoMode;
@@ -55,6 +66,7 @@ export function devSettings(env: Readonly<Record<string, string | undefined>>): 
     host: env['DEV_HOST'] ?? '127.0.0.1',
     pkgPort: Number(env['PKG_PORT'] ?? 8080),
     standinPort: Number(env['STANDIN_PORT'] ?? 8088),
+    storagePort: Number(env['STORAGE_PORT'] ?? 8090),
     demoPort: Number(env['DEMO_PORT'] ?? 5173),
     demo,
     origins: env['DEV_ORIGINS']?.split(',') ?? DEV_ORIGINS,
@@ -91,6 +103,8 @@ export interface DevStack {
   /** What the start did to the API-key database (DATABASE_URL), unless there is none. */
   database: string | undefined;
   standinUrl: string;
+  /** The storage stand-in (Cryptify's protocol, strict mode), in this process. */
+  storage: { url: string; app: FastifyInstance };
   /** The stand-in's wallet simulator page. */
   walletUrl: string;
   /** The demo's base URL (ends in '/'), unless the demo is off. */
@@ -141,7 +155,7 @@ export async function startDev(
   const keyPaths = await ensureDevKeys(settings.keyDir);
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   // Filled in once the PKG listens; the page asks only after that.
-  let runtime: DemoRuntimeConfig = { pkgUrl: '', walletUrl: null };
+  let runtime: DemoRuntimeConfig = { pkgUrl: '', walletUrl: null, cryptifyUrl: null };
   const demo = settings.demo === 'off' ? undefined : await startDemo(settings, host, () => runtime);
   // With an ephemeral demo port, the PKG must allow the origin it got.
   const origins = demo === undefined ? settings.origins : [...new Set([...settings.origins, new URL(demo.url).origin])];
@@ -194,16 +208,46 @@ export async function startDev(
     await demo?.close();
     throw e;
   }
+  let storage: FastifyInstance;
+  let storageUrl: string;
+  try {
+    storage = buildStorage({
+      ...settings.storage,
+      // As Cryptify answers a browser: only the token is readable cross-origin, so what the demo
+      // does here it can do against the real service.
+      strict: true,
+      pkgUrl: pkg.url,
+      allowedOrigins: originPattern(origins),
+      // The mails' download links (/download?uuid=…) open the demo's receive page.
+      ...(demo === undefined ? {} : { publicUrl: demo.url }),
+      logger: { level: env['LOG_LEVEL'] ?? 'warn', stream: process.stderr },
+    });
+    const storagePort = settings.storagePort ?? 0;
+    try {
+      await storage.listen({ host: settings.host, port: storagePort });
+    } catch (e) {
+      await storage.close().catch(() => undefined);
+      throw listenError(e, settings.host, storagePort, 'the storage stand-in');
+    }
+    storageUrl = `http://${host}:${(storage.server.address() as AddressInfo).port}`;
+  } catch (e) {
+    await pkg.close();
+    await standin.close();
+    await demo?.close();
+    throw e;
+  }
   const walletUrl = `${standinUrl}/standin/wallet`;
-  runtime = { pkgUrl: pkg.url, walletUrl };
+  runtime = { pkgUrl: pkg.url, walletUrl, cryptifyUrl: storageUrl };
   return {
     pkg,
     database,
     standinUrl,
+    storage: { url: storageUrl, app: storage },
     walletUrl,
     demoUrl: demo?.url,
     close: async () => {
       await demo?.close();
+      await storage.close();
       await pkg.close();
       const closing = standin.close();
       // An open status-event stream would hold the stand-in's close until it ends.
@@ -211,6 +255,13 @@ export async function startDev(
       await closing;
     },
   };
+}
+
+/** The storage stand-in's CORS setting: exactly these origins (it takes one pattern for the whole Origin). */
+export function originPattern(origins: readonly string[]): RegExp {
+  const escaped = origins.map((o) => o.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
+  // No origin at all matches nothing: (?!) never matches.
+  return new RegExp(escaped.length === 0 ? '^(?!)$' : `^(?:${escaped.join('|')})$`);
 }
 
 /** Brings the schema up to date; says what it did, with the URL's password left out. */
@@ -252,10 +303,16 @@ async function main(): Promise<void> {
       'postguard-ts development stack',
       ...(stack.demoUrl === undefined
         ? []
-        : [`  demo: encrypt      ${stack.demoUrl}`, `  demo: decrypt      ${stack.demoUrl}decrypt.html`]),
+        : [
+            `  demo: send         ${stack.demoUrl}send.html`,
+            `  demo: receive      ${stack.demoUrl}receive.html?uuid=…`,
+            `  demo: encrypt      ${stack.demoUrl}`,
+            `  demo: decrypt      ${stack.demoUrl}decrypt.html`,
+          ]),
       `  PKG                ${stack.pkg.url}          (GET /v2/parameters, /health, /metrics)`,
       `  stand-in Yivi      ${stack.standinUrl}`,
       `  simulated wallet   ${stack.walletUrl}`,
+      `  storage stand-in   ${stack.storage.url}  (mails it would send: /standin/outbox)`,
       `  keys               ${DEV_KEY_DIR}/ (created on first run)`,
       ...(stack.database === undefined
         ? ['  API keys           off (set DATABASE_URL to a PostgreSQL database to use them)']
