@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { test as engineTest } from '../engines/fixtures.js';
 import type { EnginePage } from '../engines/driver.js';
 import type { PgJsPage, Received, Sent, Services } from './page/main.js';
+import type { OursOpened, OursSent } from './page/ours.js';
 import { startInteropStack, type InteropStack } from './stack.js';
 
 /**
@@ -47,6 +48,19 @@ export function pgjsSend(tab: EnginePage, stack: InteropStack): Promise<Sent> {
 /** pg-js opens upload `uuid` as the recipient, through a wallet session. */
 export function pgjsReceive(tab: EnginePage, stack: InteropStack, uuid: string): Promise<Received> {
   return tab.evaluate((args) => (window as unknown as { pgjs: PgJsPage }).pgjs.receive(args), {
+    ...services(stack),
+    uuid,
+  });
+}
+
+/** Our client in the page seals the three files, signs through a wallet session, and uploads them. */
+export function oursSendInPage(tab: EnginePage, stack: InteropStack): Promise<OursSent> {
+  return tab.evaluate((args) => (window as unknown as { pgjs: PgJsPage }).pgjs.oursSend(args), services(stack));
+}
+
+/** Our client in the page opens upload `uuid` file by file, then whole. */
+export function oursOpenInPage(tab: EnginePage, stack: InteropStack, uuid: string): Promise<OursOpened> {
+  return tab.evaluate((args) => (window as unknown as { pgjs: PgJsPage }).pgjs.oursOpen(args), {
     ...services(stack),
     uuid,
   });

@@ -1,11 +1,11 @@
 import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { build, preview } from 'vite';
-import { browserAlias } from '../../lib/build/bundles.js';
 import { createApiKey, createApiKeyStore } from '../../server/db.js';
 import { createTestSchema } from '../../server/db/testing.js';
 import { startPkg } from '../../server/testing.js';
 import { startStorage } from '../../devtools/storage/testing.js';
+import { sourceAliases } from '../../scripts/source-aliases.js';
 import type { ManualClock } from '../../devtools/standin/testing.js';
 import { EMAIL } from './files.js';
 
@@ -50,8 +50,18 @@ async function servePage(outDir: string): Promise<{ url: string; close(): Promis
     configFile: false,
     root: PAGE,
     logLevel: 'warn',
-    resolve: { alias: browserAlias },
-    build: { outDir, emptyOutDir: true, target: 'es2022', minify: false, sourcemap: false },
+    // postguard-ts/client from the sources, as the rest of the repository sees it, with the crypto worker.
+    resolve: { alias: sourceAliases('portable') },
+    worker: { format: 'es' },
+    build: {
+      outDir,
+      emptyOutDir: true,
+      target: 'es2022',
+      minify: false,
+      sourcemap: false,
+      // On a busy machine the bundler reports its slow plugins; that is not this spec's business.
+      rolldownOptions: { checks: { bundlerTimings: false } },
+    },
   });
   const server = await preview({
     configFile: false,
@@ -84,8 +94,10 @@ export async function startInteropStack(outDir: string): Promise<InteropStack> {
 
     const pkg = await startPkg({ apiKeys, clock: wallClock, allowedOrigins: [origin] });
     closers.push(() => pkg.close());
+    // Strict: CORS exposes only cryptifytoken, as Cryptify does, so nothing passes here that would not there.
     const storage = await startStorage({
       pkgUrl: pkg.url,
+      strict: true,
       allowedOrigins: new RegExp(`^${origin.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`),
     });
     closers.push(() => storage.close());

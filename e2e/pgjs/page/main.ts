@@ -1,11 +1,13 @@
 import { PostGuard } from '@e4a/pg-js';
 import { EMAIL, FILES, RECIPIENT, SENDER, UPLOAD_CHUNK, fileBytes } from '../files.js';
+import { oursOpen, oursSend } from './ours.js';
 import { walletSession, type SessionLog } from './session.js';
+import { base64, described } from './wire.js';
 
 /**
- * The pg-js side of the interop spec: the published @e4a/pg-js 1.6.0, as an app bundles it, pointed
- * at our PKG and storage stand-in. The spec drives it through `window.pgjs`; arguments and results
- * cross as JSON (every engine's driver allows only that), so the plaintext comes back as base64.
+ * The interop spec's page: the published @e4a/pg-js 1.6.0, as an app bundles it, pointed at our
+ * PKG and storage stand-in, beside our client (ours.ts). The spec drives both through
+ * `window.pgjs`; arguments and results cross as JSON (wire.ts).
  */
 
 export interface Services {
@@ -30,20 +32,6 @@ export interface Received {
   /** The decrypted bundle, as pg-js hands it over (a ZIP), in base64. */
   zip: string;
   sessions: SessionLog;
-}
-
-/** pg-js's errors carry an HTTP status and body that the driver's JSON would drop: keep them in the message. */
-function described(error: unknown): Error {
-  if (!(error instanceof Error)) return new Error(String(error));
-  const { status, body } = error as { status?: number; body?: string };
-  const extra = status === undefined ? '' : ` (HTTP ${status}: ${String(body).slice(0, 300)})`;
-  return new Error(`${error.name}: ${error.message}${extra}`, { cause: error });
-}
-
-function base64(bytes: Uint8Array): string {
-  let text = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
 }
 
 async function send({ pkgUrl, storageUrl }: Services): Promise<Sent> {
@@ -86,7 +74,7 @@ async function receive({ pkgUrl, storageUrl, uuid }: Services & { uuid: string }
   }
 }
 
-const api = { send, receive };
+const api = { send, receive, oursSend, oursOpen };
 export type PgJsPage = typeof api;
 (window as unknown as { pgjs: PgJsPage }).pgjs = api;
 document.body.dataset['ready'] = 'true';
