@@ -46,6 +46,7 @@ async function send({ pkgUrl, storageUrl }: Services): Promise<Sent> {
         recipients: [pg.recipient.email(RECIPIENT)],
         sign: pg.sign.session(walletSession(pkgUrl, { [EMAIL]: SENDER }, sessions), { senderEmail: SENDER }),
         onProgress: (pct) => void progress.push(pct),
+        signal: AbortSignal.timeout(60_000),
       })
       .upload();
     return { uuid, sessions, progress };
