@@ -17,6 +17,10 @@ export type { RecipientKind } from './recipients.js';
 export { Sealed } from './sealed.js';
 export type { NotifyOptions, ToBytesOptions, UploadOptions, UploadResult } from './sealed.js';
 export { PendingUpload } from './resume.js';
+export { uploadCiphertext, resumeSession, checkLimits, chunkSizeFor } from './upload.js';
+export type { UploadCiphertextOptions, ResumedUpload } from './upload.js';
+export { StorageClient } from './storage.js';
+export type { UploadSession, UploadStatus, InitRequest } from './storage.js';
 export type { ResumeOptions } from './resume.js';
 export { Opened, chooseRecipient } from './opened.js';
 export type {
@@ -47,7 +51,12 @@ export {
 export type { UploadKeeper, UploadRecord, KeeperBackend, KeeperOptions, KeptBytes } from './keeper.js';
 export { browserKeeper } from './keeper-browser.js';
 export type { BrowserKeeper, BrowserKeeperBackend, BrowserKeeperOptions } from './keeper-browser.js';
-export { listZipEntries, zipEntryStream } from './zip-entries.js';
-export type { ZipEntry, ZipReadable } from './zip-entries.js';
+export {
+  listZipEntries,
+  zipEntryStream,
+  DEFAULT_MAX_ZIP_ENTRIES,
+  DEFAULT_MAX_CENTRAL_DIRECTORY_BYTES,
+} from './zip-entries.js';
+export type { ZipEntry, ZipReadable, ListZipEntriesOptions, ZipEntryStreamOptions } from './zip-entries.js';
 export { showSessionIn } from './qr-panel.js';
 export { CLIENT_VERSION } from './version.js';

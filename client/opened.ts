@@ -67,6 +67,7 @@ export interface DecryptInput {
 
 /** `'save'`: the file went to the browser's downloads. */
 export interface SavedResult {
+  /** Which output this is. */
   output: 'save';
   /** Who sealed it, as verified once the last byte authenticated. */
   sender: SenderReport;
@@ -74,6 +75,7 @@ export interface SavedResult {
 
 /** `'stream'`: the plaintext, released segment by segment as each authenticates. */
 export interface StreamResult {
+  /** Which output this is. */
   output: 'stream';
   /** Errors with a ClientError if anything fails; closes only after the final segment authenticated. */
   readable: ReadableStream<Uint8Array>;
@@ -83,15 +85,25 @@ export interface StreamResult {
 
 /** `'bytes'`: the whole plaintext. */
 export interface BytesResult {
+  /** Which output this is. */
   output: 'bytes';
+  /** The whole plaintext (a bundle's ZIP for an upload). */
   plaintext: Uint8Array;
+  /** Who sealed it, as the signatures proved. */
   sender: SenderReport;
 }
 
 /** One file of a bundle, read without unpacking the others. */
 export interface BundleEntry {
-  /** Its name (last path segment, safe to save as). */
+  /**
+   * A name safe to show and save under: the last path segment, without control or bidi
+   * characters. Two entries can share one (`a/x`, `b/x`): make it unique before saving both.
+   */
   name: string;
+  /** The name as the sender stored it (folders, `..`, anything): to show, never to save under. */
+  path: string;
+  /** Whether this client can read it (stored, not encrypted); `stream()` of another is BUNDLE_INVALID. */
+  supported: boolean;
   /** Bytes. */
   size: number;
   /** Its bytes as a stream, CRC-checked at the end (the stream errors on a mismatch). */
@@ -102,7 +114,9 @@ export interface BundleEntry {
 
 /** `'entries'`: the bundle's files. */
 export interface EntriesResult {
+  /** Which output this is. */
   output: 'entries';
+  /** The bundle's files, in the ZIP's order (folders left out). */
   entries: BundleEntry[];
   /**
    * The sender the file claims, worded for a part of it: each entry's segments authenticated under
@@ -145,7 +159,7 @@ function decryptionFailed(error: unknown): unknown {
 export class Opened {
   private inspection: Promise<{ inspection: CiphertextInspection; vk: string }> | undefined;
 
-  /** Use `pg.open()`. */
+  /** Use `pg.open()`. @internal */
   constructor(
     private readonly input: OpenInput,
     private readonly parts: OpenedParts,
@@ -397,6 +411,8 @@ export class Opened {
 function bundleEntry(file: ZipReadable, entry: ZipEntry): BundleEntry {
   return {
     name: entry.name,
+    path: entry.path,
+    supported: entry.supported,
     size: entry.size,
     stream: () => zipEntryStream(file, entry),
     blob: async (type) =>

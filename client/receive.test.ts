@@ -198,7 +198,7 @@ describe('resumeUploads: an upload stopped half-way continues with the very same
   it('abort at 50 %, a new client with the same keeper resumes from the storage service offset', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pg-keeper-'));
     try {
-      const keeper = await fileKeeper(dir);
+      const keeper = fileKeeper(dir);
       const stop = new AbortController();
       const first = client({ keeper });
       const sealed = first.encrypt({
@@ -216,7 +216,7 @@ describe('resumeUploads: an upload stopped half-way continues with the very same
         .catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'ABORTED' });
 
-      const second = client({ keeper: await fileKeeper(dir) });
+      const second = client({ keeper: fileKeeper(dir) });
       const pending = await second.resumeUploads();
       expect(pending).toHaveLength(1);
       expect(pending[0]!.label).toBe('a.txt, b.bin, c.pdf');

@@ -70,7 +70,11 @@ export class PendingUpload {
       );
     }
     try {
-      const { session, uploaded } = await resumeSession(this.storage, this.uuid, record.recoveryToken, options.signal);
+      // The service's last chunk is sent again from the kept bytes: it answers only if they are the same bytes.
+      const { session, uploaded } = await resumeSession(this.storage, this.uuid, record.recoveryToken, options.signal, {
+        source,
+        ...(record.chunkSize === undefined ? {} : { maxChunkSize: record.chunkSize }),
+      });
       await uploadCiphertext({
         storage: this.storage,
         session,
