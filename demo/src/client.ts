@@ -15,10 +15,11 @@ export interface ClientServices extends Services {
 
 /**
  * WORKAROUND, to delete once postguard-ts/client sends a chunk as bytes in a page: its chunk PUT
- * has a ReadableStream body (duplex 'half') with a Content-Length header. Browsers drop that header,
- * Chromium refuses a streamed body over HTTP/1.1 (every chunk fails as unreachable) and Firefox
- * cannot stream a request body at all. A chunk is at most the service's chunk size and the client
- * holds it in memory anyway, so reading it back into one buffer costs one chunk.
+ * has a ReadableStream body (duplex 'half') with a Content-Length header. Browsers drop that header;
+ * Chromium refuses a streamed body over HTTP/1.1 (seen here: every chunk failed as unreachable), and
+ * Firefox and WebKit take no stream as a fetch body at all (web-features "fetch-request-streams";
+ * Firefox bug 1387483). A chunk is at most the service's chunk size and the client holds it in
+ * memory anyway, so reading it back into one buffer costs one chunk.
  */
 const fetchWithBufferedBodies: typeof fetch = async (input, init) => {
   if (!(init?.body instanceof ReadableStream)) return fetch(input, init);
