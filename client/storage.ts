@@ -1,4 +1,5 @@
 import type { ResolvedConfig } from './config.js';
+import { isBrowser } from './host.js';
 import { ClientError, ClientErrorCode, invalidInput, type ClientErrorDetails } from './errors.js';
 import { backoff, discard, exchange, excerpt, isTransientStatus, readJson } from './http.js';
 
@@ -163,7 +164,11 @@ const unreachable = (what: string, reason: 'network' | 'timeout', attempts: numb
 function chunkBody(
   chunk: Uint8Array<ArrayBuffer>,
   headers: Record<string, string>,
-): Pick<RequestInit, 'body' | 'headers'> & { duplex: 'half' } {
+): Pick<RequestInit, 'body' | 'headers'> & { duplex?: 'half' } {
+  // Browsers do not stream request bodies over HTTP/1.1 (Chromium needs HTTP/2, Firefox sends the
+  // stream's name, WebKit refuses), and Content-Length is theirs to set: the bytes go as they are,
+  // copied once by the browser when the request is made.
+  if (isBrowser()) return { body: chunk, headers };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(chunk);

@@ -69,12 +69,6 @@ test('our client in the page uploads three files signed by a session; pg-js open
   tab,
   interop,
 }) => {
-  // Known failure, in client/storage.ts chunkBody: chunk PUTs send a ReadableStream body (duplex
-  // 'half'). Chromium streams uploads over HTTP/2 only (here net::ERR_ALPN_NEGOTIATION_FAILED,
-  // STORAGE_UNAVAILABLE after 5 attempts), Firefox sends the text "[object ReadableStream]" (400
-  // Data not complete, STORAGE_REJECTED), WebKit refuses (NotSupportedError). With the chunk sent
-  // as bytes the flow passes. Remove this line once the client does so in browsers.
-  test.fail(true, 'client/storage.ts sends chunk bodies as streams, which browsers refuse over HTTP/1.1');
   await openPage(tab, interop);
   const sent = await oursSendInPage(tab, interop);
   expect(sent.sessions).toEqual(SIGNING);
