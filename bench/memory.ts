@@ -63,15 +63,25 @@ const nodeSample = (): Sample => {
   return { rss: m.rss, heap: m.heapUsed, buffers: m.arrayBuffers + m.external };
 };
 
-/** Runs `f`, sampling `sample` every 100 ms; the baseline just before and the peak of each figure. */
-async function sampled<T>(
-  sample: () => Sample | Promise<Sample>,
-  f: () => Promise<T>,
-): Promise<{ result: T; ms: number; base: Sample; peak: Sample }> {
+/** What a phase's sampling found: the baseline just before, the peak of each figure, and RSS peaks by quarter. */
+interface Sampled<T> {
+  result: T;
+  ms: number;
+  base: Sample;
+  peak: Sample;
+  /** The peak RSS in each quarter of the phase's duration: flat memory keeps these level. */
+  quarters: number[];
+}
+
+/** Runs `f`, sampling `sample` every 100 ms. */
+async function sampled<T>(sample: () => Sample | Promise<Sample>, f: () => Promise<T>): Promise<Sampled<T>> {
   const base = await sample();
   const peak = { ...base };
+  const series: Array<{ at: number; rss: number }> = [];
+  const t = performance.now();
   const take = async () => {
     const s = await sample();
+    series.push({ at: performance.now() - t, rss: s.rss });
     for (const k of ['rss', 'heap', 'buffers'] as const) peak[k] = Math.max(peak[k], s[k]);
   };
   // Samples are chained, so a slow CDP answer delays the next one instead of overlapping it.
@@ -79,14 +89,16 @@ async function sampled<T>(
   const timer = setInterval(() => {
     taking = taking.then(take, take);
   }, 100);
-  const t = performance.now();
   try {
     const result = await f();
     const ms = performance.now() - t;
     clearInterval(timer);
     await taking;
     await take();
-    return { result, ms, base, peak };
+    const quarters = [0, 1, 2, 3].map((q) =>
+      Math.max(base.rss, ...series.filter((s) => Math.min(3, Math.floor((4 * s.at) / ms)) === q).map((s) => s.rss)),
+    );
+    return { result, ms, base, peak, quarters };
   } finally {
     clearInterval(timer);
   }
@@ -94,12 +106,13 @@ async function sampled<T>(
 
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
 
-function row(what: string, bytes: number, run: { ms: number; base: Sample; peak: Sample }, figures: string[]) {
+function row(what: string, bytes: number, run: Sampled<unknown>, figures: string[]) {
   const cells = figures.map(
     (k) =>
       `${k} ${mib(run.base[k as keyof Sample])} → ${mib(run.peak[k as keyof Sample])} (+${mib(run.peak[k as keyof Sample] - run.base[k as keyof Sample])})`,
   );
   console.log(`${what}: ${(bytes / 1e6 / (run.ms / 1000)).toFixed(0)} MB/s, ${cells.join(', ')}`);
+  console.log(`  peak RSS by quarter of the run: ${run.quarters.map((q) => mib(q)).join(' / ')}`);
 }
 
 /** The renderer processes' resident memory, from /proc (a page and its dedicated workers share one). */
