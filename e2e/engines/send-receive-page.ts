@@ -62,6 +62,15 @@ export function installSendReceive(): void {
       return a !== null && visible(a) ? a.href : undefined;
     },
     sessions: () => w.srSessions ?? 0,
+    /** What a person would notice first: content wider than the screen, controls without a label. */
+    layoutProblems() {
+      const overflow = document.documentElement.scrollWidth - window.innerWidth;
+      const unlabelled = Array.from(document.querySelectorAll<HTMLInputElement>('input, select, textarea'))
+        .filter((el) => el.type !== 'hidden' && visible(el))
+        .filter((el) => (el.labels?.length ?? 0) === 0 && !el.getAttribute('aria-label'))
+        .map((el) => el.outerHTML);
+      return { overflow, unlabelled };
+    },
   };
   (window as unknown as { sr: typeof sr }).sr = sr;
 }
@@ -76,4 +85,5 @@ export interface SendReceivePage {
   href(selector: string): string | null;
   sessionLink(): string | undefined;
   sessions(): number;
+  layoutProblems(): { overflow: number; unlabelled: string[] };
 }

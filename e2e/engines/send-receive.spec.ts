@@ -156,24 +156,42 @@ async function saveEntry(tab: EnginePage, dir: string, name: string, bytes: Buff
   expectSameBytes(await downloaded(dir, name, bytes.length), bytes, name);
 }
 
+/** No sideways scrolling and every control labelled, with a screenshot in the report. */
+async function check(tab: EnginePage, name: string): Promise<void> {
+  const problems = await tab.evaluate(() => sr.layoutProblems());
+  expect(problems.overflow, `${name}: content wider than the viewport`).toBeLessThanOrEqual(0);
+  expect(problems.unlabelled, `${name}: controls without a label`).toEqual([]);
+  const path = test.info().outputPath(`${name}.png`);
+  await tab.screenshot(path);
+  await test.info().attach(name, { path, contentType: 'image/png' });
+}
+
 const file = (name: string, bytes: Buffer): FileSpec => ({ name, b64: bytes.toString('base64') });
 
 test('send (Yivi-signed) → link → receive: the recipient saves each file with its exact bytes', async ({
   tab,
   sendStack,
   browserOf,
+  engine,
 }) => {
   await clearDownloads(browserOf.downloads);
   const who = people('send');
   const report = randomBytes(300_000);
   const note = Buffer.from('Hello Bob,\nthe report is attached.\n');
-  const link = await send(tab, sendStack, [file('report.bin', report), file('note.txt', note)], who);
+  await startSend(tab, sendStack, [file('report.bin', report), file('note.txt', note)], who);
+  await check(tab, `${engine}-send-scan`);
+  await scan(tab, who.alice);
+  const link = await sentLink(tab);
+  await check(tab, `${engine}-send-done`);
   await receive(tab, link, who, 2);
+  await check(tab, `${engine}-receive-files`);
   await saveEntry(tab, browserOf.downloads, 'report.bin', report);
   await saveEntry(tab, browserOf.downloads, 'note.txt', note);
   await tab.evaluate(() => sr.click('[data-entry="note.txt"] button.preview'));
-  await until(() => tab.evaluate(() => sr.text('#preview-area pre')), 'the preview');
-  expect((await tab.evaluate(() => sr.text('#preview-area pre'))).trimEnd()).toBe(note.toString().trimEnd());
+  await settled(tab, { data: ['#preview-area', 'entry', 'note.txt'] }, 'the preview');
+  expect(await tab.evaluate(() => document.querySelector('#preview-area pre')?.textContent ?? '')).toBe(
+    note.toString(),
+  );
 });
 
 test('an upload stopped at 50 % by a reload continues after it, and the recipient gets the exact bytes', async ({
