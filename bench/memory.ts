@@ -5,9 +5,10 @@
  *   Node     upload (`encrypt({ data }).upload()`, API key) and download + decrypt
  *            (`open({ uuid }).decrypt({ output: 'stream' })`) in this process: RSS, V8 heap and
  *            ArrayBuffers sampled every 100 ms, peak against the baseline before the phase
- *   Chromium the same upload downloaded and decrypted in a page (bench/memory-page/, the client with
- *            its crypto worker): the renderer process's RSS (the page and its workers share it)
- *            from /proc, and the page's JS heap (CDP Performance.getMetrics)
+ *   Chromium the same two in a page (bench/memory-page/, the client with its crypto worker; the
+ *            upload sealed into the Origin Private File System first, as a page's upload is, so
+ *            that it can resume): the renderer processes' RSS (the page and its workers share
+ *            one) from /proc, and the page's JS heap (CDP Performance.getMetrics)
  *
  * The fake PKG (client/testing.ts) and the storage stand-in run in a child process, so this
  * process's figures are the client's alone. The page reaches the PKG through the preview server's
@@ -125,7 +126,7 @@ function rssOf(pids: number[]): number {
   return total;
 }
 
-async function inChromium(services: Services, uuid: string, bytes: number): Promise<void> {
+async function inChromium(services: Services, bytes: number): Promise<void> {
   const root = fileURLToPath(new URL('./memory-page/', import.meta.url));
   const outDir = fileURLToPath(new URL('../tmp/bench-memory-page/', import.meta.url));
   await build({
@@ -172,21 +173,24 @@ async function inChromium(services: Services, uuid: string, bytes: number): Prom
       const heap = metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0;
       return { rss: rssOf(pids), heap, buffers: 0 };
     };
-    const run = await sampled(sample, () =>
-      page.evaluate((args) => (globalThis as unknown as { memoryPage: MemoryPage }).memoryPage.receive(args), {
-        pkgUrl: `${origin}/pkg`,
-        cryptifyUrl: services.storageUrl,
-        uuid,
-        jwt: `${FAKE_JWT_PREFIX}${BOB}`,
-      }),
+    const call = <K extends keyof MemoryPage>(name: K, args: Parameters<MemoryPage[K]>[0]) =>
+      page.evaluate(
+        ([name, args]) =>
+          (globalThis as unknown as { memoryPage: MemoryPage }).memoryPage[name](args as never) as Promise<
+            string | number
+          >,
+        [name, args] as const,
+      );
+    const services_ = { pkgUrl: `${origin}/pkg`, cryptifyUrl: services.storageUrl };
+    const what = `renderer RSS over ${pids.length} process(es), page JS heap`;
+    const sent = await sampled(sample, () => call('send', { ...services_, bytes, jwt: services.apiKey }));
+    row(`Chromium upload ${mib(bytes)} (sealed into OPFS, then sent; ${what})`, bytes, sent, ['rss', 'heap']);
+    const got = await sampled(sample, () =>
+      call('receive', { ...services_, uuid: sent.result as string, jwt: `${FAKE_JWT_PREFIX}${BOB}` }),
     );
-    if (run.result < bytes) throw new Error(`the page read ${run.result} bytes, expected at least ${bytes}`);
-    row(
-      `Chromium download + decrypt ${mib(bytes)} (renderer RSS over ${pids.length} process(es), page JS heap)`,
-      bytes,
-      run,
-      ['rss', 'heap'],
-    );
+    if ((got.result as number) < bytes)
+      throw new Error(`the page read ${got.result} bytes, expected at least ${bytes}`);
+    row(`Chromium download + decrypt ${mib(bytes)} (${what})`, bytes, got, ['rss', 'heap']);
   } finally {
     await browser.close();
     await server.close();
@@ -254,7 +258,7 @@ async function main(): Promise<void> {
     if (down.result < bytes) throw new Error(`read ${down.result} bytes, expected at least ${bytes}`);
     row(`Node download + decrypt ${mib(bytes)}`, bytes, down, ['rss', 'heap', 'buffers']);
 
-    if (!values['skip-browser']) await inChromium(services, up.result.uuid, bytes);
+    if (!values['skip-browser']) await inChromium(services, bytes);
   } finally {
     clearTimeout(deadline);
     child.stdin!.end();
