@@ -13,23 +13,6 @@ export interface ClientServices extends Services {
   client: PostGuard;
 }
 
-/**
- * WORKAROUND, to delete once postguard-ts/client sends a chunk as bytes in a page: its chunk PUT
- * has a ReadableStream body (duplex 'half') with a Content-Length header. Browsers drop that header;
- * Chromium refuses a streamed body over HTTP/1.1 (seen here: every chunk failed as unreachable), and
- * Firefox and WebKit take no stream as a fetch body at all (web-features "fetch-request-streams";
- * Firefox bug 1387483). A chunk is at most the service's chunk size and the client holds it in
- * memory anyway, so reading it back into one buffer costs one chunk.
- */
-const fetchWithBufferedBodies: typeof fetch = async (input, init) => {
-  if (!(init?.body instanceof ReadableStream)) return fetch(input, init);
-  const body = new Uint8Array(await new Response(init.body).arrayBuffer());
-  const headers = new Headers(init.headers);
-  headers.delete('content-length');
-  const { duplex: _duplex, ...rest } = init as RequestInit & { duplex?: string };
-  return fetch(input, { ...rest, headers, body });
-};
-
 let made: Promise<ClientServices> | undefined;
 
 /** The client once /config.json is read; DemoError NO_STORAGE where the config names no storage service. */
@@ -46,7 +29,6 @@ export function getClient(): Promise<ClientServices> {
       engine: services.pg,
       serviceWorker: './sw.js',
       cryptifySource: 'postguard-ts-demo',
-      fetch: fetchWithBufferedBodies,
     });
     return { ...services, client };
   });
