@@ -284,14 +284,16 @@ export class Sealed {
       );
     }
     // The limit before the keys: an over-limit file must be refused before the sender scans a QR.
-    const limits = await this.storage.limits(signal);
+    // An API key has a tier of its own (the service decides it at init), and a key the PKG refuses
+    // must leave no trace at the storage service: nothing is asked of it before the keys.
+    const limits = this.parts.sign.type === 'apiKey' ? undefined : await this.storage.limits(signal);
     const plain = this.plainLength('upload');
-    if (limits !== undefined && plain !== undefined && this.parts.sign.type !== 'apiKey') {
+    if (limits !== undefined && plain !== undefined) {
       checkLimits(this.expectedSize(plain, 'smallest'), limits);
     }
     const keys = await this.keys(signal);
     const exact = plain === undefined ? undefined : sealedSize(plain, this.sealOptions(keys.signing, plain));
-    if (limits !== undefined && exact !== undefined && this.parts.sign.type !== 'apiKey') checkLimits(exact, limits);
+    if (limits !== undefined && exact !== undefined) checkLimits(exact, limits);
 
     const keeper = await this.parts.keeper();
     const label = options.label ?? this.label();
@@ -304,7 +306,7 @@ export class Sealed {
     const source = await keeper.open(id);
     if (source === undefined)
       throw new ClientError(ClientErrorCode.INVALID_STATE, 'the sealed bytes were not kept; try again');
-    if (limits !== undefined && this.parts.sign.type !== 'apiKey') checkLimits(source.size, limits);
+    if (limits !== undefined) checkLimits(source.size, limits);
     const record: UploadRecord = {
       id,
       createdAt: Date.now(),
