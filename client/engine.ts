@@ -23,7 +23,9 @@ export interface CryptoEngine {
 
 /** An opened ciphertext, before or during its decryption. */
 export interface EngineUnsealer {
+  /** Recipient id → that recipient's hidden policy. */
   inspect_header(): Map<string, Policy> | Promise<Map<string, Policy>>;
+  /** Decrypts the rest of the stream into `writable` (closed after the final segment, aborted on failure). */
   unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult>;
 }
 

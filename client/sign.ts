@@ -70,7 +70,10 @@ export class YiviSign {
   /** Which signing method this is. */
   readonly type = 'yivi' as const;
   /** Use `pg.sign.yivi()`. */
-  constructor(readonly options: Readonly<YiviSignOptions>) {}
+  constructor(
+    /** What the sender is asked to disclose and where the session is shown. */
+    readonly options: Readonly<YiviSignOptions>,
+  ) {}
 }
 
 /** What a session callback is asked to run: pg-js's `SessionRequest`. */
@@ -94,7 +97,9 @@ export class SessionSign {
   readonly type = 'session' as const;
   /** Use `pg.sign.session()`. */
   constructor(
+    /** Runs the session and returns its JWT. */
     readonly callback: SessionCallback,
+    /** The address the sender must disclose, when the app knows it. */
     readonly senderEmail: string | undefined,
   ) {}
 }
