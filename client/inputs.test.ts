@@ -97,7 +97,9 @@ describe('encrypt() input checks', () => {
       { files: [file], recipients },
     ];
     for (const input of cases) {
-      expect(sdkError(() => pg.encrypt(input as never)).code, JSON.stringify(input)).toBe(ClientErrorCode.INVALID_INPUT);
+      expect(sdkError(() => pg.encrypt(input as never)).code, JSON.stringify(input)).toBe(
+        ClientErrorCode.INVALID_INPUT,
+      );
     }
   });
 
