@@ -166,9 +166,9 @@ function chunkBody(
   headers: Record<string, string>,
 ): Pick<RequestInit, 'body' | 'headers'> & { duplex?: 'half' } {
   // Browsers do not stream request bodies over HTTP/1.1 (Chromium needs HTTP/2, Firefox sends the
-  // stream's name, WebKit refuses), and Content-Length is theirs to set: the bytes go as they are,
-  // copied once by the browser when the request is made.
-  if (isBrowser()) return { body: chunk, headers };
+  // stream's name, WebKit refuses), and Content-Length is theirs to set. A Blob, not the bytes: a
+  // 5 MB PUT from a Uint8Array took Chromium 1.25 s to a loopback server, from a Blob 0.13 s.
+  if (isBrowser()) return { body: new Blob([chunk]), headers };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(chunk);
