@@ -186,6 +186,11 @@ export class Opened {
    * Decrypts for one recipient: their key from the cache, or a Yivi session shown in `element`
    * (or handed to `onSession`, or run by `session`), then the plaintext by `output`.
    */
+  decrypt(options: DecryptInput & { output: 'save' }): Promise<SavedResult>;
+  decrypt(options: DecryptInput & { output: 'stream' }): Promise<StreamResult>;
+  decrypt(options: DecryptInput & { output: 'bytes' }): Promise<BytesResult>;
+  decrypt(options: DecryptInput & { output: 'entries' }): Promise<EntriesResult>;
+  decrypt(options?: DecryptInput): Promise<DecryptResult>;
   async decrypt(options: DecryptInput = {}): Promise<DecryptResult> {
     if (typeof options !== 'object' || options === null) throw invalidInput('decrypt: expected an object');
     const signal = options.signal ?? this.input.signal;

@@ -96,10 +96,11 @@ describe('sealedSize is exact before sealing', () => {
 
   it('expectedSealedSize: the same figure from the identities alone, before the signing keys exist', async () => {
     for (const options of optionShapes) {
+      // The shapes above are built with `at()` and privatePolicy: Policy objects, in pg-wasm's key input type.
       const shape = {
-        policy: options.policy,
-        pubSignPolicy: options.pubSignKey.policy,
-        privSignPolicy: options.privSignKey?.policy,
+        policy: options.policy!,
+        pubSignPolicy: options.pubSignKey.policy as Policy,
+        privSignPolicy: options.privSignKey?.policy as Policy | undefined,
       };
       for (const n of [0, 1, DEFAULT_SEGMENT_SIZE, 3 * DEFAULT_SEGMENT_SIZE + 5]) {
         expect(expectedSealedSize(n, shape)).toBe(sealedSize(n, options));
