@@ -17,10 +17,6 @@ export type { RecipientKind } from './recipients.js';
 export { Sealed } from './sealed.js';
 export type { NotifyOptions, ToBytesOptions, UploadOptions, UploadResult } from './sealed.js';
 export { PendingUpload } from './resume.js';
-export { uploadCiphertext, resumeSession, checkLimits, chunkSizeFor } from './upload.js';
-export type { UploadCiphertextOptions, ResumedUpload } from './upload.js';
-export { StorageClient } from './storage.js';
-export type { UploadSession, UploadStatus, InitRequest } from './storage.js';
 export type { ResumeOptions } from './resume.js';
 export { Opened, chooseRecipient } from './opened.js';
 export type {
