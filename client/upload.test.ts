@@ -169,8 +169,9 @@ describe('upload()', () => {
       body: { pubSignId: [{ t: EMAIL }] },
     });
 
-    // The storage protocol as Cryptify implements it: the limits first (before the keys), then the upload.
-    expect(storageCalls(calls)[0]).toMatchObject({ method: 'GET', url: `${storage.url}/limits` });
+    // The storage protocol as Cryptify implements it. An API key's tier is decided at init, so
+    // nothing is asked of the storage service before the keys (no GET /limits).
+    expect(storageCalls(calls)[0]).toMatchObject({ method: 'POST', url: `${storage.url}/fileupload/init` });
     const sent = uploadCalls(calls);
     expect(sent[0]).toMatchObject({
       method: 'POST',
@@ -220,8 +221,8 @@ describe('upload()', () => {
       .upload();
     const toStorage = storageCalls(calls);
     const toPkg = calls.filter((c) => c.url.startsWith(pkg.url));
-    expect(toStorage.map((c) => c.url.replace(storage.url, '').split('/')[1])).toEqual(
-      expect.arrayContaining(['limits', 'fileupload']),
+    expect(new Set(toStorage.map((c) => c.url.replace(storage.url, '').split('/')[1]))).toEqual(
+      new Set(['fileupload']),
     );
     expect(toStorage.every((c) => c.headers['x-cryptify-source'] === 'postguard-ts-test')).toBe(true);
     expect(toPkg.length).toBeGreaterThan(0);
