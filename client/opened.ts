@@ -217,7 +217,7 @@ export class Opened {
     try {
       switch (output) {
         case 'save':
-          return await this.save(recipientId, usk, vk, inspection, options);
+          return await this.save(recipientId, usk, vk, options);
         case 'entries':
           return await this.entries(recipientId, usk, vk, signal);
         case 'stream':
@@ -361,13 +361,7 @@ export class Opened {
     return { output: 'bytes', plaintext, sender: await sender };
   }
 
-  private async save(
-    recipientId: string,
-    usk: string,
-    vk: string,
-    inspection: CiphertextInspection,
-    options: DecryptInput,
-  ): Promise<SavedResult> {
+  private async save(recipientId: string, usk: string, vk: string, options: DecryptInput): Promise<SavedResult> {
     const script = String(this.parts.serviceWorker);
     const registration = registrations.get(script) ?? registerDecryptingServiceWorker(script);
     registrations.set(script, registration);
@@ -375,7 +369,6 @@ export class Opened {
     const where = this.location();
     const source = where?.url ?? this.blob()!;
     const bundle = 'uuid' in this.input;
-    void inspection;
     const download = await prepareDownload({
       source,
       ...(where === undefined || Object.keys(where.headers).length === 0 ? {} : { headers: where.headers }),

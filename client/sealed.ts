@@ -297,7 +297,7 @@ export class Sealed {
 
     const keeper = await this.parts.keeper();
     const label = options.label ?? this.label();
-    if (!keeper.persistent) return this.uploadAsSealed(keys, exact, notify, options, label);
+    if (!keeper.persistent) return this.uploadAsSealed(keys, exact, notify, options);
 
     // Kept: sealed in full first, so that the very same bytes can be sent again after a reload.
     const id = newUploadId();
@@ -348,9 +348,7 @@ export class Sealed {
     size: number | undefined,
     notify: Required<NotifyOptions>,
     options: UploadOptions,
-    label: string,
   ): Promise<UploadResult> {
-    void label;
     const { signal, onProgress } = options;
     const session: UploadSession = await this.init(notify, signal);
     options.onUploadInit?.({ uuid: session.uuid });
