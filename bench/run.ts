@@ -7,6 +7,7 @@
  *   npm run bench -- --only=stream
  *   npm run bench -- --only=storage   the client's upload and download through the storage stand-in
  */
+import { writeResult } from './report.js';
 import { createHash, webcrypto } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { loadPgWasm } from '../test/pgwasm.js';
@@ -313,6 +314,19 @@ async function main() {
     });
   }
   print();
+  // A whole run is the page's figure; a partial one (--only, --quick) is only printed.
+  if (!args.only && !args.quick) {
+    const written = await writeResult('node', {
+      source: 'the working tree',
+      rows: rows.map(({ name, unit, ours, theirs }) => ({
+        name,
+        unit,
+        ours,
+        ...(theirs === undefined ? {} : { theirs }),
+      })),
+    });
+    console.log(`wrote ${written.join(', ')}`);
+  }
 }
 
 function print() {

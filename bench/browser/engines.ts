@@ -6,6 +6,8 @@ import type { BenchKeys } from './main.js';
 import { SampledChecksum, countingSink, fromChunks, generated, rechunk } from './core.js';
 import { receiveWritable, sendReadable } from './relay.js';
 import { workerClient } from './worker-client.js';
+import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
+import { bestOf, segmentData } from '../shake-core.js';
 
 /**
  * The page that bench/browser-engines.ts drives in Chromium, Firefox ESR and WebKitGTK, through
@@ -251,7 +253,48 @@ function downloadRelease(): void {
   sealedBlob = undefined;
 }
 
+// ---- the engine's limits ----
+
+/**
+ * SHAKE128 over `bytes` on this thread in the fastest form this engine runs (our WebAssembly
+ * Keccak; the format's transcript is one hash in order, so no decrypter beats it on one thread),
+ * with a fork and a 64-byte digest per 256 KiB segment as the streaming signatures need.
+ */
+async function shakeLimit(bytes: number, repeats: number): Promise<number> {
+  const wasm = await loadKeccakWasm();
+  return bestOf('wasm', wasm.createShake128, bytes, repeats, segmentData()).mbPerSecond;
+}
+
+let pipeFrame: HTMLIFrameElement | undefined;
+
+/**
+ * The service-worker pipe's own ceiling: `bytes` of zeros made by a service worker that does
+ * nothing else (public/pipe-sw.js, scope /pipe/), read in a frame it controls. A decrypting
+ * service worker moves its plaintext through the same pipe, so it cannot beat this.
+ */
+async function pipeLimit(bytes: number): Promise<DownloadRun> {
+  if (!pipeFrame) {
+    const registration = await navigator.serviceWorker.register('/pipe-sw.js', { scope: '/pipe/' });
+    const worker = registration.installing ?? registration.waiting ?? registration.active;
+    if (worker && worker.state !== 'activated') {
+      await new Promise<void>((resolve) =>
+        worker.addEventListener('statechange', () => worker.state === 'activated' && resolve()),
+      );
+    }
+    pipeFrame = document.createElement('iframe');
+    pipeFrame.src = '/pipe/index.html';
+    document.body.append(pipeFrame);
+    await new Promise((resolve) => pipeFrame!.addEventListener('load', resolve, { once: true }));
+  }
+  type PipeWindow = Window & { pipeRun(n: number): Promise<DownloadRun & { controlled: boolean }> };
+  const run = await (pipeFrame.contentWindow as PipeWindow).pipeRun(bytes);
+  if (!run.controlled) throw new Error('the pipe frame is not controlled by its service worker');
+  return { ms: run.ms, ttfbMs: run.ttfbMs, prepareMs: 0, bytes: run.bytes, checksum: '', status: 200 };
+}
+
 const benchEngines = {
+  shakeLimit,
+  pipeLimit,
   init,
   prepare,
   seal,
