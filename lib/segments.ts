@@ -176,6 +176,18 @@ export interface SegmentOpenContext {
   readonly publicPolicy: Policy;
 }
 
+/**
+ * Opening bytes already authenticated in full by an earlier pass over the very same bytes (an
+ * immutable Blob read twice by the service worker): each segment is still decrypted and its tag
+ * checked at its position, but no transcript is hashed and no signature checked; the earlier
+ * pass's verdict is the result.
+ */
+export interface SegmentReopenContext {
+  readonly iv: Uint8Array;
+  readonly key: AesKey;
+  readonly verified: VerificationResult;
+}
+
 export class SegmentOpener implements Segmenter {
   private readonly wireSegment: number;
   private readonly buffer: Uint8Array;
@@ -191,7 +203,7 @@ export class SegmentOpener implements Segmenter {
   private prefix: number | undefined;
 
   constructor(
-    private readonly ctx: SegmentOpenContext,
+    private readonly ctx: SegmentOpenContext | SegmentReopenContext,
     segmentSize: number,
   ) {
     this.wireSegment = segmentSize + SEGMENT_OVERHEAD;
@@ -246,7 +258,9 @@ export class SegmentOpener implements Segmenter {
       const error = new FormatError(ErrorCode.TRUNCATED, 'ciphertext stream ended before its final segment');
       return quiet(this.verified.then(() => Promise.reject(error)));
     }
-    const decrypted = quiet(aesGcmOpen(this.ctx.key, segmentNonce(this.ctx.iv, counter, final), sealed));
+    const ctx = this.ctx;
+    const decrypted = quiet(aesGcmOpen(ctx.key, segmentNonce(ctx.iv, counter, final), sealed));
+    if ('verified' in ctx) return this.reopen(decrypted, counter, final, ctx.verified);
     // The transcript takes each segment once it is decrypted and the one before has gone in, without
     // waiting for that one's verdict: the hashing of one overlaps the decryption of the next.
     const forked = this.absorbed.then(async () => {
@@ -258,36 +272,61 @@ export class SegmentOpener implements Segmenter {
             : `segment ${counter} does not authenticate (the ciphertext was modified, reordered or truncated)`,
         );
       }
-      return this.absorb(plain, counter, final);
+      return this.absorb(ctx, plain, counter, final);
     });
     this.absorbed = quiet(forked.then(() => undefined));
     const message = this.verified.then(async () => {
       const { hashed, start, end, check } = await forked;
       const { buffer, digests } = await hashed;
       check(digests);
-      if (final) this.done = verificationResult(this.ctx.publicPolicy, this.verifier!.policy, this.bound);
+      if (final) this.done = verificationResult(ctx.publicPolicy, this.verifier!.policy, this.bound);
       return buffer.subarray(start, end);
     });
     this.verified = quiet(message.then(() => undefined));
     return quiet(message);
   }
 
+  /** A segment of bytes authenticated before: its tag checked, its message bytes handed on in order. */
+  private reopen(
+    decrypted: Promise<Uint8Array | undefined>,
+    counter: number,
+    final: boolean,
+    verified: VerificationResult,
+  ): Promise<Uint8Array> {
+    const message = this.verified.then(async () => {
+      const plain = await decrypted;
+      if (plain === undefined || plain.length < SIGNATURE_BYTES) {
+        throw tampered(`segment ${counter} does not authenticate on the second reading (the bytes changed)`);
+      }
+      const end = plain.length - SIGNATURE_BYTES;
+      let start = 0;
+      if (counter === 0) {
+        start = decodeSignerBlock(plain.subarray(0, end)).length;
+        this.prefix = start;
+      }
+      if (final) this.done = verified;
+      return plain.subarray(start, end);
+    });
+    this.verified = quiet(message.then(() => undefined));
+    return quiet(message);
+  }
+
   /** Hands a decrypted segment's message bytes to the transcript, with the tails its signature needs. */
-  private absorb(plain: Uint8Array, counter: number, final: boolean) {
+  private absorb(ctx: SegmentOpenContext, plain: Uint8Array, counter: number, final: boolean) {
     if (plain.length < SIGNATURE_BYTES) throw malformed(`segment ${counter} is shorter than a signature`);
     const end = plain.length - SIGNATURE_BYTES;
     let start = 0;
     if (counter === 0) {
       const { signer, senderCopy, length } = decodeSignerBlock(plain.subarray(0, end));
-      this.bound = senderBound(senderCopy, this.ctx.publicPolicy);
-      this.verifier = new SignatureVerifier(this.ctx.vk, signer);
+      this.bound = senderBound(senderCopy, ctx.publicPolicy);
+      this.verifier = new SignatureVerifier(ctx.vk, signer);
       start = length;
       this.prefix = length;
     }
     // A copy: the segment's buffer may move to the hashing thread.
     const signature = plain.slice(end);
     const { tails, check } = this.verifier!.segmentCheck(signature, counter, final);
-    const hashed = quiet(Promise.resolve(this.ctx.hasher.absorbAndFork(plain, start, end, tails)));
+    const hashed = quiet(Promise.resolve(ctx.hasher.absorbAndFork(plain, start, end, tails)));
     return { hashed, start, end, check };
   }
 }

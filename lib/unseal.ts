@@ -272,10 +272,31 @@ export class StreamUnsealer extends VerifiedHeaderView {
     return (await this.openStream(recipientId, usk)).opened;
   }
 
+  /**
+   * @internal `open`, for the very bytes that `earlier` (an unsealer over an earlier reading of
+   * the same source) authenticated in full, its verdict being `result`: each segment is decrypted
+   * and its tag checked at its position, but nothing is hashed and no signature checked. The
+   * header must be byte for byte the earlier one (else TAMPERED), so the key and every segment's
+   * position are the ones authenticated. Only for a source that cannot change between the two
+   * readings (the service worker's Blob read twice; worker/README.md, "Verify first").
+   */
+  async reopen(
+    recipientId: string,
+    usk: string | PreparedUserSecretKey,
+    earlier: { unsealer: StreamUnsealer; result: VerificationResult },
+  ): Promise<PlaintextStream> {
+    const before = earlier.unsealer.verified.headerBytes;
+    const now = this.verified.headerBytes;
+    if (before.length !== now.length || before.some((b, i) => b !== now[i]))
+      throw tampered('the ciphertext changed between its two readings');
+    return (await this.openStream(recipientId, usk, earlier.result)).opened;
+  }
+
   /** `open`, and whether the stream failed by itself (as against being cancelled by its reader). */
   private async openStream(
     recipientId: string,
     usk: string | PreparedUserSecretKey,
+    verified?: VerificationResult,
   ): Promise<{ opened: PlaintextStream; failure(): { error: unknown } | undefined }> {
     let failure: { error: unknown } | undefined;
     if (this.claimed) {
@@ -294,8 +315,13 @@ export class StreamUnsealer extends VerifiedHeaderView {
       throw error;
     }
     this.consumed = true;
-    const hasher = segmentHasher(transcript.clone(), headerBytes);
-    const opener = new SegmentOpener({ iv: header.iv, key, hasher, vk, publicPolicy }, this.segmentSize);
+    const hasher = verified === undefined ? segmentHasher(transcript.clone(), headerBytes) : undefined;
+    const opener = new SegmentOpener(
+      hasher === undefined
+        ? { iv: header.iv, key, verified: verified! }
+        : { iv: header.iv, key, hasher, vk, publicPolicy },
+      this.segmentSize,
+    );
     const layout =
       this.ciphertextBytes === undefined
         ? undefined
@@ -313,7 +339,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
         settle.reject(reason);
         return this.reader.cancel(reason);
       },
-      finished: () => hasher.close(),
+      finished: () => hasher?.close(),
       check: (output) => {
         delivered += output.length;
         if (size !== undefined && delivered > size) throw sourceMismatch(this.ciphertextBytes!);

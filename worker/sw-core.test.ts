@@ -48,6 +48,8 @@ let server: Server;
 const rangeRequests: string[] = [];
 let serverUrl: string;
 const sender = { ts: TS, con: [{ t: EMAIL, v: 'bob@example.org' }] };
+let kemMpk: string;
+let sealOptions: SealOptions;
 
 beforeAll(async () => {
   const kem = generateKemKeys();
@@ -65,6 +67,8 @@ beforeAll(async () => {
   await sealStream(kem.mpk, options, chunkedSource(plain), out.writable);
   ciphertext = out.bytes();
   framingBytes = splitFrame(ciphertext).framingBytes;
+  kemMpk = kem.mpk;
+  sealOptions = options;
   sealLarge = async (segments = 16) => {
     const big = collector();
     await sealStream(kem.mpk, options, chunkedSource(new Uint8Array(segments * DEFAULT_SEGMENT_SIZE)), big.writable);
@@ -275,6 +279,31 @@ describe('a registered download', () => {
       .filter((e) => e.type === 'verifying')
       .map((e) => (e as { bytes: number }).bytes);
     expect(Math.max(...verifying)).toBeGreaterThan(plain.length / 2);
+  });
+
+  it('a Blob read twice is decrypted the second time against the first reading: other bytes are refused before any byte', async () => {
+    // A Blob cannot change; this one pretends to (another sealing of the same plaintext, same
+    // sender and length) to show that the second reading must be the bytes the first verified.
+    const other = await (async () => {
+      const again = collector();
+      await sealStream(kemMpk, sealOptions, chunkedSource(plain), again.writable);
+      return again.bytes();
+    })();
+    expect(other.length).toBe(ciphertext.length);
+    let readings = 0;
+    class ChangingBlob extends Blob {
+      override stream() {
+        return readings++ === 0 ? super.stream() : new Blob([other as BlobPart]).stream();
+      }
+    }
+    const w = worker({ holdLimitBytes: 100_000 });
+    const { reply, end } = await w.register({
+      source: { kind: 'blob', blob: new ChangingBlob([ciphertext as BlobPart]) },
+    });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect([res.status, res.headers.get('x-postguard-error')]).toEqual([422, 'TAMPERED']);
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+    expect(readings).toBe(2);
   });
 
   it("decrypts a page's stream relayed over a port (what download.ts sends) as it arrives", async () => {

@@ -35,26 +35,37 @@ interface Unsealing {
   readonly size: number | undefined;
   readonly result: Promise<VerificationResult>;
   readonly source: OpenedSource;
+  /** The unsealer whose header this pass verified (a second pass checks its header is the same). */
+  readonly unsealer: StreamUnsealer;
   cancel(reason: unknown): Promise<void>;
 }
 
-/** Opens the source and the plaintext; throws the coded error if the header or the key fails. */
+/**
+ * Opens the source and the plaintext; throws the coded error if the header or the key fails.
+ * `authenticated`: the verdict of a first pass over these very bytes (a Blob, which cannot change
+ * between two readings), so this pass only decrypts, each segment's tag still checked.
+ */
 async function startUnsealing(
   r: RegisterRequest,
   settings: DecrypterSettings,
   signal: AbortSignal,
   ifMatch?: string,
+  authenticated?: { unsealer: StreamUnsealer; result: VerificationResult },
 ): Promise<Unsealing> {
   const source = await openSource(r.source, r.size, settings.fetch, signal, settings.stallMs, ifMatch);
   let reader: ReadableStreamDefaultReader<Uint8Array>;
   let opened: Awaited<ReturnType<StreamUnsealer['open']>>;
+  let unsealer: StreamUnsealer;
   try {
-    const unsealer = await StreamUnsealer.new(
+    unsealer = await StreamUnsealer.new(
       source.stream,
       r.vk,
       source.size === undefined ? undefined : { size: source.size },
     );
-    opened = await unsealer.open(r.recipientId, r.usk);
+    opened =
+      authenticated === undefined
+        ? await unsealer.open(r.recipientId, r.usk)
+        : await unsealer.reopen(r.recipientId, r.usk, authenticated);
     reader = opened.readable.getReader();
   } catch (error) {
     await source.stream.cancel(error).catch(() => undefined);
@@ -75,6 +86,7 @@ async function startUnsealing(
     size: opened.size,
     result,
     source,
+    unsealer,
     cancel: (reason) => reader.cancel(reason).catch(() => undefined),
   };
 }
@@ -240,9 +252,16 @@ async function plan(
       verifying(total);
     }
     const result = await first.result;
-    // A URL with a strong ETag is asked for the very bytes just verified (a changed file is then
-    // an HTTP 412, refused before any byte).
-    const second = await startUnsealing(r, ctx.settings, signal, first.source.etag);
+    // A Blob holds the very bytes just verified, so the second pass only decrypts (worker/README.md,
+    // "Verify first"). A URL with a strong ETag is asked for the very bytes just verified (a changed
+    // file is then an HTTP 412, refused before any byte); a URL is authenticated again as it streams.
+    const second = await startUnsealing(
+      r,
+      ctx.settings,
+      signal,
+      first.source.etag,
+      r.source.kind === 'blob' ? { unsealer: first.unsealer, result } : undefined,
+    );
     return { prefix: [], more: () => second.next(), length: total, verified: 'complete', sending: second, result };
   }
   // A one-shot stream too big to hold: what authenticated goes out, the rest as it authenticates.
