@@ -1,4 +1,4 @@
-import { bounded, cancelledBy, linked } from './bounded.js';
+import { DEFAULT_STALL_MS, bounded, cancelledBy, linked } from './bounded.js';
 import { ErrorCode, FormatError, InputError, PostGuardError, describeThrown, malformed } from './errors.js';
 import { readFrame } from './frame.js';
 import { contentLength, contentRange, reencoded, unsatisfiedTotal, type ContentRange } from './http-lengths.js';
@@ -154,7 +154,7 @@ export interface RandomAccessFile {
 }
 
 /** The default for `stallMs`. */
-export const DEFAULT_STALL_MS = 30_000;
+export { DEFAULT_STALL_MS };
 
 /** Ciphertext read in one request of the source at most (unless one segment is larger). */
 const RUN_BYTES = 1024 * 1024;
