@@ -34,7 +34,7 @@ export type {
 export { ApiKeySign, YiviSign, SessionSign } from './sign.js';
 export type { SignMethod, YiviSignOptions, SenderAttribute, SessionCallback, SessionRequest } from './sign.js';
 export type { FileContent, PgFile } from './zip.js';
-export { inlineEngine } from './engine.js';
+export { inlineEngine } from './engine-inline.js';
 export type { CryptoEngine, EngineUnsealer } from './engine.js';
 export {
   memoryKeeper,

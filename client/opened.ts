@@ -1,17 +1,15 @@
-import { inspectCiphertext, type CiphertextInspection } from '../lib/detached.js';
+import type { CiphertextInspection } from '../lib/detached.js';
 import { PostGuardError } from '../lib/errors.js';
 import type { Policy } from '../lib/policy.js';
-import { blobSource, openRandomAccess, type ByteSource, type RangedUrl } from '../lib/random-access.js';
-import { resumableDownload } from '../lib/resumable-download.js';
+import type { ByteSource, RangedUrl } from '../lib/random-access.js';
 import { senderReport, type SenderReport } from '../lib/sender.js';
 import type { VerificationResult } from '../lib/signatures.js';
-import { prepareDownload, registerDecryptingServiceWorker, triggerDownload } from '../worker/download.js';
 import type { ResolvedConfig } from './config.js';
 import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import type { ClientPkg } from './pkg.js';
 import type { SessionCallback } from './sign.js';
-import { listZipEntries, zipEntryStream, zipFromRandomAccess, type ZipEntry, type ZipReadable } from './zip-entries.js';
+import type { ZipEntry, ZipReadable } from './zip-entries.js';
 import type { IdentitySession } from '../lib/pkg/index.js';
 
 /** What `pg.open()` opens: an upload at the storage service, a URL, a Blob or File, or bytes. */
@@ -136,6 +134,14 @@ export interface OpenedParts {
 }
 
 const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
+
+// What decrypt() runs is loaded when it runs (a dynamic import is a chunk of its own in a page's
+// bundle): the header's inspection and random access are the library's crypto, the download and
+// the service worker's registration are needed only for their outputs.
+const detached = () => import('../lib/detached.js');
+const downloads = () => import('../lib/resumable-download.js');
+const serviceWorker = () => import('../worker/download.js');
+const bundles = () => Promise.all([import('../lib/random-access.js'), import('./zip-entries.js')]);
 const registrations = new Map<string, Promise<unknown>>();
 
 /** Failures while opening, as one code with the library's error (and its own code) as the cause. */
@@ -237,6 +243,7 @@ export class Opened {
       const vk = await this.parts.pkg.verificationKey(signal);
       const source = await this.headerSource(signal);
       try {
+        const { inspectCiphertext } = await detached();
         return { inspection: await inspectCiphertext(source, { vk }), vk };
       } catch (error) {
         throw decryptionFailed(error);
@@ -277,6 +284,7 @@ export class Opened {
   ): Promise<{ readable: ReadableStream<Uint8Array>; size: number | undefined }> {
     const where = this.location()!;
     try {
+      const { resumableDownload } = await downloads();
       return await resumableDownload(where.url, {
         fetch: this.parts.config.fetch as typeof fetch,
         headers: where.headers,
@@ -363,6 +371,7 @@ export class Opened {
 
   private async save(recipientId: string, usk: string, vk: string, options: DecryptInput): Promise<SavedResult> {
     const script = String(this.parts.serviceWorker);
+    const { prepareDownload, registerDecryptingServiceWorker, triggerDownload } = await serviceWorker();
     const registration = registrations.get(script) ?? registerDecryptingServiceWorker(script);
     registrations.set(script, registration);
     await registration;
@@ -388,6 +397,7 @@ export class Opened {
     vk: string,
     signal: AbortSignal | undefined,
   ): Promise<EntriesResult> {
+    const [{ blobSource, openRandomAccess }, zip] = await bundles();
     const where = this.location();
     const source: ByteSource | RangedUrl =
       where === undefined
@@ -399,14 +409,20 @@ export class Opened {
       usk,
       ...(signal === undefined ? {} : { signal }),
     });
-    const readable = zipFromRandomAccess(file);
-    const listed = await listZipEntries(readable, signal === undefined ? {} : { signal });
-    const entries = listed.filter((e) => !e.directory).map((entry): BundleEntry => bundleEntry(readable, entry));
+    const readable = zip.zipFromRandomAccess(file);
+    const listed = await zip.listZipEntries(readable, signal === undefined ? {} : { signal });
+    const entries = listed
+      .filter((e) => !e.directory)
+      .map((entry): BundleEntry => bundleEntry(readable, entry, zip.zipEntryStream));
     return { output: 'entries', entries, sender: file.claimedSender() };
   }
 }
 
-function bundleEntry(file: ZipReadable, entry: ZipEntry): BundleEntry {
+function bundleEntry(
+  file: ZipReadable,
+  entry: ZipEntry,
+  zipEntryStream: (file: ZipReadable, entry: ZipEntry) => ReadableStream<Uint8Array>,
+): BundleEntry {
   return {
     name: entry.name,
     path: entry.path,

@@ -4,7 +4,6 @@ import { defaultEngine, type CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { isBrowser } from './host.js';
 import { memoryKeeper, type UploadKeeper } from './keeper.js';
-import { browserKeeper } from './keeper-browser.js';
 import { Opened, type OpenInput } from './opened.js';
 import { ClientPkg } from './pkg.js';
 import { emailDomainRecipient, emailRecipient, isRecipient, type RecipientBuilder } from './recipients.js';
@@ -120,7 +119,11 @@ export class PostGuard {
     this.engine = options.engine === undefined ? defaultEngine() : () => options.engine!;
     let keeper: Promise<UploadKeeper> | undefined =
       options.keeper === undefined ? undefined : Promise.resolve(options.keeper);
-    this.keeper = () => (keeper ??= browser ? browserKeeper() : Promise.resolve(memoryKeeper()));
+    // The browser's keeper (OPFS, IndexedDB) is loaded with the first upload, not with the page.
+    this.keeper = () =>
+      (keeper ??= browser
+        ? import('./keeper-browser.js').then(({ browserKeeper }) => browserKeeper())
+        : Promise.resolve(memoryKeeper()));
     this.serviceWorker = options.serviceWorker;
   }
 

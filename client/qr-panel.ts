@@ -1,4 +1,3 @@
-import { qrSvg } from '../lib/pkg/qr.js';
 import type { IdentitySession } from '../lib/pkg/session.js';
 import type { SessionStatus } from '../lib/pkg/jwt.js';
 import { invalidInput } from './errors.js';
@@ -26,7 +25,11 @@ function resolveElement(target: string | Element): Element {
   return found;
 }
 
-/** Shows `session` in `target` until the returned function is called (it empties the element again). */
+/**
+ * Shows `session` in `target` until the returned function is called (it empties the element again).
+ * The QR code's drawing (the qrcode package) is loaded on first use, so it is no part of a page's
+ * first chunk: the panel, its link and its status show at once, the code as soon as it is drawn.
+ */
 export function showSessionIn(target: string | Element, session: IdentitySession): () => void {
   const host = resolveElement(target);
   const make = (tag: string, className: string, text?: string): HTMLElement => {
@@ -40,8 +43,15 @@ export function showSessionIn(target: string | Element, session: IdentitySession
   const qr = make('div', 'qr');
   qr.setAttribute('role', 'img');
   qr.setAttribute('aria-label', 'QR code to scan with the Yivi app');
+  let shown = true;
   // qrSvg builds the SVG from the QR modules alone: no text of the session is embedded as markup.
-  qr.innerHTML = qrSvg(session.qrText);
+  // A load that fails leaves the link, which opens the session as the code does.
+  void import('../lib/pkg/qr.js').then(
+    ({ qrSvg }) => {
+      if (shown) qr.innerHTML = qrSvg(session.qrText);
+    },
+    () => undefined,
+  );
   const link = make('a', 'link', 'Open the Yivi app on this device') as HTMLAnchorElement;
   link.href = session.sameDeviceLink;
   const status = make('p', 'status', STATUS_TEXT[session.status]);
@@ -56,6 +66,7 @@ export function showSessionIn(target: string | Element, session: IdentitySession
     status.textContent = STATUS_TEXT[s];
   });
   return () => {
+    shown = false;
     unsubscribe();
     if (box.parentNode === host) host.replaceChildren();
   };

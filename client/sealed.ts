@@ -1,8 +1,6 @@
-import { toBase64 } from '../lib/base64.js';
-import { signChallenge } from '../lib/challenge.js';
 import { PostGuardError } from '../lib/errors.js';
 import type { Policy } from '../lib/policy.js';
-import { expectedSealedSize, sealedSize, type SealOptions } from '../lib/seal.js';
+import type { SealOptions } from '../lib/seal.js';
 import type { ResolvedConfig } from './config.js';
 import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
@@ -70,6 +68,16 @@ export interface SealedParts {
   sign: SignMethod;
   signingKeys?: SigningKeys | undefined;
 }
+
+/**
+ * The library's size arithmetic and the upload's proof of possession, loaded when an upload or
+ * size() needs them: the crypto modules they sit beside stay out of a page's first chunk (the
+ * sealing itself runs in the engine, in the crypto worker in a page).
+ */
+const library = () =>
+  Promise.all([import('../lib/seal.js'), import('../lib/challenge.js'), import('../lib/base64.js')]).then(
+    ([seal, challenge, base64]) => ({ ...seal, ...challenge, ...base64 }),
+  );
 
 /** Longest notification message we send (Cryptify has no limit of its own; this keeps requests sane). */
 const MAX_MESSAGE_CHARS = 100_000;
@@ -225,9 +233,10 @@ export class Sealed {
     if (plain === undefined) return undefined;
     if (this.parts.sign.type === 'apiKey' || this.parts.signingKeys !== undefined) {
       const keys = await this.keys(options.signal);
+      const { sealedSize } = await library();
       return sealedSize(plain, this.sealOptions(keys.signing, plain));
     }
-    return this.expectedSize(plain, 'exact');
+    return await this.expectedSize(plain, 'exact');
   }
 
   /** Seals into memory: the whole ciphertext (streaming format) as one Uint8Array. Nothing is uploaded. */
@@ -289,9 +298,10 @@ export class Sealed {
     const limits = this.parts.sign.type === 'apiKey' ? undefined : await this.storage.limits(signal);
     const plain = this.plainLength('upload');
     if (limits !== undefined && plain !== undefined) {
-      checkLimits(this.expectedSize(plain, 'smallest'), limits);
+      checkLimits(await this.expectedSize(plain, 'smallest'), limits);
     }
     const keys = await this.keys(signal);
+    const { sealedSize } = await library();
     const exact = plain === undefined ? undefined : sealedSize(plain, this.sealOptions(keys.signing, plain));
     if (limits !== undefined && exact !== undefined) checkLimits(exact, limits);
 
@@ -319,7 +329,7 @@ export class Sealed {
       const session = await this.init(notify, signal);
       options.onUploadInit?.({ uuid: session.uuid });
       const chunkSize = Math.min(this.parts.config.uploadChunkSize, session.maxChunkSize ?? Infinity);
-      const proof = this.proof(keys.signing, session);
+      const proof = await this.proof(keys.signing, session);
       Object.assign(record, { uuid: session.uuid, chunkSize });
       if (session.recoveryToken !== undefined) record.recoveryToken = session.recoveryToken;
       if (proof !== undefined) record.proof = proof;
@@ -371,7 +381,7 @@ export class Sealed {
         uploadedBytes: uploaded,
       });
     }
-    await this.storage.finalize(session, uploaded, signal, this.proof(keys.signing, session));
+    await this.storage.finalize(session, uploaded, signal, await this.proof(keys.signing, session));
     return { uuid: session.uuid };
   }
 
@@ -391,10 +401,10 @@ export class Sealed {
   }
 
   /** pg-js 2.5: proof of possession of the sender's signing key, when the service asks for one. */
-  private proof(signing: SigningKeys, session: UploadSession): string | undefined {
-    return session.challenge === undefined
-      ? undefined
-      : toBase64(signChallenge(signing.pubSignKey, session.uuid, session.challenge));
+  private async proof(signing: SigningKeys, session: UploadSession): Promise<string | undefined> {
+    if (session.challenge === undefined) return undefined;
+    const { signChallenge, toBase64 } = await library();
+    return toBase64(signChallenge(signing.pubSignKey, session.uuid, session.challenge));
   }
 
   private label(): string {
@@ -427,7 +437,8 @@ export class Sealed {
   }
 
   /** The size from the identities the sender will disclose: exact when their values are known, else the smallest or largest they can be. */
-  private expectedSize(plain: number, bound: 'exact' | 'smallest'): number {
+  private async expectedSize(plain: number, bound: 'exact' | 'smallest'): Promise<number> {
+    const { expectedSealedSize } = await library();
     const ts = Math.floor(Date.now() / 1000);
     const email = this.parts.config.attributes.email;
     const sign = this.parts.sign;

@@ -1,4 +1,5 @@
-import { DEFAULT_STALL_MS, type ByteSource } from '../lib/random-access.js';
+import { DEFAULT_STALL_MS } from '../lib/bounded.js';
+import type { ByteSource } from '../lib/random-access.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
 import { isUploadId, isUploadToken, StorageClient, type UploadSession } from './storage.js';

@@ -9,6 +9,13 @@ import { ErrorCode, PostGuardError } from './errors.js';
 /** setTimeout's largest delay: a longer one fires at once. */
 export const MAX_TIMER_MS = 0x7fff_ffff;
 
+/**
+ * The default for `stallMs`: how long a read of a source may go without an answer. Here, not in
+ * random-access.ts, so that a module that needs only the number (the client's upload) does not
+ * pull random access and the crypto it opens files with into a page's first chunk.
+ */
+export const DEFAULT_STALL_MS = 30_000;
+
 /** The CANCELLED error for an aborted `signal`, its reason as the cause. */
 export const cancelledBy = (signal: AbortSignal, what = 'the read was cancelled (its signal was aborted)') =>
   new PostGuardError(ErrorCode.CANCELLED, what, { cause: signal.reason });

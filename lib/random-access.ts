@@ -1,4 +1,4 @@
-import { bounded, cancelledBy, linked } from './bounded.js';
+import { DEFAULT_STALL_MS, bounded, cancelledBy, linked } from './bounded.js';
 import { ErrorCode, FormatError, InputError, PostGuardError, describeThrown, malformed } from './errors.js';
 import { readFrame } from './frame.js';
 import { contentLength, contentRange, reencoded, unsatisfiedTotal, type ContentRange } from './http-lengths.js';
@@ -154,10 +154,16 @@ export interface RandomAccessFile {
 }
 
 /** The default for `stallMs`. */
-export const DEFAULT_STALL_MS = 30_000;
+export { DEFAULT_STALL_MS };
 
 /** Ciphertext read in one request of the source at most (unless one segment is larger). */
 const RUN_BYTES = 1024 * 1024;
+
+/**
+ * Segments read in one request at most: with tiny segments a run's pieces, not its bytes, are what
+ * it costs in memory (4096 segments of 256 bytes make a full RUN_BYTES run).
+ */
+const RUN_SEGMENTS = 4096;
 
 /** What the first request of a URL source asks for: the framing of most files, and segment 0's start. */
 const PROBE_BYTES = 64 * 1024;
@@ -591,27 +597,36 @@ async function openByteSource(source: ByteSource, options: RandomAccessOptions):
     return [a, b];
   };
 
-  /** The span's pieces in runs: cached segments alone, others grouped up to RUN_BYTES of ciphertext. */
-  const plan = (start: number, end: number): Run[] => {
-    const runs: Run[] = [];
-    if (start === end) return runs;
+  /**
+   * The span's pieces in runs: cached segments alone, others grouped up to RUN_BYTES of ciphertext.
+   * Pulled one run at a time, so what a span holds in memory before its first byte does not grow
+   * with the span (a run of 1 MiB of 256-byte segments is some four thousand pieces; the whole span
+   * planned up front was a quarter of a million for 64 MiB).
+   */
+  const plan = function* (start: number, end: number): Generator<Run, void, undefined> {
+    if (start === end) return;
     let current: Run | undefined;
     for (const piece of rangePieces(layout, prefixBytes, start, end - 1)) {
       if (cached(piece.index) !== undefined) {
-        runs.push({ pieces: [piece] });
+        if (current !== undefined) yield current;
         current = undefined;
+        yield { pieces: [piece] };
         continue;
       }
       const wire = wireSpan(layout, piece.index);
-      if (current?.wire !== undefined && current.wire.length + wire.length <= RUN_BYTES) {
+      if (
+        current?.wire !== undefined &&
+        current.wire.length + wire.length <= RUN_BYTES &&
+        current.pieces.length < RUN_SEGMENTS
+      ) {
         current.pieces.push(piece);
         current.wire.length += wire.length;
       } else {
+        if (current !== undefined) yield current;
         current = { pieces: [piece], wire: { ...wire } };
-        runs.push(current);
       }
     }
-    return runs;
+    if (current !== undefined) yield current;
   };
 
   async function* pieces(
@@ -631,12 +646,15 @@ async function openByteSource(source: ByteSource, options: RandomAccessOptions):
             controller.signal,
           ).then((regions) => regions.map((region, i) => region.subarray(run.pieces[i]!.from, run.pieces[i]!.to)));
     try {
-      // One run read ahead of the one being handed out.
-      let next = runs.length > 0 ? quiet(fetchRun(runs[0]!)) : undefined;
-      for (let i = 0; i < runs.length; i++) {
-        const current = next!;
-        next = i + 1 < runs.length ? quiet(fetchRun(runs[i + 1]!)) : undefined;
+      // One run read ahead of the one being handed out; the plan is pulled as the runs are read.
+      const ahead = (): Promise<Uint8Array[]> | undefined => {
+        const run = runs.next();
+        return run.done === true ? undefined : quiet(fetchRun(run.value));
+      };
+      for (let current = ahead(); current !== undefined;) {
+        const next = ahead();
         for (const piece of await current) yield piece;
+        current = next;
       }
     } finally {
       controller.abort(); // a read ahead that nobody will take

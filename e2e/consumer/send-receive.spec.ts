@@ -1,7 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { disclose } from '../../devtools/standin/wallet.js';
@@ -16,6 +17,10 @@ import { serveStatic, type StaticServer } from './static-server.js';
  * strict mode). Three files go from Alice's page to Bob's, each Yivi session completed by the
  * stand-in's wallet played from here; Bob gets each file's exact bytes. The apps' line counts are
  * printed and attached to the report: issue 23 aims at 15 lines of app code each.
+ *
+ * The same apps measure what a page loads before its user does anything (issue 30): each entry's
+ * chunk and the chunks it imports statically, gzipped, at most 40 KiB, with no WebAssembly among
+ * them. The crypto worker's and the service worker's sizes are recorded beside them.
  */
 
 const APP = join(ROOT, 'e2e', 'consumer', 'apps', 'send-receive');
@@ -189,4 +194,77 @@ test('a send app and a receive app against the packed postguard-ts/client: three
     expect(got.equals(file.buffer), `${file.name}: the bytes Bob saved are the bytes Alice sent`).toBe(true);
   }
   expect(errors).toEqual([]);
+});
+
+/** Vite's build manifest (`build.manifest`): each chunk by its source, and what it imports. */
+interface ManifestChunk {
+  file: string;
+  isEntry?: boolean;
+  imports?: string[];
+  dynamicImports?: string[];
+}
+
+/** The first-load budget of issue 30: an app's entry and its static imports, gzipped. */
+const FIRST_LOAD_BUDGET = 40 * 1024;
+/** The start of every WebAssembly module in base64 (`\0asm`, version 1), as the library embeds them. */
+const WASM_BASE64 = 'AGFzbQEAAAA';
+
+test('the send and receive apps load at most 40 KiB (gzip) before the user acts: no crypto, no WebAssembly', () => {
+  test.setTimeout(120_000);
+  const out = join(app, 'dist-size');
+  run(
+    process.execPath,
+    [
+      join(app, 'node_modules', 'vite', 'bin', 'vite.js'),
+      'build',
+      '--logLevel',
+      'error',
+      '--manifest',
+      '--outDir',
+      out,
+    ],
+    app,
+    { VITE_PKG_URL: 'http://127.0.0.1:9/pkg', VITE_CRYPTIFY_URL: 'http://127.0.0.1:9/storage' },
+  );
+  const manifest = JSON.parse(readFileSync(join(out, '.vite', 'manifest.json'), 'utf8')) as Record<
+    string,
+    ManifestChunk
+  >;
+  const gz = (file: string) => gzipSync(readFileSync(join(out, file))).length;
+  const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+  const report: string[] = [];
+  const firstLoads = new Set<string>();
+  for (const page of ['send.html', 'receive.html']) {
+    const entry = manifest[page];
+    expect(entry?.isEntry, `${page} is an entry of the build`).toBe(true);
+    // The entry's chunk, then every chunk it imports statically: what runs before the page does.
+    const first = new Set<string>();
+    const visit = (key: string) => {
+      if (first.has(key)) return;
+      first.add(key);
+      for (const next of manifest[key]!.imports ?? []) visit(next);
+    };
+    visit(page);
+    const files = [...first].map((key) => manifest[key]!.file).filter((file) => file.endsWith('.js'));
+    for (const file of files) firstLoads.add(file);
+    const bytes = files.reduce((n, file) => n + gz(file), 0);
+    report.push(`${page}: ${kib(bytes)} gzip before the user acts (${files.length} chunks)`);
+    for (const file of files) {
+      expect(readFileSync(join(out, file), 'utf8').includes(WASM_BASE64), `${file} (${page}) carries WebAssembly`).toBe(
+        false,
+      );
+    }
+    expect(bytes, `${page}: first load`).toBeLessThanOrEqual(FIRST_LOAD_BUDGET);
+  }
+  const scripts = readdirSync(join(out, 'assets')).filter((f) => f.endsWith('.js'));
+  const worker = scripts.filter((f) => f.startsWith('crypto.worker-'));
+  expect(worker, 'the crypto worker is bundled as one script').toHaveLength(1);
+  const later = scripts.filter((f) => !firstLoads.has(`assets/${f}`) && !worker.includes(f));
+  report.push(
+    `loaded on the main thread when needed: ${kib(later.reduce((n, f) => n + gz(`assets/${f}`), 0))} gzip in ${later.length} chunks`,
+    `crypto worker: ${kib(gz(`assets/${worker[0]!}`))} gzip`,
+    `service worker (postguard-sw.js): ${kib(gz('postguard-sw.js'))} gzip`,
+  );
+  console.log(report.join('\n'));
+  test.info().annotations.push({ type: 'bundle sizes', description: report.join('; ') });
 });
