@@ -7,8 +7,9 @@ import { ErrorCode, InputError } from 'postguard-ts';
  * API keys for server-to-server signing: the PKG's read-only view of the business service's database.
  *
  * A key is `PG-<opaque>`; the database holds only the lowercase hex SHA-256 of the whole string. A key is
- * valid while its row exists, has not expired and is not revoked. The organisation behind it decides the
- * signing identity through the key's `signing_attrs` flags.
+ * valid while its row exists, has not expired, is not revoked and its organisation's status is `active`
+ * (a `suspended` or `pending` organisation's keys are refused as unknown ones are). The organisation
+ * behind it decides the signing identity through the key's `signing_attrs` flags.
  */
 
 export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
@@ -41,7 +42,10 @@ export class DatabaseUnavailableError extends Error {
 }
 
 export interface ApiKeyStore {
-  /** The key's record, or undefined for an unknown, expired or revoked key. Throws DatabaseUnavailableError. */
+  /**
+   * The key's record, or undefined for an unknown, expired or revoked key, or one whose organisation is
+   * not `active`. Throws DatabaseUnavailableError.
+   */
   lookup(apiKey: string): Promise<ApiKeyRecord | undefined>;
   /** Resolves when the database answers; throws DatabaseUnavailableError. */
   ping(): Promise<void>;
@@ -80,7 +84,7 @@ const LOOKUP = `
   FROM business_api_keys k
   JOIN organizations o ON o.id = k.org_id
   LEFT JOIN users u ON u.id = o.contact_user_id
-  WHERE k.key_hash = $1 AND k.expires_at > now() AND k.revoked_at IS NULL`;
+  WHERE k.key_hash = $1 AND k.expires_at > now() AND k.revoked_at IS NULL AND o.status = 'active'`;
 
 const TOUCH = 'UPDATE business_api_keys SET last_used_at = now() WHERE key_hash = $1';
 
@@ -242,7 +246,8 @@ export async function createApiKey(databaseUrl: string, input: NewApiKey): Promi
   return apiKey;
 }
 
-export type ApiKeyStatus = 'active' | 'expired' | 'revoked';
+/** The key's own state; `org-<status>` when the key is live but its organisation is not `active`. */
+export type ApiKeyStatus = 'active' | 'expired' | 'revoked' | `org-${string}`;
 
 /** What `pg-pkg api-key list` shows of a key: never the key (unknown here) nor its hash. */
 export interface ApiKeyListing {
@@ -262,7 +267,8 @@ export async function listApiKeys(databaseUrl: string, filter: { org?: string } 
   return withClient(databaseUrl, async (client) => {
     const result = await client.query<ApiKeyListing>(
       `SELECT k.id::text AS id, o.name AS organisation, o.signing_email AS "signingEmail",
-              CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= now() THEN 'expired' ELSE 'active' END AS status,
+              CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= now() THEN 'expired'
+                   WHEN o.status IS DISTINCT FROM 'active' THEN 'org-' || coalesce(o.status, 'null') ELSE 'active' END AS status,
               k.created_at AS "createdAt", k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.last_used_at AS "lastUsedAt"
        FROM business_api_keys k JOIN organizations o ON o.id = k.org_id
        WHERE $1::text IS NULL OR o.name = $1

@@ -34,7 +34,7 @@ export const PKG_ERRORS = {
   UNAUTHENTICATED: { status: 401, message: 'missing or malformed Authorization header' },
   /** The session JWT fails a check (algorithm, signature, claims). */
   JWT_INVALID: { status: 401, message: 'JWT decoding error' },
-  /** The API key is unknown, expired or revoked. */
+  /** The API key is unknown, expired or revoked, or its organisation is not active (suspended, pending). */
   API_KEY_INVALID: { status: 401, message: 'API key is invalid' },
   /** An API key was presented to a PKG that runs without a database. */
   API_KEYS_DISABLED: { status: 401, message: 'API keys are not enabled on this server' },

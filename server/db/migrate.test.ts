@@ -118,6 +118,40 @@ describe('migrate', () => {
     expect((await listApiKeys(url))[0]).toMatchObject({ status: 'revoked', revokedAt: expect.any(Date) });
   });
 
+  it("adopts a business database whose organisations already have a status, keeping it; new ones are 'active'", async () => {
+    const { url } = await emptySchema();
+    // The business service made its tables (status included) before the PKG's first migration.
+    const shipped = await loadMigrations();
+    await query(url, shipped[0]!.sql);
+    await query(url, "ALTER TABLE organizations ADD COLUMN status text NOT NULL DEFAULT 'pending'");
+    await query(url, "INSERT INTO organizations (name, signing_email, status) VALUES ('Old BV', 'o@example.org', 'suspended')");
+    await migrate(url);
+    expect(await query(url, 'SELECT name, status FROM organizations')).toEqual([{ name: 'Old BV', status: 'suspended' }]);
+    const key = await createApiKey(url, { email: 'o@example.org', org: 'Old BV' });
+    expect((await listApiKeys(url))[0]).toMatchObject({ status: 'org-suspended' });
+    const store = createApiKeyStore(url, { emailAttribute: EMAIL });
+    try {
+      expect(await store.lookup(key)).toBeUndefined();
+      await query(url, "UPDATE organizations SET status = 'active'");
+      expect(await store.lookup(key)).toBeDefined();
+    } finally {
+      await store.close();
+    }
+
+    // On a database of our own, migration 2 makes every existing organisation active.
+    const fresh = await emptySchema();
+    await migrate(fresh.url, shipped.slice(0, 1));
+    const older = await createApiKey(fresh.url, { email: 'a@example.org', org: 'Org A' });
+    await migrate(fresh.url);
+    expect(await query(fresh.url, 'SELECT status FROM organizations')).toEqual([{ status: 'active' }]);
+    const freshStore = createApiKeyStore(fresh.url, { emailAttribute: EMAIL });
+    try {
+      expect(await freshStore.lookup(older)).toBeDefined();
+    } finally {
+      await freshStore.close();
+    }
+  });
+
   it('a second run is a no-op: nothing applied, nothing recorded again', async () => {
     const { url } = await emptySchema();
     await migrate(url);

@@ -8,7 +8,8 @@ import { SENSITIVE } from '../ratelimit/index.js';
 /**
  * GET /v2/api-key/validate: lets a storage service (Cryptify) check an API key and learn its tenant.
  * Registered only with a database. Like pg-pkg's guarded resource, a request without a `Bearer PG-…`
- * header does not match it at all (404); a key that is unknown, expired or revoked is 401.
+ * header does not match it at all (404); a key that is unknown, expired, revoked or of an organisation
+ * that is not active is 401.
  */
 
 const validateSchema = {
