@@ -11,6 +11,7 @@ import { ResultJwtVerifier } from './idp/jwt.js';
 import { StatusStreams, type StatusStreamLimits } from './idp/status-streams.js';
 import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
 import {
+  clientAddressResolver,
   clientKeyResolver,
   rateLimitPlugin,
   trustedProxies,
@@ -23,6 +24,7 @@ import {
   limitedServerFactory,
   type ConnectionLimits,
 } from './connections.js';
+import { auditRequests } from './audit-hook.js';
 import { apiKeyRoutes } from './routes/apikey.js';
 import { keyRoutes } from './routes/keys.js';
 import { opsRoutes } from './routes/ops.js';
@@ -155,6 +157,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  app.decorateRequest('pkgErrorCode', null);
+  // Before the limiter, so that its refusals of audited routes are recorded too.
+  auditRequests(app, deps.apiKeys, clientAddressResolver(deps.rateLimit.settings));
 
   app.register(cors, corsOptions(deps.allowedOrigins));
   app.register(rateLimitPlugin, { ...deps.rateLimit, clientKeyOf });

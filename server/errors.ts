@@ -105,7 +105,15 @@ export function setRetryAfter(reply: FastifyReply, seconds: number): FastifyRepl
   return reply.header('retry-after', value).header('x-ratelimit-after', value);
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The code of the error this request was answered with (for the audit trail); null before one. */
+    pkgErrorCode: PkgErrorCode | null;
+  }
+}
+
 export function sendError(reply: FastifyReply, error: PkgError): FastifyReply {
+  reply.request.pkgErrorCode = error.code;
   if (error.code === 'UNAUTHENTICATED' || error.code === 'JWT_INVALID' || error.code === 'API_KEY_INVALID') {
     reply.header('www-authenticate', 'Bearer');
   }

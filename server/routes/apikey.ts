@@ -24,16 +24,20 @@ const validateSchema = {
 } as const;
 
 export async function apiKeyRoutes(app: FastifyInstance, { apiKeys }: { apiKeys: ApiKeyStore }): Promise<void> {
-  app.get('/v2/api-key/validate', { config: SENSITIVE, schema: validateSchema }, async (request) => {
-    let apiKey: string;
-    try {
-      const credential = bearerCredential(request);
-      if (credential.kind !== 'apiKey') throw new PkgError('NOT_FOUND');
-      apiKey = credential.apiKey;
-    } catch {
-      throw new PkgError('NOT_FOUND');
-    }
-    const record = await lookupApiKey(apiKeys, apiKey);
-    return { tenant_id: record.tenantId, organisation_name: record.organisationName };
-  });
+  app.get(
+    '/v2/api-key/validate',
+    { config: { ...SENSITIVE, audit: 'api-key/validate' }, schema: validateSchema },
+    async (request) => {
+      let apiKey: string;
+      try {
+        const credential = bearerCredential(request);
+        if (credential.kind !== 'apiKey') throw new PkgError('NOT_FOUND');
+        apiKey = credential.apiKey;
+      } catch {
+        throw new PkgError('NOT_FOUND');
+      }
+      const record = await lookupApiKey(apiKeys, apiKey, request);
+      return { tenant_id: record.tenantId, organisation_name: record.organisationName };
+    },
+  );
 }
