@@ -199,6 +199,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       clock,
       metrics,
       refuseDemoSchemes,
+      budgets: deps.rateLimit.store,
     });
   }
   if (deps.apiKeys !== undefined) app.register(apiKeyRoutes, { apiKeys: deps.apiKeys });

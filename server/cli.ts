@@ -7,6 +7,7 @@ import { isPostGuardError } from 'postguard-ts';
 import { commandActor, listAudit, pruneAudit, recordCommand, type AuditEntry, type AuditRow } from './audit.js';
 import { ConfigError, parseCommand, resolveTime, type Command, type Env } from './config.js';
 import { issueApiKey, listApiKeys, revokeApiKey, type ApiKeyListing } from './db.js';
+import { apiKeyInfo, rotateApiKey, setBudgets, type ApiKeyInfo } from './key-controls.js';
 import { migrate, migrationLabel, requireCurrentSchema, SchemaError } from './db/migrate.js';
 import { StartupError, runPrimary, runWorker, serve, type Io } from './serve.js';
 
@@ -211,6 +212,128 @@ const apiKeyRevoke = (command: Extract<Command, { kind: 'api-key-revoke' }>, env
     }
   });
 
+const apiKeyRotate = (command: Extract<Command, { kind: 'api-key-rotate' }>, env: Env, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const result = await rotateApiKey(command.databaseUrl, command.id, command.graceMs);
+    const operation = 'api-key rotate';
+    const graceSeconds = command.graceMs / 1000;
+    switch (result.outcome) {
+      case 'unknown':
+      case 'not-active': {
+        const [code, message] =
+          result.outcome === 'unknown'
+            ? ['UNKNOWN_KEY', `no API key with id ${command.id}`]
+            : ['KEY_NOT_ACTIVE', `API key ${command.id} is ${result.status}; only a live key is rotated`];
+        const entry = {
+          operation,
+          outcome: 'refused' as const,
+          errorCode: code,
+          keyId: command.id,
+          details: { graceSeconds },
+        };
+        return audited(command.databaseUrl, env, io, entry, fail(io, 1, message));
+      }
+      case 'rotated':
+        io.stdout.write(`${result.key}\n`);
+        io.stderr.write(
+          `New key id ${result.id}, shown only once. The old key ${result.oldId} signs until ${result.oldStopsAt.toISOString()}.\n`,
+        );
+        return audited(
+          command.databaseUrl,
+          env,
+          io,
+          {
+            operation,
+            outcome: 'allowed',
+            keyId: result.oldId,
+            orgId: result.orgId,
+            details: { newKeyId: result.id, graceSeconds, oldStopsAt: result.oldStopsAt.toISOString() },
+          },
+          { exit: 0 },
+        );
+    }
+  });
+
+const apiKeyBudget = (command: Extract<Command, { kind: 'api-key-budget' }>, env: Env, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const change = {
+      ...(command.perHour === undefined ? {} : { perHour: command.perHour }),
+      ...(command.perDay === undefined ? {} : { perDay: command.perDay }),
+    };
+    const result = await setBudgets(command.databaseUrl, command.id, change);
+    if (result.outcome === 'unknown') {
+      const entry = {
+        operation: 'api-key budget',
+        outcome: 'refused' as const,
+        errorCode: 'UNKNOWN_KEY',
+        keyId: command.id,
+        details: change,
+      };
+      return audited(command.databaseUrl, env, io, entry, fail(io, 1, `no API key with id ${command.id}`));
+    }
+    const show = (n: number | null) => (n === null ? 'off' : String(n));
+    io.stdout.write(`API key ${result.id}: budget per hour ${show(result.perHour)}, per day ${show(result.perDay)}\n`);
+    const entry = {
+      operation: 'api-key budget',
+      outcome: 'allowed' as const,
+      keyId: result.id,
+      orgId: result.orgId,
+      details: { perHour: result.perHour, perDay: result.perDay },
+    };
+    return audited(command.databaseUrl, env, io, entry, { exit: 0 });
+  });
+
+function infoText(info: ApiKeyInfo): string {
+  const date = columnDate;
+  const budget = (n: number | null) => (n === null ? 'off' : String(n));
+  const counts = (c: { allowed: number; refused: number }) => `${c.allowed} allowed, ${c.refused} refused`;
+  const lines: Array<[string, string]> = [
+    ['id', info.id],
+    ['status', info.status],
+    [
+      'organisation',
+      `${columnText(info.organisation.name)} (${info.organisation.id}, ${info.organisation.status ?? 'null'})`,
+    ],
+    ['signing e-mail', columnText(info.organisation.signingEmail)],
+    ['signs with', JSON.stringify(info.signingAttrs)],
+    ['created', date(info.createdAt)],
+    ['expires', date(info.expiresAt)],
+    ['revoked', date(info.revokedAt)],
+    ['last used', date(info.lastUsedAt)],
+    ['requests, last hour', counts(info.counts.lastHour)],
+    ['requests, last day', counts(info.counts.lastDay)],
+    ['requests, retained', counts(info.counts.retained)],
+    ['budget per hour', budget(info.budgets.perHour)],
+    ['budget per day', budget(info.budgets.perDay)],
+    ['budget shared with', info.budgets.sharedWith ?? '-'],
+    ['rotated from', info.rotatedFrom ?? '-'],
+    ['rotated to', info.rotatedTo.length === 0 ? '-' : info.rotatedTo.join(', ')],
+  ];
+  return lines.map(([k, v]) => `${k}:\t${v}\n`).join('');
+}
+
+const apiKeyInfoCommand = (command: Extract<Command, { kind: 'api-key-info' }>, env: Env, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const info = await apiKeyInfo(command.databaseUrl, command.id);
+    if (info === undefined) {
+      const entry = {
+        operation: 'api-key info',
+        outcome: 'refused' as const,
+        errorCode: 'UNKNOWN_KEY',
+        keyId: command.id,
+      };
+      return audited(command.databaseUrl, env, io, entry, fail(io, 1, `no API key with id ${command.id}`));
+    }
+    io.stdout.write(command.json ? `${JSON.stringify(info)}\n` : infoText(info));
+    const entry = {
+      operation: 'api-key info',
+      outcome: 'allowed' as const,
+      keyId: info.id,
+      orgId: info.organisation.id,
+    };
+    return audited(command.databaseUrl, env, io, entry, { exit: 0 });
+  });
+
 const AUDIT_HEADER = [
   'time',
   'source',
@@ -329,6 +452,12 @@ export async function runCli(argv: readonly string[], env: Env, io: Io): Promise
         return await apiKeyList(command, env, io);
       case 'api-key-revoke':
         return await apiKeyRevoke(command, env, io);
+      case 'api-key-rotate':
+        return await apiKeyRotate(command, env, io);
+      case 'api-key-budget':
+        return await apiKeyBudget(command, env, io);
+      case 'api-key-info':
+        return await apiKeyInfoCommand(command, env, io);
       case 'audit-list':
         return await auditList(command, io);
       case 'audit-prune':

@@ -57,6 +57,10 @@ export type Command =
   | { kind: 'api-key-create'; databaseUrl: string; email: string; org: string }
   | { kind: 'api-key-list'; databaseUrl: string; org: string | undefined }
   | { kind: 'api-key-revoke'; databaseUrl: string; ref: { id: string } | { key: string } }
+  /** perHour/perDay: a count, null to remove the budget, undefined to leave it. */
+  | { kind: 'api-key-budget'; databaseUrl: string; id: string; perHour?: number | null; perDay?: number | null }
+  | { kind: 'api-key-rotate'; databaseUrl: string; id: string; graceMs: number }
+  | { kind: 'api-key-info'; databaseUrl: string; id: string; json: boolean }
   /** since: an instant, or how long ago (resolved when the command runs). */
   | {
       kind: 'audit-list';
@@ -113,6 +117,9 @@ Commands:
   api-key create       create an API key for a sending organisation (needs a database)
   api-key list         list the API keys and whether they are active
   api-key revoke       revoke an API key
+  api-key rotate       replace an API key, the old one signing on for a grace period
+  api-key budget       set an API key's budget of signing requests per hour and per day
+  api-key info         show one API key: status, organisation, last use, counts, budgets
   audit list           show the audit trail (key use and api-key commands) since a time
   audit prune          delete audit rows older than the retention (default 90 days)
 
@@ -191,17 +198,29 @@ pg_pkg_schema_migrations. Safe to run again, and from several instances at once.
 export const API_KEY_HELP = `Usage: pg-pkg api-key create --email <address> --org <name> [-d <url>]
        pg-pkg api-key list [--org <name>] [-d <url>]
        pg-pkg api-key revoke (--id <id> | --key <PG-…>) [-d <url>]
+       pg-pkg api-key rotate --id <id> [--grace <duration>] [-d <url>]
+       pg-pkg api-key budget --id <id> [--per-hour <n|off>] [--per-day <n|off>] [-d <url>]
+       pg-pkg api-key info --id <id> [--json] [-d <url>]
 
 create: a new API key (PG-…) for an organisation that signs with its e-mail address. The key is
 printed once; only its SHA-256 hash is stored.
 list: one tab-separated line per key (id, organisation, signing e-mail, status, created, expires,
 last used); never the keys themselves.
 revoke: the PKG refuses the key from its next request on.
+rotate: prints a new key for the same organisation (same signing attributes and budgets); the old key
+keeps signing for the grace period (default 24h; 0s stops it now), then stops.
+budget: signing requests the key may make per hour and per day, shared by every PKG instance (off by
+default; "off" removes one). Takes effect at the key's next request.
+info: status, organisation, created, expires, last use, requests in the audit trail, budgets, rotation.
 
   --email <address>          the organisation's signing e-mail address
   --org <name>               the organisation's name
   --id <id>                  the key's id, as listed
   --key <PG-…>               the key itself
+  --grace <duration>         how long the old key signs on after rotate: 30m, 24h, 7d   [default: 24h]
+  --per-hour <n|off>         signing requests per hour (budget)
+  --per-day <n|off>          signing requests per day (budget)
+  --json                     info as one JSON object
   -d, --database-url <url>   PostgreSQL                                     [DATABASE_URL]
   -h, --help                 show this help`;
 
@@ -648,6 +667,15 @@ function migrateCommand(argv: readonly string[], env: Env): Command {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** --id: a key id as `api-key list` shows it (required). */
+function keyId(values: Values): string {
+  const id = values.id;
+  if (typeof id !== 'string') throw new ConfigError('--id', 'is required');
+  if (!UUID.test(id.trim()))
+    throw new ConfigError('--id', `not a key id (a UUID, as "api-key list" shows): ${JSON.stringify(id)}`);
+  return id.trim().toLowerCase();
+}
+
 function apiKeyCommand(argv: readonly string[], env: Env): Command {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help', text: API_KEY_HELP };
@@ -692,8 +720,58 @@ function apiKeyCommand(argv: readonly string[], env: Env): Command {
         throw new ConfigError('--key', 'must be an API key (PG-…)');
       return { kind: 'api-key-revoke', databaseUrl: url, ref: { key } };
     }
+    case 'rotate': {
+      const values = parse(
+        rest,
+        { id: { type: 'string' }, grace: { type: 'string' }, ...DATABASE_OPTIONS },
+        'api-key rotate',
+      );
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      const graceMs = typeof values.grace === 'string' ? duration('--grace', values.grace) : 24 * 3_600_000;
+      return { kind: 'api-key-rotate', databaseUrl: url, id: keyId(values), graceMs };
+    }
+    case 'budget': {
+      const values = parse(
+        rest,
+        { id: { type: 'string' }, 'per-hour': { type: 'string' }, 'per-day': { type: 'string' }, ...DATABASE_OPTIONS },
+        'api-key budget',
+      );
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      const id = keyId(values);
+      const budget = (flag: 'per-hour' | 'per-day'): number | null | undefined => {
+        const raw = values[flag];
+        if (typeof raw !== 'string') return undefined;
+        return raw.trim() === 'off' ? null : integer(`--${flag}`, raw, 1, 1_000_000_000);
+      };
+      const perHour = budget('per-hour');
+      const perDay = budget('per-day');
+      if (perHour === undefined && perDay === undefined)
+        throw new ConfigError('--per-hour / --per-day', 'give at least one (a count, or off)');
+      return {
+        kind: 'api-key-budget',
+        databaseUrl: url,
+        id,
+        ...(perHour === undefined ? {} : { perHour }),
+        ...(perDay === undefined ? {} : { perDay }),
+      };
+    }
+    case 'info': {
+      const values = parse(
+        rest,
+        { id: { type: 'string' }, json: { type: 'boolean' }, ...DATABASE_OPTIONS },
+        'api-key info',
+      );
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      return { kind: 'api-key-info', databaseUrl: url, id: keyId(values), json: values.json === true };
+    }
     default:
-      throw new ConfigError('api-key', `unknown subcommand ${JSON.stringify(sub)} (expected create, list or revoke)`);
+      throw new ConfigError(
+        'api-key',
+        `unknown subcommand ${JSON.stringify(sub)} (expected create, list, revoke, rotate, budget or info)`,
+      );
   }
 }
 

@@ -48,6 +48,7 @@ describe('apiKeyRecord (identity from signing_attrs)', () => {
         { t: 'pbdf.pbdf.kvk.kvkNumber', v: '12345678' },
       ],
       privateAttributes: [],
+      budgets: { perHour: null, perDay: null, counter: row.key_id },
     });
   });
 
@@ -110,6 +111,7 @@ describe('API keys in PostgreSQL', () => {
     expect(tables.rows.map((r) => r.table_name)).toEqual([
       'business_api_keys',
       'organizations',
+      'pg_pkg_api_key_controls',
       'pg_pkg_audit',
       'pg_pkg_schema_migrations',
       'users',
@@ -142,6 +144,7 @@ describe('API keys in PostgreSQL', () => {
         { t: 'pbdf.pbdf.kvk.displayName', v: 'Org B' },
       ],
       privateAttributes: [],
+      budgets: { perHour: null, perDay: null, counter: record?.keyId },
     });
     await expect
       .poll(

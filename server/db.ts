@@ -32,6 +32,15 @@ export interface ApiKeyRecord {
   publicAttributes: Array<{ t: string; v: string }>;
   /** Always empty: the business schema has no private attributes. */
   privateAttributes: Array<{ t: string; v: string }>;
+  /** Signing requests allowed per hour and per day (null: no budget), and whose counters they spend. */
+  budgets: KeyBudgets;
+}
+
+export interface KeyBudgets {
+  perHour: number | null;
+  perDay: number | null;
+  /** The id the counters are kept under: the key's own, or its predecessor's after a rotation. */
+  counter: string;
 }
 
 /** PostgreSQL could not answer (down, unreachable, timed out, or the query failed). */
@@ -90,6 +99,9 @@ export function apiKeyHash(apiKey: string): string {
 /** One row of the lookup query. */
 export interface ApiKeyRow {
   key_id: string;
+  budget_per_hour?: number | null;
+  budget_per_day?: number | null;
+  budget_key?: string | null;
   tenant_id: string;
   signing_email: string | null;
   name: string | null;
@@ -101,12 +113,13 @@ export interface ApiKeyRow {
 // The row whatever its state, and the state decided in the same statement (one clock: the database's).
 const LOOKUP = `
   SELECT k.id::text AS key_id, o.id::text AS tenant_id, o.signing_email, o.name, u.phone, o.kvk_number,
-         k.signing_attrs,
+         k.signing_attrs, c.budget_per_hour, c.budget_per_day, c.budget_key::text AS budget_key,
          CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= now() THEN 'expired'
               WHEN o.status IS DISTINCT FROM 'active' THEN 'organisation-inactive' END AS refusal
   FROM business_api_keys k
   JOIN organizations o ON o.id = k.org_id
   LEFT JOIN users u ON u.id = o.contact_user_id
+  LEFT JOIN pg_pkg_api_key_controls c ON c.key_id = k.id
   WHERE k.key_hash = $1`;
 
 const TOUCH = 'UPDATE business_api_keys SET last_used_at = now() WHERE key_hash = $1';
@@ -130,6 +143,11 @@ export function apiKeyRecord(row: ApiKeyRow, emailAttribute: string): ApiKeyReco
     organisationName: enabled('orgName', row.name) ? row.name : null,
     publicAttributes,
     privateAttributes: [],
+    budgets: {
+      perHour: row.budget_per_hour ?? null,
+      perDay: row.budget_per_day ?? null,
+      counter: row.budget_key ?? row.key_id,
+    },
   };
 }
 

@@ -157,6 +157,7 @@ describe('refused at issuance', () => {
       organisationName: null,
       publicAttributes: [{ t: DEMO_EMAIL, v: 'sender@example.org' }],
       privateAttributes: [],
+      budgets: { perHour: null, perDay: null, counter: '00000000-0000-4000-8000-000000000001' },
     };
     await expectRefused(await signKey(strict, 'PG-test'));
     expect((await signKey(open, 'PG-test')).status).toBe(200);

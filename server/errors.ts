@@ -54,6 +54,8 @@ export const PKG_ERRORS = {
   SESSION_UNKNOWN: { status: 404, message: 'session not found' },
   /** Too many requests from one client (see Retry-After). */
   RATE_LIMITED: { status: 429, message: 'too many requests' },
+  /** sign/key: the API key's own budget per hour or per day is spent (see Retry-After). */
+  API_KEY_BUDGET_EXCEEDED: { status: 429, message: "the API key's request budget is spent" },
   /** statusevents: the client (or the PKG as a whole) has the most status-event streams open it may. */
   TOO_MANY_STREAMS: { status: 429, message: 'too many open status event streams' },
   /** A failure of the PKG itself. */

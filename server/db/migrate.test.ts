@@ -124,9 +124,14 @@ describe('migrate', () => {
     const shipped = await loadMigrations();
     await query(url, shipped[0]!.sql);
     await query(url, "ALTER TABLE organizations ADD COLUMN status text NOT NULL DEFAULT 'pending'");
-    await query(url, "INSERT INTO organizations (name, signing_email, status) VALUES ('Old BV', 'o@example.org', 'suspended')");
+    await query(
+      url,
+      "INSERT INTO organizations (name, signing_email, status) VALUES ('Old BV', 'o@example.org', 'suspended')",
+    );
     await migrate(url);
-    expect(await query(url, 'SELECT name, status FROM organizations')).toEqual([{ name: 'Old BV', status: 'suspended' }]);
+    expect(await query(url, 'SELECT name, status FROM organizations')).toEqual([
+      { name: 'Old BV', status: 'suspended' },
+    ]);
     const key = await createApiKey(url, { email: 'o@example.org', org: 'Old BV' });
     expect((await listApiKeys(url))[0]).toMatchObject({ status: 'org-suspended' });
     const store = createApiKeyStore(url, { emailAttribute: EMAIL });

@@ -10,7 +10,8 @@ import type { ResultJwtVerifier, SessionStatus, VerifiedResult } from '../idp/jw
 import { refuseDemoTypes } from '../idp/schemes.js';
 import type { PkgMetrics } from '../metrics.js';
 import { LIMITS, attributeSchema, policySchema, proofStatusSchema, sessionStatusSchema } from '../schemas.js';
-import { SENSITIVE } from '../ratelimit/index.js';
+import { SENSITIVE, type BucketStore } from '../ratelimit/index.js';
+import { spendBudget } from '../budgets.js';
 
 /**
  * Key issuance, under a Bearer credential:
@@ -32,6 +33,8 @@ export interface KeyRoutesOptions {
   metrics: PkgMetrics;
   /** Refuse keys for identities with demo-scheme attributes (--refuse-demo-schemes). */
   refuseDemoSchemes: boolean;
+  /** Where the per-key budgets are counted (the rate limiter's store). */
+  budgets: BucketStore;
 }
 
 type Signer = { kind: 'jwt'; result: VerifiedResult } | { kind: 'apiKey'; record: ApiKeyRecord };
@@ -158,7 +161,7 @@ const timestampParams = {
 } as const;
 
 export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions): Promise<void> {
-  const { msk, sk, verifier, apiKeys, clock, metrics, refuseDemoSchemes } = options;
+  const { msk, sk, verifier, apiKeys, clock, metrics, refuseDemoSchemes, budgets } = options;
   // What a session proved, or an API key stands for, must not rest on a demo scheme when so configured.
   const checkSchemes = (attributes: readonly Attribute[]): void => {
     if (refuseDemoSchemes) refuseDemoTypes(attributes.map((a) => a.t));
@@ -218,10 +221,13 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
       onRequest: async (request) => {
         const credential = bearerCredential(request);
         if (credential.kind === 'jwt' && request.pkgAudit) request.pkgAudit.credential = 'jwt';
-        request.pkgSigner =
-          credential.kind === 'apiKey'
-            ? { kind: 'apiKey', record: await lookupApiKey(apiKeys, credential.apiKey, request) }
-            : { kind: 'jwt', result: await verifier.verify(credential.jwt) };
+        if (credential.kind === 'apiKey') {
+          const record = await lookupApiKey(apiKeys, credential.apiKey, request);
+          await spendBudget(budgets, record.budgets);
+          request.pkgSigner = { kind: 'apiKey', record };
+        } else {
+          request.pkgSigner = { kind: 'jwt', result: await verifier.verify(credential.jwt) };
+        }
       },
     },
     async (request): Promise<SigningResponse> => {
