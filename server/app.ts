@@ -42,6 +42,14 @@ import { sessionRoutes } from './routes/session.js';
  */
 
 export const IDENTITY_PREFIXES = ['/v2/irma', '/v2/request', '/v2/idp'] as const;
+
+/**
+ * /v2/irma/* is pg-pkg's old name of /v2/request/*, deprecated upstream since 2026-07-27. Its answers say
+ * so: `Deprecation` (RFC 9745, the instant as a structured date), `Sunset` (RFC 8594: the alias is kept at
+ * least until then; our date, a year on) and a `Link` to the successor.
+ */
+export const IRMA_ALIAS_DEPRECATED = new Date('2026-07-27T00:00:00Z');
+export const IRMA_ALIAS_SUNSET = new Date('2027-07-27T00:00:00Z');
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
 export interface IdentityServerDeps {
@@ -163,6 +171,18 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.register(cors, corsOptions(deps.allowedOrigins));
   app.register(rateLimitPlugin, { ...deps.rateLimit, clientKeyOf });
+
+  const deprecation = `@${IRMA_ALIAS_DEPRECATED.getTime() / 1000}`;
+  const sunset = IRMA_ALIAS_SUNSET.toUTCString();
+  app.addHook('onSend', async (request, reply) => {
+    const route = request.routeOptions.url;
+    if (route === undefined || !route.startsWith('/v2/irma/')) return;
+    const successor = (request.url.split('?', 1)[0] ?? '').replace(/^\/v2\/irma\//, '/v2/request/');
+    reply
+      .header('deprecation', deprecation)
+      .header('sunset', sunset)
+      .header('link', `<${successor}>; rel="successor-version"`);
+  });
 
   app.addHook('onResponse', async (request, reply) => {
     const path = request.url;
