@@ -148,6 +148,39 @@ describe('signing with an API key', () => {
   });
 });
 
+describe("the organisation's status", () => {
+  const setStatus = async (org: string, status: string) => {
+    const admin = new pg.Client({ connectionString: schema.url });
+    await admin.connect();
+    try {
+      await admin.query('UPDATE organizations SET status = $2 WHERE name = $1', [org, status]);
+    } finally {
+      await admin.end();
+    }
+  };
+
+  it('a suspended or pending organisation: 401 API_KEY_INVALID at the next request, the body of an unknown key', async () => {
+    const unknown = await (await signKey('PG-unknown')).json();
+    expect((await signKey(orgKey)).status).toBe(200);
+    try {
+      for (const status of ['suspended', 'pending', 'Active', '']) {
+        await setStatus('ACME', status);
+        const refused = await signKey(orgKey);
+        expect(refused.status).toBe(401);
+        expect(await refused.json()).toEqual(unknown);
+        await expectError(await validate(`Bearer ${orgKey}`), 401, 'API_KEY_INVALID');
+        // The other organisations' keys are untouched.
+        expect((await signKey(validKey)).status).toBe(200);
+      }
+    } finally {
+      await setStatus('ACME', 'active');
+    }
+    // Reactivated, the same key signs again: suspension does not revoke.
+    expect((await signKey(orgKey)).status).toBe(200);
+    expect((await validate(`Bearer ${orgKey}`)).status).toBe(200);
+  });
+});
+
 describe('/v2/api-key/validate', () => {
   it('answers the tenant, and the organisation name only when the key signs with it', async () => {
     const plain = await validate(`Bearer ${validKey}`);

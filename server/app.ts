@@ -11,6 +11,7 @@ import { ResultJwtVerifier } from './idp/jwt.js';
 import { StatusStreams, type StatusStreamLimits } from './idp/status-streams.js';
 import { CLIENT_HEADER, createMetrics, type PkgMetrics } from './metrics.js';
 import {
+  clientAddressResolver,
   clientKeyResolver,
   rateLimitPlugin,
   trustedProxies,
@@ -23,6 +24,7 @@ import {
   limitedServerFactory,
   type ConnectionLimits,
 } from './connections.js';
+import { auditRequests } from './audit-hook.js';
 import { apiKeyRoutes } from './routes/apikey.js';
 import { keyRoutes } from './routes/keys.js';
 import { opsRoutes } from './routes/ops.js';
@@ -40,6 +42,14 @@ import { sessionRoutes } from './routes/session.js';
  */
 
 export const IDENTITY_PREFIXES = ['/v2/irma', '/v2/request', '/v2/idp'] as const;
+
+/**
+ * /v2/irma/* is pg-pkg's old name of /v2/request/*, deprecated upstream since 2026-07-27. Its answers say
+ * so: `Deprecation` (RFC 9745, the instant as a structured date), `Sunset` (RFC 8594: the alias is kept at
+ * least until then; our date, a year on) and a `Link` to the successor.
+ */
+export const IRMA_ALIAS_DEPRECATED = new Date('2026-07-27T00:00:00Z');
+export const IRMA_ALIAS_SUNSET = new Date('2027-07-27T00:00:00Z');
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
 export interface IdentityServerDeps {
@@ -155,9 +165,24 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  app.decorateRequest('pkgErrorCode', null);
+  // Before the limiter, so that its refusals of audited routes are recorded too.
+  auditRequests(app, deps.apiKeys, clientAddressResolver(deps.rateLimit.settings));
 
   app.register(cors, corsOptions(deps.allowedOrigins));
   app.register(rateLimitPlugin, { ...deps.rateLimit, clientKeyOf });
+
+  const deprecation = `@${IRMA_ALIAS_DEPRECATED.getTime() / 1000}`;
+  const sunset = IRMA_ALIAS_SUNSET.toUTCString();
+  app.addHook('onSend', async (request, reply) => {
+    const route = request.routeOptions.url;
+    if (route === undefined || !route.startsWith('/v2/irma/')) return;
+    const successor = (request.url.split('?', 1)[0] ?? '').replace(/^\/v2\/irma\//, '/v2/request/');
+    reply
+      .header('deprecation', deprecation)
+      .header('sunset', sunset)
+      .header('link', `<${successor}>; rel="successor-version"`);
+  });
 
   app.addHook('onResponse', async (request, reply) => {
     const path = request.url;
@@ -194,6 +219,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       clock,
       metrics,
       refuseDemoSchemes,
+      budgets: deps.rateLimit.store,
     });
   }
   if (deps.apiKeys !== undefined) app.register(apiKeyRoutes, { apiKeys: deps.apiKeys });

@@ -4,8 +4,10 @@ import pg from 'pg';
 import { generatePkgKeys } from 'postguard-ts/keys';
 import { readPkgKeys, writePkgKeys, type PkgKeyPaths } from './keyfiles.js';
 import { isPostGuardError } from 'postguard-ts';
-import { ConfigError, parseCommand, type Command, type Env } from './config.js';
-import { createApiKey, listApiKeys, revokeApiKey, type ApiKeyListing } from './db.js';
+import { commandActor, listAudit, pruneAudit, recordCommand, type AuditEntry, type AuditRow } from './audit.js';
+import { ConfigError, parseCommand, resolveTime, type Command, type Env } from './config.js';
+import { issueApiKey, listApiKeys, revokeApiKey, type ApiKeyListing } from './db.js';
+import { apiKeyInfo, rotateApiKey, setBudgets, type ApiKeyInfo } from './key-controls.js';
 import { migrate, migrationLabel, requireCurrentSchema, SchemaError } from './db/migrate.js';
 import { StartupError, runPrimary, runWorker, serve, type Io } from './serve.js';
 
@@ -102,52 +104,285 @@ async function migrateCommand(command: Extract<Command, { kind: 'migrate' }>, io
   }
 }
 
-const apiKeyCreate = (command: Extract<Command, { kind: 'api-key-create' }>, io: Io): Promise<Outcome> =>
+/**
+ * Every api-key command leaves a row in the audit trail: what it did, to which key, who ran it (the OS
+ * user) and from where (the host, and the SSH client's address when there is one). A command whose
+ * work is done but whose row cannot be written says so and exits 1.
+ */
+async function audited(
+  databaseUrl: string,
+  env: Env,
+  io: Io,
+  entry: Omit<AuditEntry, 'source' | 'osUser' | 'host'>,
+  outcome: Outcome,
+): Promise<Outcome> {
+  const actor = commandActor(env);
+  try {
+    await recordCommand(databaseUrl, {
+      ...entry,
+      osUser: actor.osUser,
+      host: actor.host,
+      details: { ...actor.details, ...entry.details },
+    });
+  } catch (e) {
+    return fail(io, 1, `done, but not recorded in the audit trail: ${(e as Error).message}`);
+  }
+  return outcome;
+}
+
+const apiKeyCreate = (command: Extract<Command, { kind: 'api-key-create' }>, env: Env, io: Io): Promise<Outcome> =>
   withCurrentSchema(command.databaseUrl, io, async () => {
-    const apiKey = await createApiKey(command.databaseUrl, { email: command.email, org: command.org });
-    io.stdout.write(`${apiKey}\n`);
-    io.stderr.write('This key is shown only once; only its hash is stored.\n');
-    return { exit: 0 };
+    const issued = await issueApiKey(command.databaseUrl, { email: command.email, org: command.org });
+    io.stdout.write(`${issued.key}\n`);
+    io.stderr.write(`This key (id ${issued.id}) is shown only once; only its hash is stored.\n`);
+    return audited(
+      command.databaseUrl,
+      env,
+      io,
+      {
+        operation: 'api-key create',
+        outcome: 'allowed',
+        keyId: issued.id,
+        orgId: issued.orgId,
+        details: { org: command.org, email: command.email },
+      },
+      { exit: 0 },
+    );
   });
 
 const LISTING_HEADER = ['id', 'organisation', 'signing e-mail', 'status', 'created', 'expires', 'last used'];
 
+// Tabs and newlines in a name would break the columns; nothing else needs escaping.
+const columnText = (value: string) => value.replace(/[\t\r\n]/g, ' ');
+const columnDate = (value: Date | null) => (value === null ? '-' : value.toISOString());
+
 function listingLine(key: ApiKeyListing): string[] {
-  // Tabs and newlines in a name would break the columns; nothing else needs escaping.
-  const text = (value: string) => value.replace(/[\t\r\n]/g, ' ');
-  const date = (value: Date | null) => (value === null ? '-' : value.toISOString());
   return [
     key.id,
-    text(key.organisation),
-    text(key.signingEmail),
+    columnText(key.organisation),
+    columnText(key.signingEmail),
     key.status,
-    date(key.createdAt),
-    date(key.expiresAt),
-    date(key.lastUsedAt),
+    columnDate(key.createdAt),
+    columnDate(key.expiresAt),
+    columnDate(key.lastUsedAt),
   ];
 }
 
-const apiKeyList = (command: Extract<Command, { kind: 'api-key-list' }>, io: Io): Promise<Outcome> =>
+const apiKeyList = (command: Extract<Command, { kind: 'api-key-list' }>, env: Env, io: Io): Promise<Outcome> =>
   withCurrentSchema(command.databaseUrl, io, async () => {
     const keys = await listApiKeys(command.databaseUrl, command.org === undefined ? {} : { org: command.org });
     const lines = [LISTING_HEADER, ...keys.map(listingLine)].map((fields) => `${fields.join('\t')}\n`);
     io.stdout.write(lines.join(''));
+    const details = command.org === undefined ? { keys: keys.length } : { org: command.org, keys: keys.length };
+    return audited(
+      command.databaseUrl,
+      env,
+      io,
+      { operation: 'api-key list', outcome: 'allowed', details },
+      { exit: 0 },
+    );
+  });
+
+const apiKeyRevoke = (command: Extract<Command, { kind: 'api-key-revoke' }>, env: Env, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const result = await revokeApiKey(command.databaseUrl, command.ref);
+    const operation = 'api-key revoke';
+    // Given by the key itself, the row names the key only by its id once found, never by the key.
+    const asked = 'id' in command.ref ? { id: command.ref.id } : { byKey: true };
+    switch (result.outcome) {
+      case 'unknown':
+        return audited(
+          command.databaseUrl,
+          env,
+          io,
+          { operation, outcome: 'refused', errorCode: 'UNKNOWN_KEY', details: asked },
+          fail(io, 1, 'id' in command.ref ? `no API key with id ${command.ref.id}` : 'no such API key'),
+        );
+      case 'already-revoked':
+      case 'revoked': {
+        io.stdout.write(
+          result.outcome === 'revoked'
+            ? `revoked API key ${result.id}\n`
+            : `API key ${result.id} was already revoked\n`,
+        );
+        const details = { ...asked, result: result.outcome };
+        const entry = { operation, outcome: 'allowed' as const, keyId: result.id, orgId: result.orgId, details };
+        return audited(command.databaseUrl, env, io, entry, { exit: 0 });
+      }
+    }
+  });
+
+const apiKeyRotate = (command: Extract<Command, { kind: 'api-key-rotate' }>, env: Env, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const result = await rotateApiKey(command.databaseUrl, command.id, command.graceMs);
+    const operation = 'api-key rotate';
+    const graceSeconds = command.graceMs / 1000;
+    switch (result.outcome) {
+      case 'unknown':
+      case 'not-active': {
+        const [code, message] =
+          result.outcome === 'unknown'
+            ? ['UNKNOWN_KEY', `no API key with id ${command.id}`]
+            : ['KEY_NOT_ACTIVE', `API key ${command.id} is ${result.status}; only a live key is rotated`];
+        const entry = {
+          operation,
+          outcome: 'refused' as const,
+          errorCode: code,
+          keyId: command.id,
+          details: { graceSeconds },
+        };
+        return audited(command.databaseUrl, env, io, entry, fail(io, 1, message));
+      }
+      case 'rotated':
+        io.stdout.write(`${result.key}\n`);
+        io.stderr.write(
+          `New key id ${result.id}, shown only once. The old key ${result.oldId} signs until ${result.oldStopsAt.toISOString()}.\n`,
+        );
+        return audited(
+          command.databaseUrl,
+          env,
+          io,
+          {
+            operation,
+            outcome: 'allowed',
+            keyId: result.oldId,
+            orgId: result.orgId,
+            details: { newKeyId: result.id, graceSeconds, oldStopsAt: result.oldStopsAt.toISOString() },
+          },
+          { exit: 0 },
+        );
+    }
+  });
+
+const apiKeyBudget = (command: Extract<Command, { kind: 'api-key-budget' }>, env: Env, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const change = {
+      ...(command.perHour === undefined ? {} : { perHour: command.perHour }),
+      ...(command.perDay === undefined ? {} : { perDay: command.perDay }),
+    };
+    const result = await setBudgets(command.databaseUrl, command.id, change);
+    if (result.outcome === 'unknown') {
+      const entry = {
+        operation: 'api-key budget',
+        outcome: 'refused' as const,
+        errorCode: 'UNKNOWN_KEY',
+        keyId: command.id,
+        details: change,
+      };
+      return audited(command.databaseUrl, env, io, entry, fail(io, 1, `no API key with id ${command.id}`));
+    }
+    const show = (n: number | null) => (n === null ? 'off' : String(n));
+    io.stdout.write(`API key ${result.id}: budget per hour ${show(result.perHour)}, per day ${show(result.perDay)}\n`);
+    const entry = {
+      operation: 'api-key budget',
+      outcome: 'allowed' as const,
+      keyId: result.id,
+      orgId: result.orgId,
+      details: { perHour: result.perHour, perDay: result.perDay },
+    };
+    return audited(command.databaseUrl, env, io, entry, { exit: 0 });
+  });
+
+function infoText(info: ApiKeyInfo): string {
+  const date = columnDate;
+  const budget = (n: number | null) => (n === null ? 'off' : String(n));
+  const counts = (c: { allowed: number; refused: number }) => `${c.allowed} allowed, ${c.refused} refused`;
+  const lines: Array<[string, string]> = [
+    ['id', info.id],
+    ['status', info.status],
+    [
+      'organisation',
+      `${columnText(info.organisation.name)} (${info.organisation.id}, ${info.organisation.status ?? 'null'})`,
+    ],
+    ['signing e-mail', columnText(info.organisation.signingEmail)],
+    ['signs with', JSON.stringify(info.signingAttrs)],
+    ['created', date(info.createdAt)],
+    ['expires', date(info.expiresAt)],
+    ['revoked', date(info.revokedAt)],
+    ['last used', date(info.lastUsedAt)],
+    ['requests, last hour', counts(info.counts.lastHour)],
+    ['requests, last day', counts(info.counts.lastDay)],
+    ['requests, retained', counts(info.counts.retained)],
+    ['budget per hour', budget(info.budgets.perHour)],
+    ['budget per day', budget(info.budgets.perDay)],
+    ['budget shared with', info.budgets.sharedWith ?? '-'],
+    ['rotated from', info.rotatedFrom ?? '-'],
+    ['rotated to', info.rotatedTo.length === 0 ? '-' : info.rotatedTo.join(', ')],
+  ];
+  return lines.map(([k, v]) => `${k}:\t${v}\n`).join('');
+}
+
+const apiKeyInfoCommand = (command: Extract<Command, { kind: 'api-key-info' }>, env: Env, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const info = await apiKeyInfo(command.databaseUrl, command.id);
+    if (info === undefined) {
+      const entry = {
+        operation: 'api-key info',
+        outcome: 'refused' as const,
+        errorCode: 'UNKNOWN_KEY',
+        keyId: command.id,
+      };
+      return audited(command.databaseUrl, env, io, entry, fail(io, 1, `no API key with id ${command.id}`));
+    }
+    io.stdout.write(command.json ? `${JSON.stringify(info)}\n` : infoText(info));
+    const entry = {
+      operation: 'api-key info',
+      outcome: 'allowed' as const,
+      keyId: info.id,
+      orgId: info.organisation.id,
+    };
+    return audited(command.databaseUrl, env, io, entry, { exit: 0 });
+  });
+
+const AUDIT_HEADER = [
+  'time',
+  'source',
+  'operation',
+  'outcome',
+  'code',
+  'key id',
+  'organisation id',
+  'from',
+  'user agent',
+];
+
+function auditLine(row: AuditRow): string[] {
+  const from = row.source === 'http' ? row.clientAddress : `${row.osUser ?? '?'}@${row.host ?? '?'}`;
+  return [
+    row.at.toISOString(),
+    row.source,
+    row.operation,
+    row.outcome,
+    row.errorCode ?? '-',
+    row.keyId ?? '-',
+    row.orgId ?? '-',
+    columnText(from ?? '-'),
+    columnText(row.userAgent ?? '-'),
+  ];
+}
+
+const auditList = (command: Extract<Command, { kind: 'audit-list' }>, io: Io): Promise<Outcome> =>
+  withCurrentSchema(command.databaseUrl, io, async () => {
+    const now = Date.now();
+    const rows = await listAudit(command.databaseUrl, {
+      since: resolveTime(command.since, now),
+      until: command.until === undefined ? undefined : resolveTime(command.until, now),
+      keyId: command.keyId,
+      limit: command.limit,
+    });
+    const lines = command.json
+      ? rows.map((row) => `${JSON.stringify(row)}\n`)
+      : [AUDIT_HEADER, ...rows.map(auditLine)].map((fields) => `${fields.join('\t')}\n`);
+    io.stdout.write(lines.join(''));
     return { exit: 0 };
   });
 
-const apiKeyRevoke = (command: Extract<Command, { kind: 'api-key-revoke' }>, io: Io): Promise<Outcome> =>
+const auditPrune = (command: Extract<Command, { kind: 'audit-prune' }>, env: Env, io: Io): Promise<Outcome> =>
   withCurrentSchema(command.databaseUrl, io, async () => {
-    const result = await revokeApiKey(command.databaseUrl, command.ref);
-    switch (result.outcome) {
-      case 'unknown':
-        return fail(io, 1, 'id' in command.ref ? `no API key with id ${command.ref.id}` : 'no such API key');
-      case 'already-revoked':
-        io.stdout.write(`API key ${result.id} was already revoked\n`);
-        return { exit: 0 };
-      case 'revoked':
-        io.stdout.write(`revoked API key ${result.id}\n`);
-        return { exit: 0 };
-    }
+    const actor = commandActor(env);
+    const pruned = await pruneAudit(command.databaseUrl, command.retentionDays, actor);
+    io.stdout.write(`deleted ${pruned} audit rows older than ${command.retentionDays} days\n`);
+    return { exit: 0 };
   });
 
 /**
@@ -212,11 +447,21 @@ export async function runCli(argv: readonly string[], env: Env, io: Io): Promise
       case 'migrate':
         return await migrateCommand(command, io);
       case 'api-key-create':
-        return await apiKeyCreate(command, io);
+        return await apiKeyCreate(command, env, io);
       case 'api-key-list':
-        return await apiKeyList(command, io);
+        return await apiKeyList(command, env, io);
       case 'api-key-revoke':
-        return await apiKeyRevoke(command, io);
+        return await apiKeyRevoke(command, env, io);
+      case 'api-key-rotate':
+        return await apiKeyRotate(command, env, io);
+      case 'api-key-budget':
+        return await apiKeyBudget(command, env, io);
+      case 'api-key-info':
+        return await apiKeyInfoCommand(command, env, io);
+      case 'audit-list':
+        return await auditList(command, io);
+      case 'audit-prune':
+        return await auditPrune(command, env, io);
       case 'server':
         return await server(command, env, io);
     }

@@ -7,7 +7,7 @@ import type { RateLimitSettings } from './ratelimit/index.js';
 import { trustedProxies } from './ratelimit/key.js';
 
 /**
- * The pg-pkg command line: `gen`, `server`, `migrate`, `api-key create|list|revoke`. Parsing is a pure function of argv and
+ * The pg-pkg command line: `gen`, `server`, `migrate`, `api-key …`, `audit list|prune`. Parsing is a pure function of argv and
  * the environment, so every rule is unit-tested; running lives in cli.ts. Each server setting has a
  * flag and (mostly) an environment twin; the flag wins. A bad value is a ConfigError naming the
  * setting, which the CLI prints on one line before exiting with code 2.
@@ -56,7 +56,28 @@ export type Command =
   | { kind: 'migrate'; databaseUrl: string }
   | { kind: 'api-key-create'; databaseUrl: string; email: string; org: string }
   | { kind: 'api-key-list'; databaseUrl: string; org: string | undefined }
-  | { kind: 'api-key-revoke'; databaseUrl: string; ref: { id: string } | { key: string } };
+  | { kind: 'api-key-revoke'; databaseUrl: string; ref: { id: string } | { key: string } }
+  /** perHour/perDay: a count, null to remove the budget, undefined to leave it. */
+  | { kind: 'api-key-budget'; databaseUrl: string; id: string; perHour?: number | null; perDay?: number | null }
+  | { kind: 'api-key-rotate'; databaseUrl: string; id: string; graceMs: number }
+  | { kind: 'api-key-info'; databaseUrl: string; id: string; json: boolean }
+  /** since: an instant, or how long ago (resolved when the command runs). */
+  | {
+      kind: 'audit-list';
+      databaseUrl: string;
+      since: TimeRef;
+      until: TimeRef | undefined;
+      keyId: string | undefined;
+      limit: number;
+      json: boolean;
+    }
+  | { kind: 'audit-prune'; databaseUrl: string; retentionDays: number };
+
+/** A point in time on the command line: an ISO 8601 date or date-time, or a duration ago (`24h`). */
+export type TimeRef = { at: Date } | { agoMs: number };
+
+/** The instant a TimeRef names, at `now` (ms). */
+export const resolveTime = (ref: TimeRef, now: number): Date => ('at' in ref ? ref.at : new Date(now - ref.agoMs));
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -96,6 +117,11 @@ Commands:
   api-key create       create an API key for a sending organisation (needs a database)
   api-key list         list the API keys and whether they are active
   api-key revoke       revoke an API key
+  api-key rotate       replace an API key, the old one signing on for a grace period
+  api-key budget       set an API key's budget of signing requests per hour and per day
+  api-key info         show one API key: status, organisation, last use, counts, budgets
+  audit list           show the audit trail (key use and api-key commands) since a time
+  audit prune          delete audit rows older than the retention (default 90 days)
 
 Run "pg-pkg <command> --help" for the options of a command.`;
 
@@ -172,22 +198,76 @@ pg_pkg_schema_migrations. Safe to run again, and from several instances at once.
 export const API_KEY_HELP = `Usage: pg-pkg api-key create --email <address> --org <name> [-d <url>]
        pg-pkg api-key list [--org <name>] [-d <url>]
        pg-pkg api-key revoke (--id <id> | --key <PG-…>) [-d <url>]
+       pg-pkg api-key rotate --id <id> [--grace <duration>] [-d <url>]
+       pg-pkg api-key budget --id <id> [--per-hour <n|off>] [--per-day <n|off>] [-d <url>]
+       pg-pkg api-key info --id <id> [--json] [-d <url>]
 
 create: a new API key (PG-…) for an organisation that signs with its e-mail address. The key is
 printed once; only its SHA-256 hash is stored.
 list: one tab-separated line per key (id, organisation, signing e-mail, status, created, expires,
 last used); never the keys themselves.
 revoke: the PKG refuses the key from its next request on.
+rotate: prints a new key for the same organisation (same signing attributes and budgets); the old key
+keeps signing for the grace period (default 24h; 0s stops it now), then stops.
+budget: signing requests the key may make per hour and per day, shared by every PKG instance (off by
+default; "off" removes one). Takes effect at the key's next request.
+info: status, organisation, created, expires, last use, requests in the audit trail, budgets, rotation.
 
   --email <address>          the organisation's signing e-mail address
   --org <name>               the organisation's name
   --id <id>                  the key's id, as listed
   --key <PG-…>               the key itself
+  --grace <duration>         how long the old key signs on after rotate: 30m, 24h, 7d   [default: 24h]
+  --per-hour <n|off>         signing requests per hour (budget)
+  --per-day <n|off>          signing requests per day (budget)
+  --json                     info as one JSON object
+  -d, --database-url <url>   PostgreSQL                                     [DATABASE_URL]
+  -h, --help                 show this help`;
+
+export const AUDIT_HELP = `Usage: pg-pkg audit list [--since <time>] [--until <time>] [--key-id <id>] [--limit <n>] [--json] [-d <url>]
+       pg-pkg audit prune [--retention-days <n>] [-d <url>]
+
+list: the audit trail from --since (default 24h ago), oldest first: one tab-separated line per row (time,
+source, operation, outcome, error code, key id, organisation id, client address or OS user@host, user
+agent), or one JSON object per line with --json. A time is an ISO 8601 date or date-time
+(2026-11-28, 2026-11-28T12:00:00Z) or a duration ago: 30m, 24h, 7d.
+prune: deletes the rows older than the retention, and records that it did.
+
+  --since <time>             from this time on                                [default: 24h]
+  --until <time>             before this time
+  --key-id <id>              only this API key's rows
+  --limit <n>                at most this many rows                           [default: 1000]
+  --json                     JSON lines instead of columns
+  --retention-days <n>       days kept by prune         [PKG_AUDIT_RETENTION_DAYS] [default: 90]
   -d, --database-url <url>   PostgreSQL                                     [DATABASE_URL]
   -h, --help                 show this help`;
 
 // ---------------------------------------------------------------------------------------------
 // Value parsers. Each names the setting it checks.
+
+const DURATION_UNITS_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A duration such as `90s`, `30m`, `24h`, `7d` (a whole number and one unit), in ms. */
+export function duration(setting: string, raw: string): number {
+  const match = /^(\d{1,7})([smhd])$/.exec(raw.trim());
+  if (match === null)
+    throw new ConfigError(setting, `expected a duration such as 30m, 24h or 7d, got ${JSON.stringify(raw)}`);
+  return Number(match[1]) * DURATION_UNITS_MS[match[2] as keyof typeof DURATION_UNITS_MS];
+}
+
+function timeRef(setting: string, raw: string): TimeRef {
+  const text = raw.trim();
+  if (/^\d{1,7}[smhd]$/.test(text)) return { agoMs: duration(setting, text) };
+  // ISO 8601 only (Date.parse takes much else); a date alone is midnight UTC.
+  if (/^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i.test(text)) {
+    const at = new Date(text.length === 10 ? `${text}T00:00:00Z` : text);
+    if (!Number.isNaN(at.getTime())) return { at };
+  }
+  throw new ConfigError(
+    setting,
+    `expected an ISO 8601 date or date-time, or a duration such as 24h, got ${JSON.stringify(raw)}`,
+  );
+}
 
 function integer(setting: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(setting, `expected an integer, got ${JSON.stringify(raw)}`);
@@ -587,6 +667,15 @@ function migrateCommand(argv: readonly string[], env: Env): Command {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** --id: a key id as `api-key list` shows it (required). */
+function keyId(values: Values): string {
+  const id = values.id;
+  if (typeof id !== 'string') throw new ConfigError('--id', 'is required');
+  if (!UUID.test(id.trim()))
+    throw new ConfigError('--id', `not a key id (a UUID, as "api-key list" shows): ${JSON.stringify(id)}`);
+  return id.trim().toLowerCase();
+}
+
 function apiKeyCommand(argv: readonly string[], env: Env): Command {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help', text: API_KEY_HELP };
@@ -631,8 +720,106 @@ function apiKeyCommand(argv: readonly string[], env: Env): Command {
         throw new ConfigError('--key', 'must be an API key (PG-…)');
       return { kind: 'api-key-revoke', databaseUrl: url, ref: { key } };
     }
+    case 'rotate': {
+      const values = parse(
+        rest,
+        { id: { type: 'string' }, grace: { type: 'string' }, ...DATABASE_OPTIONS },
+        'api-key rotate',
+      );
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      const graceMs = typeof values.grace === 'string' ? duration('--grace', values.grace) : 24 * 3_600_000;
+      return { kind: 'api-key-rotate', databaseUrl: url, id: keyId(values), graceMs };
+    }
+    case 'budget': {
+      const values = parse(
+        rest,
+        { id: { type: 'string' }, 'per-hour': { type: 'string' }, 'per-day': { type: 'string' }, ...DATABASE_OPTIONS },
+        'api-key budget',
+      );
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      const id = keyId(values);
+      const budget = (flag: 'per-hour' | 'per-day'): number | null | undefined => {
+        const raw = values[flag];
+        if (typeof raw !== 'string') return undefined;
+        return raw.trim() === 'off' ? null : integer(`--${flag}`, raw, 1, 1_000_000_000);
+      };
+      const perHour = budget('per-hour');
+      const perDay = budget('per-day');
+      if (perHour === undefined && perDay === undefined)
+        throw new ConfigError('--per-hour / --per-day', 'give at least one (a count, or off)');
+      return {
+        kind: 'api-key-budget',
+        databaseUrl: url,
+        id,
+        ...(perHour === undefined ? {} : { perHour }),
+        ...(perDay === undefined ? {} : { perDay }),
+      };
+    }
+    case 'info': {
+      const values = parse(
+        rest,
+        { id: { type: 'string' }, json: { type: 'boolean' }, ...DATABASE_OPTIONS },
+        'api-key info',
+      );
+      if (values.help === true) return { kind: 'help', text: API_KEY_HELP };
+      const url = databaseUrl(values, env);
+      return { kind: 'api-key-info', databaseUrl: url, id: keyId(values), json: values.json === true };
+    }
     default:
-      throw new ConfigError('api-key', `unknown subcommand ${JSON.stringify(sub)} (expected create, list or revoke)`);
+      throw new ConfigError(
+        'api-key',
+        `unknown subcommand ${JSON.stringify(sub)} (expected create, list, revoke, rotate, budget or info)`,
+      );
+  }
+}
+
+function auditCommand(argv: readonly string[], env: Env): Command {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help', text: AUDIT_HELP };
+  switch (sub) {
+    case 'list': {
+      const values = parse(
+        rest,
+        {
+          since: { type: 'string' },
+          until: { type: 'string' },
+          'key-id': { type: 'string' },
+          limit: { type: 'string' },
+          json: { type: 'boolean' },
+          ...DATABASE_OPTIONS,
+        },
+        'audit list',
+      );
+      if (values.help === true) return { kind: 'help', text: AUDIT_HELP };
+      const url = databaseUrl(values, env);
+      const keyId = values['key-id'];
+      if (typeof keyId === 'string' && !UUID.test(keyId.trim()))
+        throw new ConfigError('--key-id', `not a key id (a UUID, as "api-key list" shows): ${JSON.stringify(keyId)}`);
+      return {
+        kind: 'audit-list',
+        databaseUrl: url,
+        since: timeRef('--since', typeof values.since === 'string' ? values.since : '24h'),
+        until: typeof values.until === 'string' ? timeRef('--until', values.until) : undefined,
+        keyId: typeof keyId === 'string' ? keyId.trim().toLowerCase() : undefined,
+        limit: typeof values.limit === 'string' ? integer('--limit', values.limit, 1, 1_000_000) : 1000,
+        json: values.json === true,
+      };
+    }
+    case 'prune': {
+      const values = parse(rest, { 'retention-days': { type: 'string' }, ...DATABASE_OPTIONS }, 'audit prune');
+      if (values.help === true) return { kind: 'help', text: AUDIT_HELP };
+      const url = databaseUrl(values, env);
+      const retention = setting(values, 'retention-days', env, 'PKG_AUDIT_RETENTION_DAYS');
+      return {
+        kind: 'audit-prune',
+        databaseUrl: url,
+        retentionDays: retention === undefined ? 90 : integer(retention.name, retention.value, 1, 36_500),
+      };
+    }
+    default:
+      throw new ConfigError('audit', `unknown subcommand ${JSON.stringify(sub)} (expected list or prune)`);
   }
 }
 
@@ -641,7 +828,7 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
   const [command, ...rest] = argv;
   switch (command) {
     case undefined:
-      throw new ConfigError('command', 'required (gen, server, migrate or api-key)');
+      throw new ConfigError('command', 'required (gen, server, migrate, api-key or audit)');
     case '-h':
     case '--help':
     case 'help':
@@ -654,10 +841,12 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
       return migrateCommand(rest, env);
     case 'api-key':
       return apiKeyCommand(rest, env);
+    case 'audit':
+      return auditCommand(rest, env);
     default:
       throw new ConfigError(
         'command',
-        `unknown command ${JSON.stringify(command)} (expected gen, server, migrate or api-key)`,
+        `unknown command ${JSON.stringify(command)} (expected gen, server, migrate, api-key or audit)`,
       );
   }
 }

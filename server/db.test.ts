@@ -27,6 +27,7 @@ describe('apiKeyHash', () => {
 
 describe('apiKeyRecord (identity from signing_attrs)', () => {
   const row: ApiKeyRow = {
+    key_id: '0b5f7b0e-3f7a-4d0a-9d3c-1f1f0f3e2a11',
     tenant_id: '7c9e6679-7425-40de-944b-e07fc1f90ae7',
     signing_email: 'sender@example.org',
     name: 'Example BV',
@@ -37,6 +38,7 @@ describe('apiKeyRecord (identity from signing_attrs)', () => {
 
   it('lists every enabled attribute, public, in the reference order, with the configured e-mail type', () => {
     expect(apiKeyRecord(row, EMAIL_ATTRIBUTE)).toEqual({
+      keyId: row.key_id,
       tenantId: row.tenant_id,
       organisationName: 'Example BV',
       publicAttributes: [
@@ -46,6 +48,7 @@ describe('apiKeyRecord (identity from signing_attrs)', () => {
         { t: 'pbdf.pbdf.kvk.kvkNumber', v: '12345678' },
       ],
       privateAttributes: [],
+      budgets: { perHour: null, perDay: null, counter: row.key_id },
     });
   });
 
@@ -108,6 +111,8 @@ describe('API keys in PostgreSQL', () => {
     expect(tables.rows.map((r) => r.table_name)).toEqual([
       'business_api_keys',
       'organizations',
+      'pg_pkg_api_key_controls',
+      'pg_pkg_audit',
       'pg_pkg_schema_migrations',
       'users',
     ]);
@@ -131,6 +136,7 @@ describe('API keys in PostgreSQL', () => {
     const org = await sql.query<{ id: string }>("SELECT id::text FROM organizations WHERE name = 'Org B'");
     const record = await store.lookup(key);
     expect(record).toEqual({
+      keyId: expect.stringMatching(/^[0-9a-f-]{36}$/),
       tenantId: org.rows[0]?.id,
       organisationName: 'Org B',
       publicAttributes: [
@@ -138,6 +144,7 @@ describe('API keys in PostgreSQL', () => {
         { t: 'pbdf.pbdf.kvk.displayName', v: 'Org B' },
       ],
       privateAttributes: [],
+      budgets: { perHour: null, perDay: null, counter: record?.keyId },
     });
     await expect
       .poll(

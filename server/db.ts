@@ -2,13 +2,15 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import pg from 'pg';
 import { ErrorCode, InputError } from 'postguard-ts';
+import { insertAudit, type AuditEntry } from './audit.js';
 
 /**
  * API keys for server-to-server signing: the PKG's read-only view of the business service's database.
  *
  * A key is `PG-<opaque>`; the database holds only the lowercase hex SHA-256 of the whole string. A key is
- * valid while its row exists, has not expired and is not revoked. The organisation behind it decides the
- * signing identity through the key's `signing_attrs` flags.
+ * valid while its row exists, has not expired, is not revoked and its organisation's status is `active`
+ * (a `suspended` or `pending` organisation's keys are refused as unknown ones are). The organisation
+ * behind it decides the signing identity through the key's `signing_attrs` flags.
  */
 
 export const DEFAULT_EMAIL_ATTRIBUTE = 'pbdf.sidn-pbdf.email.email';
@@ -21,6 +23,8 @@ export const SIGNING_FLAGS = ['email', 'orgName', 'phone', 'kvkNumber'] as const
 export type SigningFlag = (typeof SIGNING_FLAGS)[number];
 
 export interface ApiKeyRecord {
+  /** business_api_keys.id as text (a uuid): the key's id, as `api-key list` shows it. */
+  keyId: string;
   /** organizations.id as text (a uuid): the tenant, e.g. for storage quotas. */
   tenantId: string;
   /** The organisation's name when it signs with it (`orgName` flag and a non-empty name), else null. */
@@ -28,6 +32,15 @@ export interface ApiKeyRecord {
   publicAttributes: Array<{ t: string; v: string }>;
   /** Always empty: the business schema has no private attributes. */
   privateAttributes: Array<{ t: string; v: string }>;
+  /** Signing requests allowed per hour and per day (null: no budget), and whose counters they spend. */
+  budgets: KeyBudgets;
+}
+
+export interface KeyBudgets {
+  perHour: number | null;
+  perDay: number | null;
+  /** The id the counters are kept under: the key's own, or its predecessor's after a rotation. */
+  counter: string;
 }
 
 /** PostgreSQL could not answer (down, unreachable, timed out, or the query failed). */
@@ -40,11 +53,29 @@ export class DatabaseUnavailableError extends Error {
   }
 }
 
+/** Why a key that is not accepted was refused (for the audit trail; the client hears only API_KEY_INVALID). */
+export type ApiKeyRefusal = 'unknown' | 'expired' | 'revoked' | 'organisation-inactive';
+
+/** A lookup's full answer: the record, or the refusal and, when the key exists, its ids. */
+export type ApiKeyResolution =
+  { ok: true; record: ApiKeyRecord } | { ok: false; reason: ApiKeyRefusal; keyId: string | null; orgId: string | null };
+
 export interface ApiKeyStore {
-  /** The key's record, or undefined for an unknown, expired or revoked key. Throws DatabaseUnavailableError. */
+  /** As lookup, with the reason of a refusal and the ids of a key that exists. Throws DatabaseUnavailableError. */
+  resolve(apiKey: string): Promise<ApiKeyResolution>;
+  /**
+   * The key's record, or undefined for an unknown, expired or revoked key, or one whose organisation is
+   * not `active`. Throws DatabaseUnavailableError.
+   */
   lookup(apiKey: string): Promise<ApiKeyRecord | undefined>;
   /** Resolves when the database answers; throws DatabaseUnavailableError. */
   ping(): Promise<void>;
+  /**
+   * Appends one row to the audit trail (server/audit.ts) in the background: a failed write is logged,
+   * never fails the request it records. `settled()` waits for the writes begun so far.
+   */
+  audit(entry: AuditEntry): void;
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -67,6 +98,10 @@ export function apiKeyHash(apiKey: string): string {
 
 /** One row of the lookup query. */
 export interface ApiKeyRow {
+  key_id: string;
+  budget_per_hour?: number | null;
+  budget_per_day?: number | null;
+  budget_key?: string | null;
   tenant_id: string;
   signing_email: string | null;
   name: string | null;
@@ -75,12 +110,17 @@ export interface ApiKeyRow {
   signing_attrs: unknown;
 }
 
+// The row whatever its state, and the state decided in the same statement (one clock: the database's).
 const LOOKUP = `
-  SELECT o.id::text AS tenant_id, o.signing_email, o.name, u.phone, o.kvk_number, k.signing_attrs
+  SELECT k.id::text AS key_id, o.id::text AS tenant_id, o.signing_email, o.name, u.phone, o.kvk_number,
+         k.signing_attrs, c.budget_per_hour, c.budget_per_day, c.budget_key::text AS budget_key,
+         CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= now() THEN 'expired'
+              WHEN o.status IS DISTINCT FROM 'active' THEN 'organisation-inactive' END AS refusal
   FROM business_api_keys k
   JOIN organizations o ON o.id = k.org_id
   LEFT JOIN users u ON u.id = o.contact_user_id
-  WHERE k.key_hash = $1 AND k.expires_at > now() AND k.revoked_at IS NULL`;
+  LEFT JOIN pg_pkg_api_key_controls c ON c.key_id = k.id
+  WHERE k.key_hash = $1`;
 
 const TOUCH = 'UPDATE business_api_keys SET last_used_at = now() WHERE key_hash = $1';
 
@@ -98,10 +138,16 @@ export function apiKeyRecord(row: ApiKeyRow, emailAttribute: string): ApiKeyReco
   if (enabled('phone', row.phone)) publicAttributes.push({ t: PHONE_ATTRIBUTE, v: row.phone });
   if (enabled('kvkNumber', row.kvk_number)) publicAttributes.push({ t: KVK_NUMBER_ATTRIBUTE, v: row.kvk_number });
   return {
+    keyId: row.key_id,
     tenantId: row.tenant_id,
     organisationName: enabled('orgName', row.name) ? row.name : null,
     publicAttributes,
     privateAttributes: [],
+    budgets: {
+      perHour: row.budget_per_hour ?? null,
+      perDay: row.budget_per_day ?? null,
+      counter: row.budget_key ?? row.key_id,
+    },
   };
 }
 
@@ -151,24 +197,40 @@ export function createApiKeyStore(databaseUrl: string, options: ApiKeyStoreOptio
     }
   };
 
+  const background = (work: Promise<unknown>, what: string) => {
+    // Best effort: a failed bookkeeping write must not fail the request it records.
+    const tracked: Promise<unknown> = work
+      .catch((error: Error) => options.logger?.warn(`could not ${what}: ${error.message}`))
+      .finally(() => touches.delete(tracked));
+    touches.add(tracked);
+  };
+
+  const resolve = async (apiKey: string): Promise<ApiKeyResolution> => {
+    const hash = apiKeyHash(apiKey);
+    const row = (await query<ApiKeyRow & { refusal: ApiKeyRefusal | null }>(LOOKUP, [hash])).rows[0];
+    if (row === undefined) return { ok: false, reason: 'unknown', keyId: null, orgId: null };
+    if (row.refusal !== null) return { ok: false, reason: row.refusal, keyId: row.key_id, orgId: row.tenant_id };
+    background(pool.query(TOUCH, [hash]), 'record API-key use');
+    return { ok: true, record: apiKeyRecord(row, options.emailAttribute) };
+  };
+
   return {
+    resolve,
     async lookup(apiKey) {
-      const hash = apiKeyHash(apiKey);
-      const row = (await query<ApiKeyRow>(LOOKUP, [hash])).rows[0];
-      if (row === undefined) return undefined;
-      // Best effort: a failed bookkeeping write must not fail the request it records.
-      const touch = pool
-        .query(TOUCH, [hash])
-        .catch((error: Error) => options.logger?.warn(`could not record API-key use: ${error.message}`))
-        .finally(() => touches.delete(touch));
-      touches.add(touch);
-      return apiKeyRecord(row, options.emailAttribute);
+      const resolution = await resolve(apiKey);
+      return resolution.ok ? resolution.record : undefined;
     },
     async ping() {
       await query('SELECT 1', []);
     },
+    audit(entry) {
+      background(insertAudit(pool, entry), 'write the audit trail');
+    },
+    async settled() {
+      while (touches.size > 0) await Promise.allSettled([...touches]);
+    },
     async close() {
-      await Promise.allSettled(touches);
+      await Promise.allSettled([...touches]);
       await pool.end();
     },
   };
@@ -192,6 +254,18 @@ export interface NewApiKey {
  * Throws DatabaseUnavailableError when PostgreSQL cannot be reached.
  */
 export async function createApiKey(databaseUrl: string, input: NewApiKey): Promise<string> {
+  return (await issueApiKey(databaseUrl, input)).key;
+}
+
+/** A key just issued: the key itself (shown once) and the ids it is known by from now on. */
+export interface IssuedApiKey {
+  key: string;
+  id: string;
+  orgId: string;
+}
+
+/** createApiKey, also answering the new key's id and its organisation's. */
+export async function issueApiKey(databaseUrl: string, input: NewApiKey): Promise<IssuedApiKey> {
   const email = input.email.trim();
   const org = input.org.trim();
   if (email === '') throw new InputError(ErrorCode.INVALID_INPUT, 'the signing e-mail address is empty');
@@ -209,7 +283,7 @@ export async function createApiKey(databaseUrl: string, input: NewApiKey): Promi
   }
 
   const apiKey = `PG-${randomBytes(32).toString('base64url')}`;
-  await withClient(databaseUrl, async (client) => {
+  return withClient(databaseUrl, async (client) => {
     await client.query('BEGIN');
     try {
       const found = await client.query<{ id: string; signing_email: string }>(
@@ -229,20 +303,21 @@ export async function createApiKey(databaseUrl: string, input: NewApiKey): Promi
           `organisation ${JSON.stringify(org)} already signs as ${JSON.stringify(found.rows[0]?.signing_email)}`,
         );
       }
-      await client.query(
-        'INSERT INTO business_api_keys (org_id, key_hash, signing_attrs, expires_at) VALUES ($1, $2, $3, $4)',
+      const inserted = await client.query<{ id: string }>(
+        'INSERT INTO business_api_keys (org_id, key_hash, signing_attrs, expires_at) VALUES ($1, $2, $3, $4) RETURNING id::text',
         [orgId, apiKeyHash(apiKey), JSON.stringify(signingAttrs), expiresAt],
       );
       await client.query('COMMIT');
+      return { key: apiKey, id: inserted.rows[0]!.id, orgId: orgId! };
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     }
   });
-  return apiKey;
 }
 
-export type ApiKeyStatus = 'active' | 'expired' | 'revoked';
+/** The key's own state; `org-<status>` when the key is live but its organisation is not `active`. */
+export type ApiKeyStatus = 'active' | 'expired' | 'revoked' | `org-${string}`;
 
 /** What `pg-pkg api-key list` shows of a key: never the key (unknown here) nor its hash. */
 export interface ApiKeyListing {
@@ -262,7 +337,8 @@ export async function listApiKeys(databaseUrl: string, filter: { org?: string } 
   return withClient(databaseUrl, async (client) => {
     const result = await client.query<ApiKeyListing>(
       `SELECT k.id::text AS id, o.name AS organisation, o.signing_email AS "signingEmail",
-              CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= now() THEN 'expired' ELSE 'active' END AS status,
+              CASE WHEN k.revoked_at IS NOT NULL THEN 'revoked' WHEN k.expires_at <= now() THEN 'expired'
+                   WHEN o.status IS DISTINCT FROM 'active' THEN 'org-' || coalesce(o.status, 'null') ELSE 'active' END AS status,
               k.created_at AS "createdAt", k.expires_at AS "expiresAt", k.revoked_at AS "revokedAt", k.last_used_at AS "lastUsedAt"
        FROM business_api_keys k JOIN organizations o ON o.id = k.org_id
        WHERE $1::text IS NULL OR o.name = $1
@@ -276,7 +352,8 @@ export async function listApiKeys(databaseUrl: string, filter: { org?: string } 
 /** A key by its row id (as listed) or by the key itself (hashed here; for a key whose id is not at hand). */
 export type ApiKeyRef = { id: string } | { key: string };
 
-export type RevokeOutcome = { outcome: 'revoked' | 'already-revoked'; id: string } | { outcome: 'unknown' };
+export type RevokeOutcome =
+  { outcome: 'revoked' | 'already-revoked'; id: string; orgId: string } | { outcome: 'unknown' };
 
 /**
  * Revokes a key from now on: the PKG refuses it at its next lookup (there is no cache). Revoking twice
@@ -286,15 +363,15 @@ export async function revokeApiKey(databaseUrl: string, ref: ApiKeyRef): Promise
   const [column, value] = 'id' in ref ? ['id', ref.id] : ['key_hash', apiKeyHash(ref.key)];
   return withClient(databaseUrl, async (client) => {
     // One statement: the row as it was, and whether this call is the one that revoked it.
-    const result = await client.query<{ id: string; revoked_before: boolean }>(
-      `WITH target AS (SELECT id, revoked_at IS NOT NULL AS revoked_before FROM business_api_keys WHERE ${column} = $1),
+    const result = await client.query<{ id: string; org_id: string; revoked_before: boolean }>(
+      `WITH target AS (SELECT id, org_id, revoked_at IS NOT NULL AS revoked_before FROM business_api_keys WHERE ${column} = $1),
             done AS (UPDATE business_api_keys k SET revoked_at = now() FROM target t WHERE k.id = t.id AND NOT t.revoked_before)
-       SELECT id::text, revoked_before FROM target`,
+       SELECT id::text, org_id::text, revoked_before FROM target`,
       [value],
     );
     const row = result.rows[0];
     if (row === undefined) return { outcome: 'unknown' };
-    return { outcome: row.revoked_before ? 'already-revoked' : 'revoked', id: row.id };
+    return { outcome: row.revoked_before ? 'already-revoked' : 'revoked', id: row.id, orgId: row.org_id };
   });
 }
 

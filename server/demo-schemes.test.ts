@@ -20,8 +20,12 @@ const DEMO_NAME = 'irma-demo.gemeente.personalData.fullname';
 /** An API key whose record carries whatever attributes the test puts in `record`. */
 let record: ApiKeyRecord;
 const apiKeys: ApiKeyStore = {
+  resolve: async (key) =>
+    key === 'PG-test' ? { ok: true, record } : { ok: false, reason: 'unknown', keyId: null, orgId: null },
   lookup: async (key) => (key === 'PG-test' ? record : undefined),
   ping: async () => undefined,
+  audit: () => undefined,
+  settled: async () => undefined,
   close: async () => undefined,
 };
 
@@ -148,10 +152,12 @@ describe('refused at issuance', () => {
 
   it('signing keys from an API key whose identity is in a demo scheme', async () => {
     record = {
+      keyId: '00000000-0000-4000-8000-000000000001',
       tenantId: '00000000-0000-4000-8000-000000000000',
       organisationName: null,
       publicAttributes: [{ t: DEMO_EMAIL, v: 'sender@example.org' }],
       privateAttributes: [],
+      budgets: { perHour: null, perDay: null, counter: '00000000-0000-4000-8000-000000000001' },
     };
     await expectRefused(await signKey(strict, 'PG-test'));
     expect((await signKey(open, 'PG-test')).status).toBe(200);

@@ -34,7 +34,7 @@ export const PKG_ERRORS = {
   UNAUTHENTICATED: { status: 401, message: 'missing or malformed Authorization header' },
   /** The session JWT fails a check (algorithm, signature, claims). */
   JWT_INVALID: { status: 401, message: 'JWT decoding error' },
-  /** The API key is unknown, expired or revoked. */
+  /** The API key is unknown, expired or revoked, or its organisation is not active (suspended, pending). */
   API_KEY_INVALID: { status: 401, message: 'API key is invalid' },
   /** An API key was presented to a PKG that runs without a database. */
   API_KEYS_DISABLED: { status: 401, message: 'API keys are not enabled on this server' },
@@ -54,6 +54,8 @@ export const PKG_ERRORS = {
   SESSION_UNKNOWN: { status: 404, message: 'session not found' },
   /** Too many requests from one client (see Retry-After). */
   RATE_LIMITED: { status: 429, message: 'too many requests' },
+  /** sign/key: the API key's own budget per hour or per day is spent (see Retry-After). */
+  API_KEY_BUDGET_EXCEEDED: { status: 429, message: "the API key's request budget is spent" },
   /** statusevents: the client (or the PKG as a whole) has the most status-event streams open it may. */
   TOO_MANY_STREAMS: { status: 429, message: 'too many open status event streams' },
   /** A failure of the PKG itself. */
@@ -105,7 +107,15 @@ export function setRetryAfter(reply: FastifyReply, seconds: number): FastifyRepl
   return reply.header('retry-after', value).header('x-ratelimit-after', value);
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The code of the error this request was answered with (for the audit trail); null before one. */
+    pkgErrorCode: PkgErrorCode | null;
+  }
+}
+
 export function sendError(reply: FastifyReply, error: PkgError): FastifyReply {
+  reply.request.pkgErrorCode = error.code;
   if (error.code === 'UNAUTHENTICATED' || error.code === 'JWT_INVALID' || error.code === 'API_KEY_INVALID') {
     reply.header('www-authenticate', 'Bearer');
   }

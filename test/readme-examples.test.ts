@@ -198,7 +198,7 @@ async function shellWorld(): Promise<ShellWorld> {
         bin === 'pg-dev'
       )
         return 0;
-      return bin === 'pg-pkg' && first === 'api-key' ? 2 : 1;
+      return bin === 'pg-pkg' && (first === 'api-key' || first === 'audit') ? 2 : 1;
     },
     help: async (bin, path) => {
       switch (bin) {

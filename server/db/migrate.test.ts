@@ -110,12 +110,51 @@ describe('migrate', () => {
     const store = createApiKeyStore(url, { emailAttribute: EMAIL });
     try {
       expect(await store.lookup(key)).toBeDefined();
-      expect(await revokeApiKey(url, { id: listed!.id })).toEqual({ outcome: 'revoked', id: listed!.id });
+      expect(await revokeApiKey(url, { id: listed!.id })).toMatchObject({ outcome: 'revoked', id: listed!.id });
       expect(await store.lookup(key)).toBeUndefined();
     } finally {
       await store.close();
     }
     expect((await listApiKeys(url))[0]).toMatchObject({ status: 'revoked', revokedAt: expect.any(Date) });
+  });
+
+  it("adopts a business database whose organisations already have a status, keeping it; new ones are 'active'", async () => {
+    const { url } = await emptySchema();
+    // The business service made its tables (status included) before the PKG's first migration.
+    const shipped = await loadMigrations();
+    await query(url, shipped[0]!.sql);
+    await query(url, "ALTER TABLE organizations ADD COLUMN status text NOT NULL DEFAULT 'pending'");
+    await query(
+      url,
+      "INSERT INTO organizations (name, signing_email, status) VALUES ('Old BV', 'o@example.org', 'suspended')",
+    );
+    await migrate(url);
+    expect(await query(url, 'SELECT name, status FROM organizations')).toEqual([
+      { name: 'Old BV', status: 'suspended' },
+    ]);
+    const key = await createApiKey(url, { email: 'o@example.org', org: 'Old BV' });
+    expect((await listApiKeys(url))[0]).toMatchObject({ status: 'org-suspended' });
+    const store = createApiKeyStore(url, { emailAttribute: EMAIL });
+    try {
+      expect(await store.lookup(key)).toBeUndefined();
+      await query(url, "UPDATE organizations SET status = 'active'");
+      expect(await store.lookup(key)).toBeDefined();
+    } finally {
+      await store.close();
+    }
+
+    // On a database of our own, migration 2 makes every existing organisation active.
+    const fresh = await emptySchema();
+    await migrate(fresh.url, shipped.slice(0, 1));
+    const older = await createApiKey(fresh.url, { email: 'a@example.org', org: 'Org A' });
+    await migrate(fresh.url);
+    expect(await query(fresh.url, 'SELECT status FROM organizations')).toEqual([{ status: 'active' }]);
+    const freshStore = createApiKeyStore(fresh.url, { emailAttribute: EMAIL });
+    try {
+      expect(await freshStore.lookup(older)).toBeDefined();
+    } finally {
+      await freshStore.close();
+    }
   });
 
   it('a second run is a no-op: nothing applied, nothing recorded again', async () => {
@@ -213,9 +252,9 @@ describe('revokeApiKey', () => {
       apiKeyHash(key),
     ]);
     const id = row!.id;
-    expect(await revokeApiKey(url, { key })).toEqual({ outcome: 'revoked', id });
+    expect(await revokeApiKey(url, { key })).toMatchObject({ outcome: 'revoked', id });
     const [first] = await query<{ revoked_at: Date }>(url, 'SELECT revoked_at FROM business_api_keys');
-    expect(await revokeApiKey(url, { id })).toEqual({ outcome: 'already-revoked', id });
+    expect(await revokeApiKey(url, { id })).toMatchObject({ outcome: 'already-revoked', id });
     expect(await query(url, 'SELECT revoked_at FROM business_api_keys')).toEqual([first]);
     expect(await revokeApiKey(url, { id: '00000000-0000-0000-0000-000000000000' })).toEqual({ outcome: 'unknown' });
     expect(await revokeApiKey(url, { key: 'PG-unknown' })).toEqual({ outcome: 'unknown' });

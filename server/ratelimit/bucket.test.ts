@@ -65,11 +65,24 @@ describe('gcraTake', () => {
     );
   });
 
-  it('raises rates and bursts below 1 (or not finite) to 1', () => {
-    for (const low of [0, 0.5, -3, Number.NaN]) {
+  it('raises bursts below 1, and rates that are not positive (or not finite), to 1', () => {
+    for (const low of [0, -3, Number.NaN]) {
       expect(gcraTake(0, 0, low, low)).toEqual({ allowed: true, fullAtUs: 1000 * US });
       expect(gcraTake(1000 * US, 0, low, low)).toEqual({ allowed: false, waitUs: 1000 * US });
     }
+    expect(gcraTake(0, 0, 1, 0.5)).toEqual({ allowed: true, fullAtUs: 1000 * US });
+  });
+
+  it('keeps a fractional rate: a budget of 10 an hour refills one token every 6 minutes', () => {
+    const rate = 10 / 3600;
+    let fullAt = 0;
+    for (let i = 0; i < 10; i++) {
+      const take = gcraTake(fullAt, 0, rate, 10);
+      expect(take.allowed).toBe(true);
+      if (take.allowed) fullAt = take.fullAtUs;
+    }
+    expect(gcraTake(fullAt, 0, rate, 10)).toEqual({ allowed: false, waitUs: 360 * 1000 * US });
+    expect(gcraTake(fullAt, 360 * 1000 * US, rate, 10).allowed).toBe(true);
   });
 
   it('matches an integer token-bucket model on every random schedule', () => {

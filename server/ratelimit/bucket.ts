@@ -7,7 +7,12 @@
  * Redis), and a bucket whose instant has passed is full, so it can be forgotten without changing anything.
  */
 
-export type Tier = 'general' | 'sensitive';
+/**
+ * The limiter's two tiers per client address, and the two per-key budgets (server/budgets.ts), whose
+ * buckets are keyed by the API key's id.
+ */
+export const TIERS = ['general', 'sensitive', 'key-hour', 'key-day'] as const;
+export type Tier = (typeof TIERS)[number];
 
 export interface TakeResult {
   allowed: boolean;
@@ -31,9 +36,17 @@ export interface BucketStore {
   close(): Promise<void>;
 }
 
-/** Settings below 1 (or not a finite number) are raised to 1, as the reference PKG does. */
+/** Bursts below 1 (or not a finite number) are raised to 1, as the reference PKG does. */
 export function atLeastOne(value: number): number {
   return Number.isFinite(value) && value >= 1 ? value : 1;
+}
+
+/**
+ * A rate that is not a positive finite number is 1 token per second (the reference PKG's floor for its
+ * settings); a positive fraction is kept, so that a budget of 1000 an hour refills at 1000/3600 per second.
+ */
+export function positiveRate(value: number): number {
+  return Number.isFinite(value) && value > 0 ? value : 1;
 }
 
 /**
@@ -45,7 +58,7 @@ export function atLeastOne(value: number): number {
  * 3.000003/s).
  */
 export function tokenIntervalUs(ratePerSecond: number): number {
-  return Math.max(1, Math.round(1_000_000 / atLeastOne(ratePerSecond)));
+  return Math.max(1, Math.round(1_000_000 / positiveRate(ratePerSecond)));
 }
 
 export type GcraOutcome = { allowed: true; fullAtUs: number } | { allowed: false; waitUs: number };

@@ -1,6 +1,6 @@
 import type { Cluster, Worker } from 'node:cluster';
 import type { FastifyBaseLogger } from 'fastify';
-import { memoryBucketStore, type BucketStore, type TakeResult, type Tier } from './bucket.js';
+import { TIERS, memoryBucketStore, type BucketStore, type TakeResult, type Tier } from './bucket.js';
 
 /**
  * One set of buckets for all workers of a `node:cluster` PKG: workers ask the primary over the cluster
@@ -210,7 +210,7 @@ function isTakeRequest(message: unknown): message is TakeRequest {
     Number.isSafeInteger(m.id) &&
     typeof m.key === 'string' &&
     m.key.length <= MAX_KEY_LENGTH &&
-    (m.tier === 'general' || m.tier === 'sensitive') &&
+    (TIERS as readonly unknown[]).includes(m.tier) &&
     typeof m.ratePerSecond === 'number' &&
     typeof m.burst === 'number'
   );

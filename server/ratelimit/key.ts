@@ -97,13 +97,25 @@ export function clientKey(
   xForwardedFor: string | undefined,
   trust: boolean | TrustedProxies,
 ): string | undefined {
+  const address = clientAddress(peerIp, xForwardedFor, trust);
+  return address === undefined ? undefined : addressKey(address);
+}
+
+/**
+ * The client's bare address, found as clientKey finds it (the peer, or the X-Forwarded-For entry left
+ * of the trusted proxies), before it is keyed: an IPv6 address whole, not its /56. For the audit trail.
+ */
+export function clientAddress(
+  peerIp: string | undefined,
+  xForwardedFor: string | undefined,
+  trust: boolean | TrustedProxies,
+): string | undefined {
   const peer = peerIp === undefined ? undefined : withoutZone(peerIp);
-  if (trust === false || xForwardedFor === undefined) return peer === undefined ? undefined : addressKey(peer);
+  if (trust === false || xForwardedFor === undefined) return peer;
   if (trust === true) {
     const rightmost = forwardedAddress(xForwardedFor.slice(xForwardedFor.lastIndexOf(',') + 1));
-    const key = rightmost === undefined ? undefined : addressKey(rightmost);
-    if (key !== undefined) return key;
-    return peer === undefined ? undefined : addressKey(peer);
+    if (rightmost !== undefined && addressKey(rightmost) !== undefined) return rightmost;
+    return peer;
   }
   if (peer === undefined) return undefined;
   let client = peer;
@@ -115,7 +127,7 @@ export function clientKey(
     client = next;
     end = comma;
   }
-  return addressKey(client);
+  return client;
 }
 
 /** The key for one bare IP address (no port, brackets or zone), or undefined if it is not one. */

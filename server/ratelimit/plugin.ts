@@ -4,7 +4,7 @@ import fp from 'fastify-plugin';
 import { PkgError, sendError } from '../errors.js';
 import { BucketStoreUnavailableError, memoryBucketStore, type BucketStore } from './bucket.js';
 import { clusterBucketStore } from './cluster.js';
-import { clientKey, trustedProxies } from './key.js';
+import { clientAddress, clientKey, trustedProxies } from './key.js';
 import { redisBucketStore } from './redis.js';
 
 /**
@@ -30,7 +30,7 @@ export {
   type TakeResult,
   type Tier,
 } from './bucket.js';
-export { addressKey, clientKey, forwardedAddress, trustedProxies, type TrustedProxies } from './key.js';
+export { addressKey, clientAddress, clientKey, forwardedAddress, trustedProxies, type TrustedProxies } from './key.js';
 export { clusterBucketStore, installClusterBucketServer, type ClusterBucketStoreOptions } from './cluster.js';
 export { redisBucketStore, type RedisBucketStore, type RedisBucketStoreOptions } from './redis.js';
 
@@ -95,6 +95,22 @@ export function clientKeyResolver(
   return (request) => {
     const forwarded = request.headers['x-forwarded-for'];
     return clientKey(request.socket.remoteAddress, Array.isArray(forwarded) ? forwarded.join(',') : forwarded, trust);
+  };
+}
+
+/** The client's whole address, found as the limiter finds its key (for the audit trail). */
+export function clientAddressResolver(
+  settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>,
+): ClientKeyOf {
+  const proxies = settings.trustedProxies;
+  const trust = proxies !== undefined && proxies.length > 0 ? trustedProxies(proxies) : settings.trustForwardedFor;
+  return (request) => {
+    const forwarded = request.headers['x-forwarded-for'];
+    return clientAddress(
+      request.socket.remoteAddress,
+      Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
+      trust,
+    );
   };
 }
 

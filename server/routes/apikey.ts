@@ -8,7 +8,8 @@ import { SENSITIVE } from '../ratelimit/index.js';
 /**
  * GET /v2/api-key/validate: lets a storage service (Cryptify) check an API key and learn its tenant.
  * Registered only with a database. Like pg-pkg's guarded resource, a request without a `Bearer PG-…`
- * header does not match it at all (404); a key that is unknown, expired or revoked is 401.
+ * header does not match it at all (404); a key that is unknown, expired, revoked or of an organisation
+ * that is not active is 401.
  */
 
 const validateSchema = {
@@ -23,16 +24,20 @@ const validateSchema = {
 } as const;
 
 export async function apiKeyRoutes(app: FastifyInstance, { apiKeys }: { apiKeys: ApiKeyStore }): Promise<void> {
-  app.get('/v2/api-key/validate', { config: SENSITIVE, schema: validateSchema }, async (request) => {
-    let apiKey: string;
-    try {
-      const credential = bearerCredential(request);
-      if (credential.kind !== 'apiKey') throw new PkgError('NOT_FOUND');
-      apiKey = credential.apiKey;
-    } catch {
-      throw new PkgError('NOT_FOUND');
-    }
-    const record = await lookupApiKey(apiKeys, apiKey);
-    return { tenant_id: record.tenantId, organisation_name: record.organisationName };
-  });
+  app.get(
+    '/v2/api-key/validate',
+    { config: { ...SENSITIVE, audit: 'api-key/validate' }, schema: validateSchema },
+    async (request) => {
+      let apiKey: string;
+      try {
+        const credential = bearerCredential(request);
+        if (credential.kind !== 'apiKey') throw new PkgError('NOT_FOUND');
+        apiKey = credential.apiKey;
+      } catch {
+        throw new PkgError('NOT_FOUND');
+      }
+      const record = await lookupApiKey(apiKeys, apiKey, request);
+      return { tenant_id: record.tenantId, organisation_name: record.organisationName };
+    },
+  );
 }

@@ -4,13 +4,14 @@ import { canonicalize, type Attribute, type Policy } from 'postguard-ts';
 import type { ProofStatus } from 'postguard-ts/pkg';
 import { bearerCredential } from '../auth.js';
 import { CLOCK_SKEW_SECONDS, type Clock } from '../clock.js';
-import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyStore } from '../db.js';
+import { DatabaseUnavailableError, type ApiKeyRecord, type ApiKeyResolution, type ApiKeyStore } from '../db.js';
 import { PkgError } from '../errors.js';
 import type { ResultJwtVerifier, SessionStatus, VerifiedResult } from '../idp/jwt.js';
 import { refuseDemoTypes } from '../idp/schemes.js';
 import type { PkgMetrics } from '../metrics.js';
 import { LIMITS, attributeSchema, policySchema, proofStatusSchema, sessionStatusSchema } from '../schemas.js';
-import { SENSITIVE } from '../ratelimit/index.js';
+import { SENSITIVE, type BucketStore } from '../ratelimit/index.js';
+import { spendBudget } from '../budgets.js';
 
 /**
  * Key issuance, under a Bearer credential:
@@ -32,6 +33,8 @@ export interface KeyRoutesOptions {
   metrics: PkgMetrics;
   /** Refuse keys for identities with demo-scheme attributes (--refuse-demo-schemes). */
   refuseDemoSchemes: boolean;
+  /** Where the per-key budgets are counted (the rate limiter's store). */
+  budgets: BucketStore;
 }
 
 type Signer = { kind: 'jwt'; result: VerifiedResult } | { kind: 'apiKey'; record: ApiKeyRecord };
@@ -52,17 +55,31 @@ async function sessionResult(request: FastifyRequest, verifier: ResultJwtVerifie
   return verifier.verify(credential.jwt);
 }
 
-export async function lookupApiKey(apiKeys: ApiKeyStore | undefined, apiKey: string): Promise<ApiKeyRecord> {
+/**
+ * The record of an API key, or API_KEY_INVALID (API_KEYS_DISABLED, DB_UNAVAILABLE). With a request,
+ * fills in its audit record: the key's ids when it exists, and why it was refused.
+ */
+export async function lookupApiKey(
+  apiKeys: ApiKeyStore | undefined,
+  apiKey: string,
+  request?: FastifyRequest,
+): Promise<ApiKeyRecord> {
+  const audit = request?.pkgAudit;
+  if (audit) audit.credential = 'api-key';
   if (apiKeys === undefined) throw new PkgError('API_KEYS_DISABLED');
-  let record: ApiKeyRecord | undefined;
+  let resolution: ApiKeyResolution;
   try {
-    record = await apiKeys.lookup(apiKey);
+    resolution = await apiKeys.resolve(apiKey);
   } catch (e) {
     if (e instanceof DatabaseUnavailableError) throw new PkgError('DB_UNAVAILABLE', undefined, { cause: e });
     throw e;
   }
-  if (record === undefined) throw new PkgError('API_KEY_INVALID');
-  return record;
+  if (!resolution.ok) {
+    if (audit) Object.assign(audit, { keyId: resolution.keyId, orgId: resolution.orgId, reason: resolution.reason });
+    throw new PkgError('API_KEY_INVALID');
+  }
+  if (audit) Object.assign(audit, { keyId: resolution.record.keyId, orgId: resolution.record.tenantId });
+  return resolution.record;
 }
 
 /**
@@ -144,7 +161,7 @@ const timestampParams = {
 } as const;
 
 export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions): Promise<void> {
-  const { msk, sk, verifier, apiKeys, clock, metrics, refuseDemoSchemes } = options;
+  const { msk, sk, verifier, apiKeys, clock, metrics, refuseDemoSchemes, budgets } = options;
   // What a session proved, or an API key stands for, must not rest on a demo scheme when so configured.
   const checkSchemes = (attributes: readonly Attribute[]): void => {
     if (refuseDemoSchemes) refuseDemoTypes(attributes.map((a) => a.t));
@@ -181,7 +198,7 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
   // Issued for the canonical identity (current PostGuard), and the policy returned in its canonical
   // spelling, so a sealer writes what every reader derives the same identity from: an API key
   // whose e-mail was stored as Alice@Example.com signs as alice@example.com.
-  const signingKey = (con: Attribute[], ts: number): { key: string; policy: Policy } => {
+  const signingKey = (request: FastifyRequest, con: Attribute[], ts: number): { key: string; policy: Policy } => {
     // A signature by "nobody" proves nothing about the sender: no signing key for the empty identity.
     if (con.length === 0) throw new PkgError('EMPTY_IDENTITY', 'the signing identity has no attributes');
     const policy = {
@@ -189,7 +206,9 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
       con: con.map((a) => (a.v === undefined ? { t: a.t } : { t: a.t, v: canonicalize(a.t, a.v) })),
     };
     metrics.countKey('signing');
-    return { key: extractSigningKey(sk, policy), policy };
+    const key = extractSigningKey(sk, policy);
+    if (request.pkgAudit) request.pkgAudit.keysIssued = (request.pkgAudit.keysIssued ?? 0) + 1;
+    return { key, policy };
   };
 
   app.decorateRequest('pkgSigner', null);
@@ -197,14 +216,18 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
   app.post<{ Body: SigningRequest }>(
     '/sign/key',
     {
-      config: SENSITIVE,
+      config: { ...SENSITIVE, audit: 'sign/key' },
       schema: { body: signingRequestSchema, response: { 200: signingResponseSchema } },
       onRequest: async (request) => {
         const credential = bearerCredential(request);
-        request.pkgSigner =
-          credential.kind === 'apiKey'
-            ? { kind: 'apiKey', record: await lookupApiKey(apiKeys, credential.apiKey) }
-            : { kind: 'jwt', result: await verifier.verify(credential.jwt) };
+        if (credential.kind === 'jwt' && request.pkgAudit) request.pkgAudit.credential = 'jwt';
+        if (credential.kind === 'apiKey') {
+          const record = await lookupApiKey(apiKeys, credential.apiKey, request);
+          await spendBudget(budgets, record.budgets);
+          request.pkgSigner = { kind: 'apiKey', record };
+        } else {
+          request.pkgSigner = { kind: 'jwt', result: await verifier.verify(credential.jwt) };
+        }
       },
     },
     async (request): Promise<SigningResponse> => {
@@ -217,9 +240,9 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
         const response: SigningResponse = {
           status: 'DONE',
           proofStatus: 'VALID',
-          pubSignKey: signingKey(publicAttributes, ts),
+          pubSignKey: signingKey(request, publicAttributes, ts),
         };
-        if (privateAttributes.length > 0) response.privSignKey = signingKey(privateAttributes, ts);
+        if (privateAttributes.length > 0) response.privSignKey = signingKey(request, privateAttributes, ts);
         return response;
       }
 
@@ -234,6 +257,7 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
       const { pubSignId, privSignId } = request.body;
       const publicTypes = new Set(pubSignId.map((a) => a.t));
       response.pubSignKey = signingKey(
+        request,
         attributes.filter((a) => publicTypes.has(a.t)),
         ts,
       );
@@ -242,7 +266,7 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
         const privateTypes = new Set(privSignId.filter((a) => a.v === undefined || a.v === null).map((a) => a.t));
         const privateAttributes = attributes.filter((a) => privateTypes.has(a.t));
         // pg-pkg would sign for an empty private identity; with nothing selected there is no private key.
-        if (privateAttributes.length > 0) response.privSignKey = signingKey(privateAttributes, ts);
+        if (privateAttributes.length > 0) response.privSignKey = signingKey(request, privateAttributes, ts);
       }
       return response;
     },
