@@ -26,7 +26,7 @@ beforeAll(async () => {
 
 // Through JSON: the generated document shares schema objects between routes (both parameters routes).
 const clone = (doc: Doc): Doc => JSON.parse(JSON.stringify(doc)) as Doc;
- 
+
 const at = (doc: Doc, ...path: string[]): any => path.reduce<any>((node, key) => node[key], doc);
 
 const SIGN_KEY_BODY = ['paths', '/v2/request/sign/key', 'post', 'requestBody', 'content', 'application/json', 'schema'];
