@@ -1,4 +1,5 @@
 import { defaultStore, type KeyValueStore } from '../lib/pkg/index.js';
+import type { FileListLike } from '../lib/web-types.js';
 import { resolveConfig, type PostGuardConfig, type ResolvedConfig } from './config.js';
 import { defaultEngine, type CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
@@ -29,7 +30,7 @@ import { zipEntries, type PgFile } from './zip.js';
 /** What `encrypt` seals: files or bytes, who may open them, and how the sender signs. */
 export interface EncryptInput {
   /** Files, bundled into one ZIP inside the ciphertext: `File`s, a `FileList`, or `{ name, content }`. */
-  files?: readonly (PgFile | File)[] | FileList;
+  files?: readonly (PgFile | File)[] | FileListLike;
   /** Or bytes, sealed as they are (give `files` or `data`). */
   data?: Uint8Array | ReadableStream<Uint8Array>;
   /** At least one recipient, from `pg.recipient.email()` or `pg.recipient.emailDomain()`. */

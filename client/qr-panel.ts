@@ -1,6 +1,7 @@
 import { qrSvg } from '../lib/pkg/qr.js';
 import type { IdentitySession } from '../lib/pkg/session.js';
 import type { SessionStatus } from '../lib/pkg/jwt.js';
+import type { ElementLike } from '../lib/web-types.js';
 import { invalidInput } from './errors.js';
 
 /**
@@ -19,15 +20,16 @@ const STATUS_TEXT: Record<SessionStatus, string> = {
   TIMEOUT: 'Timed out',
 };
 
-function resolveElement(target: string | Element): Element {
-  if (typeof target !== 'string') return target;
+function resolveElement(target: string | ElementLike): Element {
+  // A DOM Element in a page (sign.yivi and decrypt check it); typed by shape for Node's declarations.
+  if (typeof target !== 'string') return target as unknown as Element;
   const found = typeof document === 'undefined' ? null : document.querySelector(target);
   if (found === null) throw invalidInput(`element: nothing matches ${JSON.stringify(target)}`);
   return found;
 }
 
 /** Shows `session` in `target` until the returned function is called (it empties the element again). */
-export function showSessionIn(target: string | Element, session: IdentitySession): () => void {
+export function showSessionIn(target: string | ElementLike, session: IdentitySession): () => void {
   const host = resolveElement(target);
   const make = (tag: string, className: string, text?: string): HTMLElement => {
     const el = document.createElement(tag);

@@ -29,6 +29,7 @@ export type {
 } from './random-access.js';
 export { inspectCiphertext, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
 export { resumableDownload, RESUME_DEFAULTS } from './resumable-download.js';
+export type { CredentialsMode, ElementLike, FileListLike, RequestHeaders } from './web-types.js';
 export type { ResumableDownload, ResumableDownloadOptions, ResumeBackoff } from './resumable-download.js';
 export type {
   CiphertextInspection,
