@@ -259,7 +259,7 @@ describe('shell blocks name only what exists', () => {
     };
     expect(await problems(bad)).toEqual([
       'bad.md:1: npm run no-such-script: no such script in the root package.json',
-      'bad.md:2: revoke: not a command the READMEs use (npm, npx, node, docker, cd, cp or one of our bins)',
+      'bad.md:2: revoke: not a command the READMEs use (npm, npx, node, docker, cd, cp, mkdir or one of our bins)',
       'bad.md:3: pg-pkg serve: no such command',
       'bad.md:4: pg-pkg server: --no-such-flag is not an option (its --help does not list it)',
       'bad.md:5: pg-cli enc: --nope is not an option (its --help does not list it)',
