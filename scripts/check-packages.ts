@@ -59,7 +59,7 @@ const TYPE_PROJECTS: ReadonlyArray<{ name: string; lib: string[]; types: string[
     types: ['node'],
     source: `
 import { open } from 'node:fs/promises';
-import { openRandomAccess, resumableDownload, seal } from 'postguard-ts';
+import { openRandomAccess, resumableDownload, seal, senderText } from 'postguard-ts';
 import * as format from 'postguard-ts/format';
 import * as keys from 'postguard-ts/keys';
 import { PkgClient } from 'postguard-ts/pkg';
@@ -69,7 +69,7 @@ import { PostGuard as SdkPostGuard, fileKeeper } from '@postguard-ts/sdk';
 const handle = await open('file.enc');
 declare const opening: Parameters<typeof openRandomAccess>[1];
 export const checks = [
-  format, keys, PkgClient, seal, postguard(), fileKeeper('kept'),
+  format, keys, PkgClient, seal, senderText, postguard(), fileKeeper('kept'),
   await resumableDownload('https://example.org/f', { headers: { authorization: 'Bearer x' }, credentials: 'include' }),
   await openRandomAccess({ url: 'https://example.org/f', headers: [['authorization', 'x']] }, opening),
   await openRandomAccess(handle, opening),
@@ -83,7 +83,7 @@ export const checks = [
     lib: ['es2022', 'dom', 'dom.iterable'],
     types: [],
     source: `
-import { openRandomAccess, resumableDownload } from 'postguard-ts';
+import { openRandomAccess, resumableDownload, senderText } from 'postguard-ts';
 import { PostGuard, showSessionIn } from 'postguard-ts/client';
 import * as worker from 'postguard-ts/worker';
 import * as sw from 'postguard-ts/sw';
@@ -92,7 +92,8 @@ const input = document.querySelector('input')!;
 declare const opening: Parameters<typeof openRandomAccess>[1];
 const pg = new PostGuard({ pkgUrl: 'https://pkg.example.org', cryptifyUrl: 'https://storage.example.org' });
 export const checks = [
-  worker, sw, browser, showSessionIn,
+  worker, sw, browser, showSessionIn, senderText,
+  pg.receiveLink({ uuid: '0b5e3a8e-6f1c-4d2a-9a51-3f0e2b7c9d10' }, 'bob@example.org'),
   await resumableDownload('https://example.org/f', { headers: new Headers({ a: 'b' }), credentials: 'include' as RequestCredentials }),
   await openRandomAccess(new Blob([]), opening),
   pg.encrypt({ files: input.files!, recipients: [pg.recipient.email('bob@example.org')], sign: pg.sign.yivi({ element: document.body }) }),

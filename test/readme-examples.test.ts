@@ -84,6 +84,9 @@ for (const block of blocks) {
 /** The blocks that need a browser, and why: type-checked only. */
 const BROWSER_ONLY: Readonly<Record<string, string>> = {
   'client-send-receive': 'draws a QR code into the page and saves through a service worker',
+  'app-send-ts': 'a page: the form, the QR code, the kept uploads (e2e/consumer/send-receive.spec.ts runs it)',
+  'app-receive-ts': 'a page: the QR code and the files (e2e/consumer/send-receive.spec.ts runs it)',
+  'app-vite-config': "Vite's configuration of the two pages (e2e/consumer/send-receive.spec.ts builds them)",
   'vite-service-worker': 'registers a service worker',
   'worker-service-worker': 'registers a service worker',
   'worker-seeking': 'a service worker answering a <video>',
