@@ -197,6 +197,13 @@ describe('enc → dec round trip', () => {
     // --progress without a terminal: whole lines, once the decryption (after the session) runs.
     const progressAt = opened.stderr.indexOf('Decrypting: ');
     expect(progressAt).toBeGreaterThan(opened.stderr.indexOf('open this link'));
+    // Without a terminal (no QR drawn), the stand-in's simulated wallet is named beside the Yivi link.
+    expect(opened.stderr).toMatch(
+      /open this link on the phone that has the Yivi app: https:\/\/open\.yivi\.app\/\S+\nOn a development stack \(pg-dev, npm start\), open the simulated wallet instead: (\S+)\n/,
+    );
+    expect(opened.stderr).toContain(
+      `open the simulated wallet instead: ${new URL(pkg.yivi.url).origin}/standin/wallet\n`,
+    );
     expect(opened.stderr).toMatch(/\nDecrypting: 100% \d+ B of \d+ B \([^)]*\/s\)\n/);
     const result = JSON.parse(opened.stdout);
     expect(result.recipient).toBe(BOB);

@@ -1,8 +1,8 @@
 import {
-  SENDER_WORDING,
   StreamUnsealer,
   claimedSenderReport,
   senderReport,
+  senderText,
   startHashThread,
   type Policy,
   type SenderReport,
@@ -138,9 +138,7 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
 
 /** A sender in the library's words (lib/sender.ts), one identity a line, and a note for demo credentials. */
 export function senderLines(report: SenderReport): string {
-  const lines = report.lines.map((line) => `${line.label}: ${describePolicy(line.policy)}\n`);
-  if (report.demoCredentials) lines.push(`Note: ${SENDER_WORDING.demoCredentials}\n`);
-  return lines.join('');
+  return `${senderText(report, { attributes: 'types' }).text}\n`;
 }
 
 /** Every recipient with its hidden policy and when it was sealed, one a line (dec and inspect). */

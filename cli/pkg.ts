@@ -44,6 +44,23 @@ export interface SessionDisplay {
   signal: AbortSignal;
 }
 
+/**
+ * The stand-in's simulated wallet page (`/standin/wallet` on the session server, devtools/standin)
+ * when the session server runs on this machine, as pg-dev's and npm start's do; a real Yivi server
+ * is not on loopback. Printed beside the Yivi link, whether or not a QR is drawn (a script's log).
+ */
+export function simulatedWallet(sessionUrl: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(sessionUrl);
+  } catch {
+    return undefined;
+  }
+  const loopback =
+    url.hostname === 'localhost' || url.hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(url.hostname);
+  return loopback ? `${url.origin}/standin/wallet` : undefined;
+}
+
 const STATUS_LINES: Partial<Record<string, string>> = {
   CONNECTED: 'The Yivi app has the request; waiting for you to share the attributes…',
   PAIRING: 'Waiting for pairing in the Yivi app…',
@@ -94,6 +111,9 @@ export async function identitySession(
   } else {
     out.write(`To ${what}, open this link on the phone that has the Yivi app: ${universalLink(session.pointer)}\n`);
   }
+  const wallet = simulatedWallet(session.pointer.u);
+  if (wallet !== undefined)
+    out.write(`On a development stack (pg-dev, npm start), open the simulated wallet instead: ${wallet}\n`);
   if (display.pointerSink !== undefined) {
     try {
       emitPointer(display.pointerSink, purpose, session.pointer);

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { qrMatrix } from '../lib/pkg/qr.js';
 import { fromQr } from '../devtools/standin/wallet.js';
 import { CliError, Exit } from './exit.js';
+import { simulatedWallet } from './pkg.js';
 import { Progress, emitPointer, formatBytes, parsePointerSink, renderQr } from './terminal.js';
 
 const POINTER = { u: 'http://127.0.0.1:8088/irma/session/AbCdEfGhIjKlMnOpQrSt', irmaqr: 'disclosing' };
@@ -130,5 +131,16 @@ describe('Progress', () => {
     expect(formatBytes(1023)).toBe('1023 B');
     expect(formatBytes(1536)).toBe('1.5 KiB');
     expect(formatBytes(512 * 1024 * 1024)).toBe('512.0 MiB');
+  });
+});
+
+describe('simulatedWallet', () => {
+  it("names the stand-in's wallet page for a session server on this machine, and nothing for a real one", () => {
+    expect(simulatedWallet('http://127.0.0.1:8088/irma/session/abc')).toBe('http://127.0.0.1:8088/standin/wallet');
+    expect(simulatedWallet('http://localhost:9088/irma/session/abc')).toBe('http://localhost:9088/standin/wallet');
+    expect(simulatedWallet('http://[::1]:8088/irma/session/abc')).toBe('http://[::1]:8088/standin/wallet');
+    expect(simulatedWallet('https://is.yivi.app/irma/session/abc')).toBeUndefined();
+    expect(simulatedWallet('http://10.0.0.5:8088/irma/session/abc')).toBeUndefined();
+    expect(simulatedWallet('not a url')).toBeUndefined();
   });
 });

@@ -147,3 +147,43 @@ describe('new PostGuard(config)', () => {
     expect(CLIENT_VERSION).toBe(pkg.version);
   });
 });
+
+describe('pg.receiveLink({ uuid }, recipient): the link to your receive page', () => {
+  const uuid = '0b5e3a8e-6f1c-4d2a-9a51-3f0e2b7c9d10';
+
+  it('adds the upload id and the recipient to receiveUrl, keeping its own query', () => {
+    const pg = new PostGuard({ ...ok, receiveUrl: 'https://app.example.org/receive.html' });
+    expect(pg.receiveLink({ uuid })).toBe(`https://app.example.org/receive.html?uuid=${uuid}`);
+    expect(pg.receiveLink({ uuid }, 'bob+x@example.com')).toBe(
+      `https://app.example.org/receive.html?uuid=${uuid}&recipient=bob%2Bx%40example.com`,
+    );
+    const withQuery = new PostGuard({ ...ok, receiveUrl: 'http://localhost:5173/r?lang=nl' });
+    const link = new URL(withQuery.receiveLink({ uuid }, 'bob@example.com'));
+    expect([...link.searchParams]).toEqual([
+      ['lang', 'nl'],
+      ['uuid', uuid],
+      ['recipient', 'bob@example.com'],
+    ]);
+  });
+
+  it('refuses without a receiveUrl, and anything but an upload id', () => {
+    expect(() => new PostGuard(ok).receiveLink({ uuid })).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT', message: expect.stringContaining('receiveUrl') }),
+    );
+    const pg = new PostGuard({ ...ok, receiveUrl: 'https://app.example.org/receive.html' });
+    for (const bad of ['', 'not-an-id', `${uuid}&recipient=mallory@example.com`, '../x'])
+      expect(() => pg.receiveLink({ uuid: bad }), bad).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+    expect(() => pg.receiveLink({ uuid }, '')).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+  });
+
+  it('receiveUrl is an absolute http(s) URL of a page, named in the error', () => {
+    for (const bad of [
+      'receive.html',
+      'javascript:alert(1)',
+      'https://app.example.org/r#x',
+      'https://u:p@app.example.org/',
+      7,
+    ])
+      expect(typeError({ ...ok, receiveUrl: bad }).message).toMatch(/^receiveUrl:/);
+  });
+});

@@ -65,6 +65,12 @@ export interface PostGuardConfig {
   attributes?: { email?: string; domain?: string };
   /** The same as `attributes` (pg-js's name); give one of the two. */
   emailAttributes?: { email?: string; domain?: string };
+  /**
+   * Your app's receive page, an absolute http(s) URL (e.g. `https://app.example/receive.html`):
+   * `pg.receiveLink({ uuid }, recipient)` adds `?uuid=…&recipient=…` to it, the link to give a
+   * recipient (the storage service mails its own, to its website).
+   */
+  receiveUrl?: string;
 }
 
 export interface ResolvedConfig {
@@ -78,6 +84,8 @@ export interface ResolvedConfig {
   retry: Required<RetryOptions>;
   uploadChunkSize: number;
   attributes: { email: string; domain: string };
+  /** The receive page (`receiveUrl`), or '' when none is configured. */
+  receiveUrl: string;
 }
 
 /** The attribute type for e-mail addresses unless `attributes.email` says otherwise. */
@@ -115,6 +123,23 @@ function serviceUrl(field: string, value: unknown, allowInsecure: boolean): stri
     return fail(field, 'must not have a query or fragment (it is a base URL)');
   }
   return url.href.replace(/(?<!\/)\/+$/, '');
+}
+
+/** A page's URL (a link people open, not a service the client calls): absolute http(s), no fragment. */
+function pageUrl(field: string, value: unknown): string {
+  if (value === undefined) return '';
+  const rule = 'must be an absolute http(s) URL of a page, without a fragment';
+  if (typeof value !== 'string' || value === '') return fail(field, rule);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return fail(field, `${rule}; got ${JSON.stringify(value)}`);
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.hash !== '' || value.includes('#'))
+    return fail(field, `${rule}; got ${JSON.stringify(value)}`);
+  if (url.username !== '' || url.password !== '') return fail(field, 'must not carry credentials (user:password@)');
+  return url.href;
 }
 
 function milliseconds(field: string, value: unknown, fallback: number, min = 1): number {
@@ -222,5 +247,6 @@ export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
       email: attributeType('attributes.email', attributes['email'], DEFAULT_EMAIL_ATTRIBUTE),
       domain: attributeType('attributes.domain', attributes['domain'], DEFAULT_DOMAIN_ATTRIBUTE),
     },
+    receiveUrl: pageUrl('receiveUrl', config.receiveUrl),
   };
 }

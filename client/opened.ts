@@ -4,6 +4,7 @@ import type { Policy } from '../lib/policy.js';
 import type { ByteSource, RangedUrl } from '../lib/random-access.js';
 import { senderReport, type SenderReport } from '../lib/sender.js';
 import type { VerificationResult } from '../lib/signatures.js';
+import type { ElementLike } from '../lib/web-types.js';
 import type { ResolvedConfig } from './config.js';
 import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
@@ -38,7 +39,7 @@ export type DecryptOutput = 'save' | 'stream' | 'bytes' | 'entries';
 /** What `decrypt()` takes: how the recipient proves who they are, and how the plaintext is delivered. */
 export interface DecryptInput {
   /** Show the Yivi QR code and same-device link in this element (or CSS selector). */
-  element?: string | Element;
+  element?: string | ElementLike;
   /** Called with the identity session when a scan is needed, to show it yourself. */
   onSession?: (session: IdentitySession) => void;
   /** Or run the session yourself: the callback returns its JWT (pg-js's session callback). */

@@ -10,6 +10,7 @@ import {
   type SigningKeys,
 } from '../lib/pkg/index.js';
 import type { Policy } from '../lib/policy.js';
+import type { ElementLike } from '../lib/web-types.js';
 import type { ResolvedConfig } from './config.js';
 import { ClientError, ClientErrorCode } from './errors.js';
 import { showSessionIn } from './qr-panel.js';
@@ -59,7 +60,7 @@ const translated = <T>(promise: Promise<T>): Promise<T> =>
 
 /** Where an identity session is shown: into an element, or handed to the app. */
 export interface SessionDisplay {
-  element?: string | Element | undefined;
+  element?: string | ElementLike | undefined;
   onSession?: ((session: IdentitySession) => void) | undefined;
 }
 

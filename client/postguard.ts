@@ -1,4 +1,5 @@
 import { defaultStore, type KeyValueStore } from '../lib/pkg/index.js';
+import type { FileListLike } from '../lib/web-types.js';
 import { resolveConfig, type PostGuardConfig, type ResolvedConfig } from './config.js';
 import { defaultEngine, type CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
@@ -28,7 +29,7 @@ import { zipEntries, type PgFile } from './zip.js';
 /** What `encrypt` seals: files or bytes, who may open them, and how the sender signs. */
 export interface EncryptInput {
   /** Files, bundled into one ZIP inside the ciphertext: `File`s, a `FileList`, or `{ name, content }`. */
-  files?: readonly (PgFile | File)[] | FileList;
+  files?: readonly (PgFile | File)[] | FileListLike;
   /** Or bytes, sealed as they are (give `files` or `data`). */
   data?: Uint8Array | ReadableStream<Uint8Array>;
   /** At least one recipient, from `pg.recipient.email()` or `pg.recipient.emailDomain()`. */
@@ -61,6 +62,9 @@ export interface PostGuardOptions extends PostGuardConfig {
   /** Where the PKG client caches public keys and (with `enableCache`) decryption keys. Default IndexedDB in a page, memory elsewhere. */
   keyStore?: KeyValueStore;
 }
+
+/** An upload id as the storage service gives it (Cryptify: a UUID). */
+const UPLOAD_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The storage service's limits, before anything is sealed (`GET /limits`). */
 export type { StorageLimits };
@@ -196,6 +200,35 @@ export class PostGuard {
       engine: this.engine,
       serviceWorker: this.serviceWorker,
     });
+  }
+
+  /**
+   * The link that opens an upload on your receive page: `receiveUrl` (the config) with
+   * `?uuid=…` added, and `&recipient=…` when given (the page can then say whom the file is for).
+   * The page reads them back with `new URL(location.href).searchParams` and opens the file with
+   * `pg.open({ uuid })`.
+   *
+   * ```ts
+   * const { uuid } = await sealed.upload();
+   * const link = pg.receiveLink({ uuid }, 'bob@example.com');
+   * ```
+   *
+   * @throws ClientError INVALID_INPUT without a `receiveUrl`, or for an upload id that is not one
+   */
+  receiveLink(upload: { uuid: string }, recipient?: string): string {
+    if (this.config.receiveUrl === '')
+      throw invalidInput(
+        'receiveLink: configure receiveUrl, the page recipients open (e.g. https://app.example/receive.html)',
+      );
+    const uuid = typeof upload === 'object' && upload !== null ? upload.uuid : undefined;
+    if (typeof uuid !== 'string' || !UPLOAD_ID.test(uuid))
+      throw invalidInput(`receiveLink: ${JSON.stringify(uuid)} is not an upload id (upload() gives { uuid })`);
+    if (recipient !== undefined && (typeof recipient !== 'string' || recipient === ''))
+      throw invalidInput('receiveLink: recipient must be a non-empty string');
+    const url = new URL(this.config.receiveUrl);
+    url.searchParams.set('uuid', uuid);
+    if (recipient !== undefined) url.searchParams.set('recipient', recipient);
+    return url.href;
   }
 
   private storage(): StorageClient {

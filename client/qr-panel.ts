@@ -1,5 +1,6 @@
 import type { IdentitySession } from '../lib/pkg/session.js';
 import type { SessionStatus } from '../lib/pkg/jwt.js';
+import type { ElementLike } from '../lib/web-types.js';
 import { invalidInput } from './errors.js';
 
 /**
@@ -18,8 +19,9 @@ const STATUS_TEXT: Record<SessionStatus, string> = {
   TIMEOUT: 'Timed out',
 };
 
-function resolveElement(target: string | Element): Element {
-  if (typeof target !== 'string') return target;
+function resolveElement(target: string | ElementLike): Element {
+  // A DOM Element in a page (sign.yivi and decrypt check it); typed by shape for Node's declarations.
+  if (typeof target !== 'string') return target as unknown as Element;
   const found = typeof document === 'undefined' ? null : document.querySelector(target);
   if (found === null) throw invalidInput(`element: nothing matches ${JSON.stringify(target)}`);
   return found;
@@ -30,7 +32,7 @@ function resolveElement(target: string | Element): Element {
  * The QR code's drawing (the qrcode package) is loaded on first use, so it is no part of a page's
  * first chunk: the panel, its link and its status show at once, the code as soon as it is drawn.
  */
-export function showSessionIn(target: string | Element, session: IdentitySession): () => void {
+export function showSessionIn(target: string | ElementLike, session: IdentitySession): () => void {
   const host = resolveElement(target);
   const make = (tag: string, className: string, text?: string): HTMLElement => {
     const el = document.createElement(tag);

@@ -1,4 +1,5 @@
 import type { IdentitySession } from '../lib/pkg/index.js';
+import type { ElementLike } from '../lib/web-types.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { isBrowser } from './host.js';
 
@@ -52,7 +53,7 @@ export interface YiviSignOptions {
    * Where to show the QR code and the same-device link: an element or a CSS selector. It is
    * emptied and filled while the session runs, and emptied again after. Give this or `onSession`.
    */
-  element?: string | Element;
+  element?: string | ElementLike;
   /** Called with the session when a scan is needed, to show it yourself (`session.qrText`, `session.sameDeviceLink`). */
   onSession?: (session: IdentitySession) => void;
   /** The sender must disclose exactly this e-mail address (else any address of theirs). */

@@ -29,6 +29,7 @@ export type {
 } from './random-access.js';
 export { inspectCiphertext, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
 export { resumableDownload, RESUME_DEFAULTS } from './resumable-download.js';
+export type { CredentialsMode, ElementLike, FileListLike, RequestHeaders } from './web-types.js';
 export type { ResumableDownload, ResumableDownloadOptions, ResumeBackoff } from './resumable-download.js';
 export type {
   CiphertextInspection,
@@ -46,8 +47,19 @@ export {
   SENDER_WORDING,
   SENDER_EXPLANATION,
   DEMO_SCHEME_PREFIX,
+  senderText,
+  attributeName,
+  ATTRIBUTE_NAMES,
 } from './sender.js';
-export type { SenderReport, SenderLine, SenderStanding } from './sender.js';
+export type {
+  SenderReport,
+  SenderLine,
+  SenderStanding,
+  SenderText,
+  SenderTextLine,
+  SenderTextAttribute,
+  SenderTextOptions,
+} from './sender.js';
 export type { Attribute, Policy, EncryptionPolicy } from './policy.js';
 export { HINT_TYPES } from './policy.js';
 export { canonicalize, isCanonical } from './identity.js';

@@ -1,5 +1,6 @@
 import { DEFAULT_STALL_MS, bounded, cancelledBy, linked } from './bounded.js';
 import { ErrorCode, FormatError, InputError, PostGuardError, describeThrown, malformed } from './errors.js';
+import { toHeaders, type CredentialsMode, type RequestHeaders } from './web-types.js';
 import { readFrame } from './frame.js';
 import { contentLength, contentRange, reencoded, unsatisfiedTotal, type ContentRange } from './http-lengths.js';
 import type { PreparedUserSecretKey } from './keys.js';
@@ -58,9 +59,9 @@ export interface FileHandleLike {
 /** How a URL source is fetched: its headers, credentials and fetch implementation. */
 export interface RangedUrlFetch {
   /** Request headers (an Authorization, say); `Range` is set per request. */
-  headers?: HeadersInit;
+  headers?: RequestHeaders;
   /** Default `same-origin`. */
-  credentials?: RequestCredentials;
+  credentials?: CredentialsMode;
   /** The fetch implementation; default the global `fetch`. */
   fetch?: typeof fetch;
 }
@@ -241,7 +242,7 @@ async function probeRangedUrl(url: string | URL, options: RangedUrlOptions): Pro
   /** One request (a ranged GET unless `method` says otherwise), its response within the stall timeout. */
   const send = async (range: string | undefined, signal: AbortSignal | undefined, method = 'GET') => {
     const { controller, release } = linked(options.signal, signal);
-    const headers = new Headers(options.headers);
+    const headers = toHeaders(options.headers);
     if (range === undefined) headers.delete('range');
     else headers.set('range', range);
     try {

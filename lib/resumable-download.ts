@@ -1,6 +1,7 @@
 import { MAX_TIMER_MS, bounded, cancelledBy, sleep } from './bounded.js';
 import { ErrorCode, InputError, PostGuardError, describeThrown } from './errors.js';
 import { contentLength, contentRange, reencoded, strongEtag } from './http-lengths.js';
+import { toHeaders, type CredentialsMode, type RequestHeaders } from './web-types.js';
 
 /**
  * A download that survives a dropped connection: when the body errors or stalls before all its
@@ -33,9 +34,9 @@ export interface ResumableDownloadOptions {
   /** The fetch implementation; default the global `fetch`. */
   fetch?: typeof fetch;
   /** Request headers of every request (an Authorization, say); `Range` is the download's own. */
-  headers?: HeadersInit;
+  headers?: RequestHeaders;
   /** Default `same-origin`. */
-  credentials?: RequestCredentials;
+  credentials?: CredentialsMode;
   /** Ends the download: the promise rejects, or the readable errors, with CANCELLED. */
   signal?: AbortSignal;
   /**
@@ -98,7 +99,7 @@ function checked(options: ResumableDownloadOptions) {
   const { maxResumes = RESUME_DEFAULTS.maxResumes, onResume } = options;
   if (!Number.isSafeInteger(maxResumes) || maxResumes < 0) throw invalid('maxResumes must be a non-negative integer');
   if (onResume !== undefined && typeof onResume !== 'function') throw invalid('onResume must be a function');
-  if (new Headers(options.headers).has('range'))
+  if (toHeaders(options.headers).has('range'))
     throw invalid('resumableDownload sets Range itself: the headers must not have one');
   return {
     stallMs: positive(options.stallMs, 'stallMs', RESUME_DEFAULTS.stallMs),
@@ -155,7 +156,7 @@ export async function resumableDownload(
     const abort = new AbortController();
     const stop = () => abort.abort(life.signal.reason);
     life.signal.addEventListener('abort', stop, { once: true });
-    const headers = new Headers(options.headers);
+    const headers = toHeaders(options.headers);
     if (offset > 0) headers.set('range', `bytes=${offset}-`);
     try {
       const response = await bounded(

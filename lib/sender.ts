@@ -49,7 +49,7 @@ export const SENDER_WORDING = {
   olderHeaderClaim: 'Signed header, older format (not part of the content signature)',
   olderFormat: 'Signed header, older format',
   claimed: 'Claimed sender',
-  rangeClaimed: 'Claimed sender (segments authenticated, sender not verified)',
+  rangeClaimed: 'Claimed sender (checked only once the whole file is read)',
   demoCredentials: 'Demo credentials: anyone can issue these to themselves, so they prove nothing about a person.',
 } as const;
 
@@ -70,8 +70,7 @@ export const SENDER_EXPLANATION: Record<SenderStanding | 'range', string> = {
   'older-format':
     'An older PostGuard version made this file: this sender signed it, but is not sealed inside the encryption.',
   claimed: 'The file names this sender; it is checked only when the whole file has been decrypted.',
-  range:
-    'Every part shown was authenticated under the file’s key; the sender is checked only by reading the whole file.',
+  range: 'The parts shown are intact and unchanged; who sent them is checked only once the whole file is read.',
 };
 
 const report = (
@@ -108,4 +107,112 @@ export function claimedSenderReport(claimed: Policy, seen: 'header' | 'range' = 
   return report('claimed', SENDER_WORDING.claimed, SENDER_EXPLANATION[seen === 'range' ? 'range' : 'claimed'], [
     { label, policy: claimed },
   ]);
+}
+
+/** Readable names of the attribute types PostGuard senders and recipients commonly use. */
+export const ATTRIBUTE_NAMES: Readonly<Record<string, string>> = {
+  'pbdf.sidn-pbdf.email.email': 'E-mail address',
+  'pbdf.sidn-pbdf.email.domain': 'E-mail domain',
+  'pbdf.sidn-pbdf.mobilenumber.mobilenumber': 'Mobile number',
+  'pbdf.gemeente.personalData.fullname': 'Full name',
+  'pbdf.gemeente.personalData.surname': 'Surname',
+  'pbdf.gemeente.personalData.dateofbirth': 'Date of birth',
+  'pbdf.pbdf.kvk.displayName': 'Organisation',
+  'pbdf.pbdf.kvk.kvkNumber': 'Chamber of Commerce number',
+};
+
+/**
+ * A readable name for an attribute type ({@link ATTRIBUTE_NAMES}; an unknown type shows its last
+ * part). A demo-scheme type says so: "E-mail address (demo credential)" never reads like the real one.
+ */
+export function attributeName(type: string): string {
+  const lastPart = (t: string) => {
+    const last = t.split('.').pop() ?? t;
+    return last === '' ? t : last;
+  };
+  if (isDemoCredential(type)) {
+    const real = ATTRIBUTE_NAMES[`pbdf.${type.slice(DEMO_SCHEME_PREFIX.length)}`];
+    return `${real ?? lastPart(type)} (demo credential)`;
+  }
+  return ATTRIBUTE_NAMES[type] ?? lastPart(type);
+}
+
+/** One attribute of a sender line, ready to show. */
+export interface SenderTextAttribute {
+  /** The attribute type, e.g. `pbdf.sidn-pbdf.email.email`. */
+  type: string;
+  /** Its readable name ({@link attributeName}), e.g. "E-mail address". */
+  name: string;
+  /** Its value ("(any value)" when the identity names none). */
+  value: string;
+  /** The attribute as one piece of text, in the style asked for. */
+  text: string;
+}
+
+/** One identity of a sender report, ready to show: its label and its attributes. */
+export interface SenderTextLine {
+  /** How the identity is introduced, e.g. "Verified sender" ({@link SENDER_WORDING}). */
+  label: string;
+  /** Its attributes. */
+  attributes: SenderTextAttribute[];
+  /** The whole line: `Verified sender: alice@example.org`. */
+  text: string;
+}
+
+/** A sender report as text: what `senderText` returns. */
+export interface SenderText {
+  /** A few words for a badge or a heading ({@link SenderReport.headline}). */
+  headline: string;
+  /** One sentence on what was proved. */
+  explanation: string;
+  /** One per identity, the one the content signature proves first. */
+  lines: SenderTextLine[];
+  /** The demo-credentials warning, when a line carries one; show it beside the lines. */
+  note: string | undefined;
+  /** Everything above but the headline and explanation as plain text: one line per identity, then the note. */
+  text: string;
+}
+
+/** How `senderText` words attributes. */
+export interface SenderTextOptions {
+  /**
+   * `'names'` (default, for people): "E-mail address: alice@example.org", and a line shows an
+   * e-mail address alone (not a demo credential's, which keeps its name). `'types'` (for logs and terminals): `pbdf.sidn-pbdf.email.email = "alice@example.org"`.
+   */
+  attributes?: 'names' | 'types';
+}
+
+const isEmailType = (type: string): boolean => type.endsWith('.email.email');
+
+/**
+ * A sender report ({@link senderReport}, {@link claimedSenderReport}, `inspect().sender`,
+ * `decrypt().sender`) as text an app can show as it is: the headline, the explanation, a line per
+ * identity with its label, and the demo-credentials note. It words nothing more strongly than the
+ * report does: the labels are the report's.
+ */
+export function senderText(report: SenderReport, options: SenderTextOptions = {}): SenderText {
+  const names = (options.attributes ?? 'names') === 'names';
+  const lines = report.lines.map((line): SenderTextLine => {
+    const attributes = line.policy.con.map(({ t, v }): SenderTextAttribute => {
+      const name = attributeName(t);
+      const value = v ?? '(any value)';
+      const type = isDemoCredential(t) ? `${t} (demo credential)` : t;
+      const text = names
+        ? `${name}: ${value}`
+        : v === undefined
+          ? `${type} (any value)`
+          : `${type} = ${JSON.stringify(v)}`;
+      return { type: t, name, value, text };
+    });
+    const shown =
+      attributes.length === 0
+        ? '(no attributes)'
+        : attributes
+            .map((a) => (names && isEmailType(a.type) && !isDemoCredential(a.type) ? a.value : a.text))
+            .join(', ');
+    return { label: line.label, attributes, text: `${line.label}: ${shown}` };
+  });
+  const note = report.demoCredentials ? SENDER_WORDING.demoCredentials : undefined;
+  const text = [...lines.map((l) => l.text), ...(note === undefined ? [] : [`Note: ${note}`])].join('\n');
+  return { headline: report.headline, explanation: report.explanation, lines, note, text };
 }

@@ -1,7 +1,16 @@
 // `npm run check:packages`: what each published tarball holds, then publint and Are the Types
 // Wrong? on the tarballs themselves (not the folders), after `npm run build`.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, relative } from 'node:path';
 import { emitterOutputs } from '../lib/build/emitters.js';
@@ -35,6 +44,117 @@ const NOT_SHIPPED: Readonly<Record<string, readonly RegExp[]>> = {
 };
 // The library ships the WebAssembly modules' bytes, not the emitters that make them (lib/build/main.ts removes them).
 const EMITTER_FILES: Readonly<Record<string, ReadonlySet<string>>> = { lib: new Set(emitterOutputs('dist/')) };
+/**
+ * The library's declarations in the projects that use them, each type-checked with
+ * `skipLibCheck: false` against the installed tarball: a Node project with no DOM library (the
+ * SDK's and a server's setting) and a page's, each using the entries it would and handing them
+ * what its runtime has (a page's `Headers`, `FileList`, `Element`, a Node `FileHandle`), and the
+ * service worker's. A .d.ts that names a DOM type fails the first; one typed too narrowly for the
+ * DOM's own values fails the second.
+ */
+const TYPE_PROJECTS: ReadonlyArray<{ name: string; lib: string[]; types: string[]; source: string }> = [
+  {
+    name: 'node (lib es2022, types node, no DOM)',
+    lib: ['es2022'],
+    types: ['node'],
+    source: `
+import { open } from 'node:fs/promises';
+import { openRandomAccess, resumableDownload, seal, senderText } from 'postguard-ts';
+import * as format from 'postguard-ts/format';
+import * as keys from 'postguard-ts/keys';
+import { PkgClient } from 'postguard-ts/pkg';
+import { PostGuard } from 'postguard-ts/client';
+import { postguard } from 'postguard-ts/vite';
+import { PostGuard as SdkPostGuard, fileKeeper } from '@postguard-ts/sdk';
+const handle = await open('file.enc');
+declare const opening: Parameters<typeof openRandomAccess>[1];
+export const checks = [
+  format, keys, PkgClient, seal, senderText, postguard(), fileKeeper('kept'),
+  await resumableDownload('https://example.org/f', { headers: { authorization: 'Bearer x' }, credentials: 'include' }),
+  await openRandomAccess({ url: 'https://example.org/f', headers: [['authorization', 'x']] }, opening),
+  await openRandomAccess(handle, opening),
+  new PostGuard({ pkgUrl: 'https://pkg.example.org', cryptifyUrl: 'https://storage.example.org' }),
+  new SdkPostGuard({ pkgUrl: 'https://pkg.example.org', cryptifyUrl: 'https://storage.example.org' }),
+];
+`,
+  },
+  {
+    name: 'browser (lib es2022, dom, dom.iterable)',
+    lib: ['es2022', 'dom', 'dom.iterable'],
+    types: [],
+    source: `
+import { openRandomAccess, resumableDownload, senderText } from 'postguard-ts';
+import { PostGuard, showSessionIn } from 'postguard-ts/client';
+import * as worker from 'postguard-ts/worker';
+import * as sw from 'postguard-ts/sw';
+import * as browser from 'postguard-ts/browser';
+const input = document.querySelector('input')!;
+declare const opening: Parameters<typeof openRandomAccess>[1];
+const pg = new PostGuard({ pkgUrl: 'https://pkg.example.org', cryptifyUrl: 'https://storage.example.org' });
+export const checks = [
+  worker, sw, browser, showSessionIn, senderText,
+  pg.receiveLink({ uuid: '0b5e3a8e-6f1c-4d2a-9a51-3f0e2b7c9d10' }, 'bob@example.org'),
+  await resumableDownload('https://example.org/f', { headers: new Headers({ a: 'b' }), credentials: 'include' as RequestCredentials }),
+  await openRandomAccess(new Blob([]), opening),
+  pg.encrypt({ files: input.files!, recipients: [pg.recipient.email('bob@example.org')], sign: pg.sign.yivi({ element: document.body }) }),
+  pg.encrypt({ files: [new File([], 'a.txt')], recipients: [pg.recipient.email('bob@example.org')], sign: pg.sign.yivi({ element: '#qr' }) }),
+];
+`,
+  },
+  {
+    name: 'service worker (lib es2022, webworker)',
+    lib: ['es2022', 'webworker'],
+    types: [],
+    source: `
+import * as install from 'postguard-ts/sw/install';
+export const checks = [install];
+`,
+  },
+];
+
+/** Type-checks TYPE_PROJECTS in `app`, where the library (and the SDK) are installed from their tarballs. */
+function checkTypeProjects(app: string): void {
+  // Vite (for postguard-ts/vite, an optional peer) and Node's types as the workspace has them.
+  for (const name of ['vite', '@types/node']) {
+    mkdirSync(dirname(join(app, 'node_modules', name)), { recursive: true });
+    if (!existsSync(join(app, 'node_modules', name)))
+      symlinkSync(join(ROOT, 'node_modules', name), join(app, 'node_modules', name), 'dir');
+  }
+  for (const [i, project] of TYPE_PROJECTS.entries()) {
+    const folder = join(app, `types-${i}`);
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'index.ts'), project.source);
+    writeFileSync(
+      join(folder, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          lib: project.lib,
+          types: project.types,
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+        },
+        files: ['index.ts'],
+      }),
+    );
+    writeFileSync(join(folder, 'package.json'), JSON.stringify({ type: 'module', private: true }));
+    try {
+      execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', folder], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      console.log(`postguard-ts: the declarations type-check in a ${project.name} project`);
+    } catch (error) {
+      const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+      console.log(`${stdout ?? ''}${stderr ?? ''}`.trim());
+      problems.push(`postguard-ts: the declarations do not type-check in a ${project.name} project`);
+    }
+  }
+}
+
 const problems: string[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'pg-packages-'));
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
@@ -115,6 +235,7 @@ try {
         { cwd: app, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
       );
       console.log(`${pack.name}: installs under Node ${process.versions.node} with no engine warning`);
+      if (pack.dir === 'sdk') checkTypeProjects(app);
     } catch (error) {
       const { stdout, stderr } = error as { stdout?: string; stderr?: string };
       console.log(`${stdout ?? ''}${stderr ?? ''}`.trim());

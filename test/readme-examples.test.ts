@@ -84,6 +84,9 @@ for (const block of blocks) {
 /** The blocks that need a browser, and why: type-checked only. */
 const BROWSER_ONLY: Readonly<Record<string, string>> = {
   'client-send-receive': 'draws a QR code into the page and saves through a service worker',
+  'app-send-ts': 'a page: the form, the QR code, the kept uploads (e2e/consumer/send-receive.spec.ts runs it)',
+  'app-receive-ts': 'a page: the QR code and the files (e2e/consumer/send-receive.spec.ts runs it)',
+  'app-vite-config': "Vite's configuration of the two pages (e2e/consumer/send-receive.spec.ts builds them)",
   'vite-service-worker': 'registers a service worker',
   'worker-service-worker': 'registers a service worker',
   'worker-seeking': 'a service worker answering a <video>',
@@ -259,7 +262,7 @@ describe('shell blocks name only what exists', () => {
     };
     expect(await problems(bad)).toEqual([
       'bad.md:1: npm run no-such-script: no such script in the root package.json',
-      'bad.md:2: revoke: not a command the READMEs use (npm, npx, node, docker, cd, cp or one of our bins)',
+      'bad.md:2: revoke: not a command the READMEs use (npm, npx, node, docker, cd, cp, mkdir or one of our bins)',
       'bad.md:3: pg-pkg serve: no such command',
       'bad.md:4: pg-pkg server: --no-such-flag is not an option (its --help does not list it)',
       'bad.md:5: pg-cli enc: --nope is not an option (its --help does not list it)',

@@ -403,6 +403,7 @@ export async function checkShell(world: ShellWorld, command: ShellCommand): Prom
   switch (program) {
     case 'cd':
     case 'cp':
+    case 'mkdir':
       return [];
     case 'docker': {
       // Our images run our bins: `docker compose run --rm migrate pg-pkg api-key create …`.
@@ -415,7 +416,7 @@ export async function checkShell(world: ShellWorld, command: ShellCommand): Prom
     }
     case 'npm': {
       const [verb, ...rest] = args;
-      if (verb === 'ci' || verb === 'install' || verb === 'i') return [];
+      if (verb === 'ci' || verb === 'install' || verb === 'i' || verb === 'init') return [];
       const workspaceAt = rest.findIndex((a) => a === '-w' || a === '--workspace');
       const workspace = workspaceAt < 0 ? '' : rest[workspaceAt + 1]!;
       const scripts = world.scripts.get(workspace);
@@ -436,6 +437,8 @@ export async function checkShell(world: ShellWorld, command: ShellCommand): Prom
       if (args[0] === '-p' || args[0] === '--package') return [];
       const [tool, ...rest] = args;
       if (tool === undefined) return ['npx: which tool?'];
+      // A bin of ours installed from the tarballs (README.md's route before the packages are published).
+      if (world.bins.has(tool)) return checkBin(world, tool, rest);
       if (!exists(`node_modules/.bin/${tool}`)) return [`npx ${tool}: no such tool in node_modules/.bin`];
       const problems: string[] = [];
       if (tool === 'tsx') {
@@ -459,6 +462,6 @@ export async function checkShell(world: ShellWorld, command: ShellCommand): Prom
       return problems;
     }
     default:
-      return [`${program}: not a command the READMEs use (npm, npx, node, docker, cd, cp or one of our bins)`];
+      return [`${program}: not a command the READMEs use (npm, npx, node, docker, cd, cp, mkdir or one of our bins)`];
   }
 }

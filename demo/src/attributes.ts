@@ -1,4 +1,4 @@
-import { DEMO_SCHEME_PREFIX, isDemoCredential, type Attribute, type Policy } from 'postguard-ts';
+import { attributeName, type Attribute, type Policy } from 'postguard-ts';
 
 /**
  * The attribute types the demo offers, with names people read. Recipients are addressed by
@@ -37,30 +37,11 @@ export const EXTRA_ATTRIBUTES: readonly AttributeKind[] = [
   },
 ];
 
-const LABELS: Record<string, string> = {
-  [EMAIL]: 'E-mail address',
-  [EMAIL_DOMAIN]: 'E-mail domain',
-  'pbdf.pbdf.kvk.displayName': 'Organisation',
-  'pbdf.pbdf.kvk.kvkNumber': 'Chamber of Commerce number',
-};
-for (const kind of EXTRA_ATTRIBUTES) LABELS[kind.type] = kind.label;
-
 /**
- * A readable name for an attribute type; unknown types show their last part. A demo-scheme type
- * says so: "E-mail address (demo credential)" must never read like the real one.
+ * A readable name for an attribute type: the library's (postguard-ts `attributeName`), which every
+ * surface shares; a demo-scheme type says so ("E-mail address (demo credential)").
  */
-export function attributeLabel(type: string): string {
-  if (isDemoCredential(type)) {
-    const real = LABELS[`pbdf.${type.slice(DEMO_SCHEME_PREFIX.length)}`]; // its twin in the real scheme
-    return `${real ?? lastPart(type)} (demo credential)`;
-  }
-  return LABELS[type] ?? lastPart(type);
-}
-
-function lastPart(type: string): string {
-  const last = type.split('.').pop() ?? type;
-  return last === '' ? type : last;
-}
+export const attributeLabel = (type: string): string => attributeName(type);
 
 export const isEmailType = (type: string): boolean => type.endsWith('.email.email');
 

@@ -42,16 +42,40 @@ const TEXTS: Partial<Record<ClientErrorCode, [string, string | undefined]>> = {
   INVALID_STATE: ['This can no longer continue.', undefined],
 };
 
-export function describeClientError(error: unknown): ErrorText {
+/** The messages of an error and its causes, for recognising what the PKG said. */
+function messages(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) parts.push(e.message);
+  return parts.join(' | ');
+}
+
+/**
+ * Whether a Yivi session ended because the wallet showed someone else's attributes: the PKG
+ * refuses the key with proof status MISSING_ATTRIBUTES (a disclosure of another address).
+ */
+export const isWrongPerson = (error: unknown): boolean =>
+  isClientError(error) && error.code === ClientErrorCode.SESSION_FAILED && /MISSING_ATTRIBUTES/.test(messages(error));
+
+/**
+ * The texts for a client error. `recipient`: whom the file is for (the one the page asked the Yivi
+ * app for), so that the wrong person is told whom it is for rather than a proof status.
+ */
+export function describeClientError(error: unknown, recipient?: string): ErrorText {
   if (!isClientError(error)) return describeError(error);
+  if (recipient !== undefined && isWrongPerson(error))
+    return {
+      title: `This file is for ${recipient}.`,
+      hint: `The Yivi app showed another e-mail address, so no key was given. Open the link with the Yivi app that holds ${recipient}, or ask the sender to send the files to your own address.`,
+      code: error.code,
+    };
   const known = TEXTS[error.code];
   if (known === undefined) return { title: 'Something went wrong.', hint: error.message, code: error.code };
   return { title: known[0], hint: known[1] ?? error.message, code: error.code };
 }
 
 /** Shows a failure in an alert region, as dom.ts's showError does, with the client's texts. */
-export function showClientError(region: HTMLElement, error: unknown, context?: string): void {
-  const text = describeClientError(error);
+export function showClientError(region: HTMLElement, error: unknown, context?: string, recipient?: string): void {
+  const text = describeClientError(error, recipient);
   const p = (className: string | undefined, content: string) => {
     const el = document.createElement('p');
     if (className !== undefined) el.className = className;
@@ -62,7 +86,9 @@ export function showClientError(region: HTMLElement, error: unknown, context?: s
     p('error-title', context === undefined ? text.title : `${context}: ${text.title}`),
     p(undefined, text.hint),
     // The client's own sentence says which request or file, for a support question.
-    ...(isClientError(error) && error.message !== text.hint ? [p('error-detail', error.message)] : []),
+    ...(isClientError(error) && error.message !== text.hint && !(recipient !== undefined && isWrongPerson(error))
+      ? [p('error-detail', error.message)]
+      : []),
     ...(text.code === undefined ? [] : [p('error-code', `Code: ${text.code}`)]),
   );
   region.dataset['code'] = text.code ?? '';

@@ -2,7 +2,6 @@ import {
   claimedSenderReport,
   prepareDownload,
   senderReport,
-  SENDER_WORDING,
   triggerDownload,
   type SenderReport,
   type IdentitySession,
@@ -11,7 +10,7 @@ import {
   type WorkerUnsealer,
 } from 'postguard-ts/worker';
 import { HINT_TYPES } from 'postguard-ts';
-import { attributeLabel, identityLines, isEmailType } from './attributes.js';
+import { attributeLabel, isEmailType } from './attributes.js';
 import { append, byId, h, setStatus, showError, uid } from './dom.js';
 import { PREVIEW_LIMIT, contentTypeFor, decryptedName, formatBytes, previewKind } from './files.js';
 import { DemoError, errorCode } from './messages.js';
@@ -19,6 +18,7 @@ import { ProgressView } from './progress.js';
 import { normalizeValue } from './recipients.js';
 import { getServices } from './runtime.js';
 import { offerBlob, saveStream } from './save.js';
+import { senderView } from './sender-view.js';
 import { SessionPanel } from './session-panel.js';
 
 /**
@@ -124,14 +124,6 @@ async function inspect(file: File): Promise<Opened> {
       memory: unsealer,
     };
   }
-}
-
-function identityList(policy: Policy | undefined): HTMLElement {
-  return h(
-    'ul',
-    { class: 'identity' },
-    ...identityLines(policy).map((l) => h('li', {}, `${l.label}: `, h('strong', {}, l.value))),
-  );
 }
 
 /** How a recipient's hidden policy reads: "Mobile number +31612…" for hints, "Surname (hidden)" otherwise. */
@@ -334,22 +326,8 @@ keyForm.addEventListener('submit', (event) => {
   void getKey();
 });
 
-/**
- * A sender in the library's words (lib/sender.ts), which claim no more than was proved: the
- * headline as a badge with what it means, then each identity under its label.
- */
-function senderParts(report: SenderReport): Array<HTMLElement | null> {
-  return [
-    h(
-      'p',
-      {},
-      h('span', { class: 'badge', 'data-standing': report.standing }, report.headline),
-      ` ${report.explanation}`,
-    ),
-    ...report.lines.flatMap((line) => [h('p', { class: 'sender-label' }, `${line.label}:`), identityList(line.policy)]),
-    report.demoCredentials ? h('p', { class: 'note demo-credentials' }, SENDER_WORDING.demoCredentials) : null,
-  ];
-}
+/** A sender in the library's words (sender-view.ts over postguard-ts `senderText`). */
+const senderParts = (report: SenderReport): HTMLElement[] => [senderView(report)];
 
 function showVerified(verified: VerificationResult, what: string): void {
   verifiedRegion.replaceChildren();

@@ -150,12 +150,13 @@ async function openFiles(opened: Opened, slot: YiviSlot): Promise<void> {
     });
     if (result.output !== 'entries') return;
     entryList.replaceChildren(...result.entries.map(entryRow));
-    // What a part proves: every span authenticated, the sender's signatures not (yet) checked.
-    senderRegion.replaceChildren(senderView(result.sender));
+    // What a part proves: every span authenticated, the sender's signatures not (yet) checked. Once
+    // Save all verified the sender, that one statement stands alone (no claim beside it).
+    if (verifiedRegion.dataset['outcome'] !== 'saved') senderRegion.replaceChildren(senderView(result.sender));
     filesSection.hidden = false;
     filesSection.dataset['count'] = String(result.entries.length);
   } catch (error) {
-    showClientError(errorRegion, error, 'Not opened');
+    showClientError(errorRegion, error, 'Not opened', recipient ?? chosenRecipient());
   } finally {
     openButton.disabled = false;
   }
@@ -186,9 +187,12 @@ async function saveAll(opened: Opened, slot: YiviSlot): Promise<void> {
     verifiedRegion.dataset['outcome'] = 'saved';
     verifiedRegion.dataset['standing'] = result.sender.standing;
     verifiedRegion.hidden = false;
+    // One sender statement on the page: the verified one replaces the claim shown before the save.
+    senderRegion.replaceChildren();
+    senderRegion.hidden = true;
   } catch (error) {
     view.fail('Failed: do not use a partial file');
-    showClientError(errorRegion, error, 'Not saved');
+    showClientError(errorRegion, error, 'Not saved', recipient ?? chosenRecipient());
   } finally {
     saveAllButton.disabled = false;
   }

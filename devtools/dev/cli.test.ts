@@ -19,11 +19,21 @@ const quiet = () =>
   });
 
 describe('parseCli', () => {
-  it('defaults to loopback, 8080, 8088, 8100, temporary keys and uploads, any origin', () => {
+  it("defaults to loopback, 8080, 8088, 8090 (npm start's ports), temporary keys and uploads, any origin", () => {
     expect(parseCli([])).toEqual({
       kind: 'run',
-      options: { host: '127.0.0.1', pkgPort: 8080, standinPort: 8088, storagePort: 8100, allowedOrigins: ['*'] },
+      options: { host: '127.0.0.1', pkgPort: 8080, standinPort: 8088, storagePort: 8090, allowedOrigins: ['*'] },
     });
+  });
+
+  it('--public-url: where the mails link, an absolute http(s) URL', () => {
+    expect(parseCli(['--public-url', 'http://localhost:5173/receive.html'])).toMatchObject({
+      kind: 'run',
+      options: { publicUrl: 'http://localhost:5173/receive.html' },
+    });
+    for (const bad of ['receive.html', 'ftp://x.example/', ''])
+      expect(() => parseCli(['--public-url', bad]), bad).toThrow(ConfigError);
+    expect(USAGE).toContain('--public-url');
   });
 
   it('maps every flag', () => {
@@ -80,6 +90,33 @@ describe('parseCli', () => {
   });
 });
 
+describe('banner', () => {
+  const stack = {
+    pkgUrl: 'http://127.0.0.1:8080',
+    standinUrl: 'http://127.0.0.1:8088',
+    walletUrl: 'http://127.0.0.1:8088/standin/wallet',
+    storageUrl: 'http://127.0.0.1:8090',
+    publicUrl: 'http://127.0.0.1:8090/standin/receive',
+    apiKeys: false,
+    keyDir: '/tmp/k',
+    temporaryKeys: true,
+    pkgExited: new Promise<string>(() => undefined),
+    close: () => Promise.resolve(),
+  };
+
+  it('says where the mails link and how API keys are switched on', () => {
+    const off = banner(stack);
+    expect(off).toContain("  mail links to      http://127.0.0.1:8090/standin/receive   (pg-dev's page; --public-url");
+    expect(off).toMatch(/^ {2}API keys +off: pg-pkg migrate -d <postgres URL>, then start pg-dev with DATABASE_URL=/m);
+    const on = banner({ ...stack, apiKeys: true, publicUrl: 'http://localhost:5173/receive.html' });
+    expect(on).toMatch(/^ {2}mail links to +http:\/\/localhost:5173\/receive\.html$/m);
+    expect(on).toMatch(/^ {2}API keys +on \(DATABASE_URL\): pg-pkg api-key create -d <DATABASE_URL> --email/m);
+    // The lines the consumer tests read stay as they were.
+    expect(off).toMatch(/^ {2}storage stand-in +http:\/\/127\.0\.0\.1:8090 /m);
+    expect(off).toContain('Ctrl-C stops everything.');
+  });
+});
+
 describe('startDevStack', () => {
   let dir: string;
   beforeAll(async () => {
@@ -115,6 +152,17 @@ describe('startDevStack', () => {
       expect(limits.headers.get('access-control-expose-headers')).toBe('cryptifytoken');
       expect(stack.temporaryKeys).toBe(false);
       expect(banner(stack)).toContain(stack.walletUrl);
+      // Without --public-url the mails lead to the storage stand-in's own page, which says what to do.
+      expect(stack.publicUrl).toBe(`${stack.storageUrl}/standin/receive`);
+      expect(banner(stack)).toMatch(/^ {2}mail links to +http:\/\/127\.0\.0\.1:\d+\/standin\/receive .*--public-url/m);
+      const uuid = '0b5e3a8e-6f1c-4d2a-9a51-3f0e2b7c9d10';
+      const page = await fetch(`${stack.publicUrl}?uuid=${uuid}&recipient=bob%40example.org`);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      const html = await page.text();
+      expect(html).toContain('for <b>bob@example.org</b>');
+      expect(html).toContain(`${stack.storageUrl}/filedownload/${uuid}`);
+      expect(html).toContain(`pg-cli dec -p ${stack.pkgUrl}`);
+      expect(stack.apiKeys).toBe((process.env['DATABASE_URL'] ?? '') !== '');
     } finally {
       await stack.close();
     }

@@ -5,7 +5,7 @@ import { StartupError, startDevStack, type DevStack, type DevStackOptions } from
 /** The `pg-dev` command line: parsing (pure, testable) and running. */
 
 export const USAGE = `Usage: pg-dev [--host <h>] [--pkg-port <n>] [--standin-port <n>] [--storage-port <n>]
-              [--key-dir <d>] [--data-dir <d>] [--allowed-origins <list>]
+              [--key-dir <d>] [--data-dir <d>] [--allowed-origins <list>] [--public-url <url>]
 
 A PostGuard development stack on this machine, for trying it out: the PKG (pg-pkg server, from
 @postguard-ts/pkg) with its master keys, the stand-in Yivi server with its simulated wallet page,
@@ -14,14 +14,20 @@ and the Cryptify stand-in (pg-storage) checking uploads against that PKG. Not fo
   --host <h>               address all three bind (default 127.0.0.1)
   --pkg-port <n>           the PKG's port (default 8080; 0: any free port)
   --standin-port <n>       the stand-in Yivi server's port (default 8088)
-  --storage-port <n>       the storage stand-in's port (default 8100)
+  --storage-port <n>       the storage stand-in's port (default 8090, as npm start in the repository)
   --key-dir <d>            the PKG's master keys and the stand-in's JWT key: created there when missing,
                            reused when present (default: a fresh temporary directory, removed on exit)
   --data-dir <d>           where uploads are stored (default: a temporary directory, removed on exit)
   --allowed-origins <list> comma-separated origins the PKG allows by CORS (default "*")
+  --public-url <url>       where the storage stand-in's mails link: your app's receive page (the links
+                           add ?uuid=…&recipient=…) or an origin (<origin>/download?…, as Cryptify's);
+                           default: the storage stand-in's own page, /standin/receive, which says
+                           how to open the file
   -h, --help               show this help
 
 The PKG's own environment variables (LOG_LEVEL, PKG_RATELIMIT_*, DATABASE_URL, ...) reach it.
+API keys (an organisation signing as sender, the SDK's sign.apiKey) need DATABASE_URL: run
+pg-pkg migrate -d <url> once, start pg-dev with DATABASE_URL=<url>, then pg-pkg api-key create.
 stdout gets the URLs; logs go to stderr. Ctrl-C (SIGINT) or SIGTERM stops everything.`;
 
 export type CliCommand = { kind: 'help' } | { kind: 'run'; options: DevStackOptions };
@@ -39,6 +45,19 @@ function nonEmpty(flag: string, value: string | undefined): string | undefined {
   return value;
 }
 
+function httpUrl(flag: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(flag, `must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(flag, `must be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+  return url.href;
+}
+
 export function parseCli(argv: readonly string[]): CliCommand {
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -54,6 +73,7 @@ export function parseCli(argv: readonly string[]): CliCommand {
         'key-dir': { type: 'string' },
         'data-dir': { type: 'string' },
         'allowed-origins': { type: 'string' },
+        'public-url': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -65,16 +85,18 @@ export function parseCli(argv: readonly string[]): CliCommand {
   const origins = nonEmpty('--allowed-origins', text('allowed-origins'));
   const keyDir = nonEmpty('--key-dir', text('key-dir'));
   const dataDir = nonEmpty('--data-dir', text('data-dir'));
+  const publicUrl = httpUrl('--public-url', text('public-url'));
   return {
     kind: 'run',
     options: {
       host: nonEmpty('--host', text('host')) ?? '127.0.0.1',
       pkgPort: port('--pkg-port', text('pkg-port'), 8080),
       standinPort: port('--standin-port', text('standin-port'), 8088),
-      storagePort: port('--storage-port', text('storage-port'), 8100),
+      storagePort: port('--storage-port', text('storage-port'), 8090),
       allowedOrigins: origins === undefined ? ['*'] : origins.split(',').map((o) => o.trim()),
       ...(keyDir === undefined ? {} : { keyDir }),
       ...(dataDir === undefined ? {} : { dataDir }),
+      ...(publicUrl === undefined ? {} : { publicUrl }),
     },
   };
 }
@@ -87,7 +109,11 @@ export function banner(stack: DevStack): string {
     `  stand-in Yivi      ${stack.standinUrl}`,
     `  simulated wallet   ${stack.walletUrl}`,
     `  storage stand-in   ${stack.storageUrl}   (mails it would send: GET /standin/outbox)`,
+    `  mail links to      ${stack.publicUrl}${stack.publicUrl.endsWith('/standin/receive') ? "   (pg-dev's page; --public-url <your receive page>)" : ''}`,
     `  keys               ${stack.keyDir}${stack.temporaryKeys ? '   (temporary: removed on exit)' : ''}`,
+    stack.apiKeys
+      ? '  API keys           on (DATABASE_URL): pg-pkg api-key create -d <DATABASE_URL> --email <sender> --org <name>'
+      : '  API keys           off: pg-pkg migrate -d <postgres URL>, then start pg-dev with DATABASE_URL=<that URL>',
     'Ctrl-C stops everything.',
     '',
   ].join('\n');

@@ -26,6 +26,12 @@ export interface DevStackOptions {
   dataDir?: string;
   /** The origins the PKG allows (CORS). */
   allowedOrigins: string[];
+  /**
+   * Where the storage stand-in's mails link: an app's receive page (`?uuid=…&recipient=…` is added)
+   * or an origin (Cryptify's `/download?…`). Undefined: the storage stand-in's own page,
+   * `/standin/receive`, which says how to open the file.
+   */
+  publicUrl?: string;
   /** How to run pg-pkg (argv before its command); defaults to the installed package's bin under this Node. */
   pkgCommand?: string[];
   /** The PKG's environment (LOG_LEVEL, PKG_RATELIMIT_*, DATABASE_URL, ...). */
@@ -39,6 +45,10 @@ export interface DevStack {
   standinUrl: string;
   walletUrl: string;
   storageUrl: string;
+  /** Where the mails link (the `publicUrl` given, or the storage stand-in's own receive page). */
+  publicUrl: string;
+  /** Whether the PKG was given a database (`DATABASE_URL`), so that it validates API keys. */
+  apiKeys: boolean;
   keyDir: string;
   /** True when keyDir is a temporary directory that close() removes. */
   temporaryKeys: boolean;
@@ -191,8 +201,11 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     );
     cleanups.push(() => stopChild(pkg.child, pkg.exited));
 
+    // Mails link to the page given, else to this stand-in's own, whose URL is known once it listens.
+    let ownReceivePage = '';
     const storage = buildStorage({
       pkgUrl: pkg.url,
+      publicUrl: options.publicUrl ?? (() => ownReceivePage),
       // As Cryptify answers a browser (only the token readable cross-origin), so what works here works there.
       strict: true,
       ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
@@ -200,12 +213,15 @@ export async function startDevStack(options: DevStackOptions): Promise<DevStack>
     });
     const storageUrl = await listen(storage, options.host, options.storagePort, 'the storage stand-in');
     cleanups.push(() => storage.close());
+    ownReceivePage = `${storageUrl}/standin/receive`;
 
     return {
       pkgUrl: pkg.url,
       standinUrl,
       walletUrl: `${standinUrl}/standin/wallet`,
       storageUrl,
+      publicUrl: options.publicUrl ?? ownReceivePage,
+      apiKeys: (env['DATABASE_URL'] ?? '') !== '',
       keyDir,
       temporaryKeys,
       pkgExited: pkg.exited,

@@ -17,7 +17,8 @@ not sent: GET /standin/outbox lists what would have been mailed.
   --data-dir <d>          where uploads are stored (default: a temporary directory, removed on exit)
   --pkg-url <u>           the PKG: its verifying key checks finalized uploads, and it validates API keys
                           (without it the sender is read from the header unverified)
-  --public-url <u>        website base for the download links in mails (default https://postguard.eu)
+  --public-url <u>        where mail links lead (default https://postguard.eu): an origin gives
+                          <origin>/download?uuid=…&recipient=…, a page gets ?uuid=…&recipient=…
   --chunk-size <n>        largest chunk per PUT in bytes (default 5000000)
   --email-attribute <t>   attribute type of the sender's e-mail (default pbdf.sidn-pbdf.email.email)
   --unfinalized-ttl-seconds <s>

@@ -16,7 +16,7 @@ export interface OutboxMail {
   replyTo: string | null;
   subject: string;
   lang: MailLanguage;
-  /** `<publicUrl origin>/download?uuid=<uuid>&recipient=<to>`. */
+  /** `<publicUrl origin>/download?uuid=<uuid>&recipient=<to>`, or `<publicUrl page>?uuid=<uuid>&recipient=<to>`. */
   link: string;
   /** The sender's free text (`mailContent`), possibly empty. */
   message: string;
@@ -78,8 +78,13 @@ export function formatSize(bytes: number): string {
   return `${(bytes / 1024 ** i).toFixed(1)} ${units[i]}`;
 }
 
+/**
+ * The link a mail carries: Cryptify's `<origin>/download?uuid=…&recipient=…` for an origin (a URL
+ * without a path), else the page given (an app's receive page) with `uuid` and `recipient` added.
+ */
 export function downloadLink(publicUrl: string, uuid: string, recipient: string): string {
-  const url = new URL('/download', publicUrl);
+  const given = new URL(publicUrl);
+  const url = given.pathname === '/' ? new URL('/download', given) : given;
   url.searchParams.append('uuid', uuid);
   url.searchParams.append('recipient', recipient);
   return url.toString();
@@ -89,7 +94,11 @@ export class Outbox {
   private readonly mails: OutboxMail[] = [];
   private seq = 0;
 
-  constructor(private readonly publicUrl: string) {}
+  private readonly publicUrl: () => string;
+
+  constructor(publicUrl: string | (() => string)) {
+    this.publicUrl = typeof publicUrl === 'function' ? publicUrl : () => publicUrl;
+  }
 
   /** Records what Cryptify would mail for one successful finalize. */
   record(upload: Finalized): OutboxMail[] {
@@ -110,12 +119,12 @@ export class Outbox {
     if (upload.notifyRecipients) {
       const subject = `${senderDisplayName(upload.senderAttributes)} ${strings.sentYouFiles}`;
       for (const to of upload.recipients) {
-        const link = downloadLink(this.publicUrl, upload.uuid, to);
+        const link = downloadLink(this.publicUrl(), upload.uuid, to);
         added.push({ ...base, seq: ++this.seq, kind: 'recipient', to, replyTo: upload.sender ?? null, subject, link });
       }
     }
     if (upload.confirm && upload.sender !== undefined) {
-      const link = downloadLink(this.publicUrl, upload.uuid, upload.sender);
+      const link = downloadLink(this.publicUrl(), upload.uuid, upload.sender);
       added.push({
         ...base,
         seq: ++this.seq,

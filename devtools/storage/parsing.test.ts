@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseMailboxes, MailboxError } from './mailboxes.js';
 import { downloadLink, formatSize, senderDisplayName } from './outbox.js';
+import { receivePage } from './receive-page.js';
 import { RangeSyntaxError, parseContentRange, parseRangeHeader } from './range.js';
 import { nextToken, tokensEqual } from './tokens.js';
 import { createHash } from 'node:crypto';
@@ -141,9 +142,35 @@ describe('mail details', () => {
     expect(senderDisplayName([['pbdf.pbdf.passport.firstName', 'Jan']])).toBe('PostGuard');
   });
 
-  it('links to the website download page with the recipient', () => {
-    expect(downloadLink('https://postguard.eu/some/path', 'u-1', 'a+b@example.org')).toBe(
+  it("links to the website's download page for an origin, to the page itself for a page", () => {
+    expect(downloadLink('https://postguard.eu', 'u-1', 'a+b@example.org')).toBe(
       'https://postguard.eu/download?uuid=u-1&recipient=a%2Bb%40example.org',
     );
+    expect(downloadLink('https://postguard.eu/', 'u-1', 'b@example.org')).toBe(
+      'https://postguard.eu/download?uuid=u-1&recipient=b%40example.org',
+    );
+    // An app's receive page (pg-dev --public-url): the link opens it with the upload and the recipient.
+    expect(downloadLink('http://127.0.0.1:5173/app/receive.html', 'u-1', 'b@example.org')).toBe(
+      'http://127.0.0.1:5173/app/receive.html?uuid=u-1&recipient=b%40example.org',
+    );
+  });
+
+  it("pg-dev's own receive page says how to open the file, and escapes what the link says", () => {
+    const uuid = '0b5e3a8e-6f1c-4d2a-9a51-3f0e2b7c9d10';
+    const html = receivePage({
+      uuid,
+      recipient: '<img src=x onerror=alert(1)>@example.org',
+      storageUrl: 'http://127.0.0.1:8090',
+      pkgUrl: 'http://127.0.0.1:8080',
+    });
+    expect(html).toContain('--public-url');
+    expect(html).toContain(`http://127.0.0.1:8090/filedownload/${uuid}`);
+    expect(html).toContain('pg-cli dec -p http://127.0.0.1:8080');
+    expect(html).not.toContain('<img');
+    expect(html).toContain('&#60;img src=x onerror=alert(1)&#62;@example.org');
+    // Anything but an upload id is not echoed into the page.
+    const odd = receivePage({ uuid: '"><script>', recipient: undefined, storageUrl: 'http://s', pkgUrl: undefined });
+    expect(odd).not.toContain('<script>');
+    expect(odd).toContain('This link names no upload.');
   });
 });

@@ -35,8 +35,13 @@ export interface StorageOptions {
   pkgStartupTimeoutMs?: number;
   /** The attribute type that carries the sender's e-mail. `pbdf.sidn-pbdf.email.email`. */
   emailAttribute?: string;
-  /** Website base for the download links in notification mails. `https://postguard.eu`. */
-  publicUrl?: string;
+  /**
+   * Where the links in notification mails lead. `https://postguard.eu`. An origin gives Cryptify's
+   * `<origin>/download?uuid=…&recipient=…`; a page (a URL with a path, e.g. an app's
+   * `…/receive.html`) gets `?uuid=…&recipient=…` itself. A function is asked at each finalize (pg-dev
+   * links to this server's own /standin/receive page, whose port it learns only once it listens).
+   */
+  publicUrl?: string | (() => string);
   /** CORS origins: `true` for any (default), or a pattern the whole Origin must match. */
   allowedOrigins?: true | RegExp;
   /** Serve the stand-in's own routes under /standin (outbox, fault injection). Default true. */
@@ -69,7 +74,7 @@ export interface StorageSettings {
   pkgUrl: string | undefined;
   pkgStartupTimeoutMs: number;
   emailAttribute: string;
-  publicUrl: string;
+  publicUrl: string | (() => string);
   allowedOrigins: true | RegExp;
   knobs: boolean;
   strict: boolean;
@@ -126,7 +131,10 @@ export function resolveSettings(options: StorageOptions): StorageSettings {
     pkgUrl: httpUrl('pkgUrl', options.pkgUrl),
     pkgStartupTimeoutMs: nonNegative('pkgStartupTimeoutMs', options.pkgStartupTimeoutMs, 30_000),
     emailAttribute: options.emailAttribute ?? DEFAULT_EMAIL_ATTRIBUTE,
-    publicUrl: httpUrl('publicUrl', options.publicUrl) ?? 'https://postguard.eu',
+    publicUrl:
+      typeof options.publicUrl === 'function'
+        ? options.publicUrl
+        : (httpUrl('publicUrl', options.publicUrl) ?? 'https://postguard.eu'),
     allowedOrigins: options.allowedOrigins ?? true,
     knobs: options.knobs ?? true,
     strict: options.strict ?? false,

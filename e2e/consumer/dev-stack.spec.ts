@@ -1,23 +1,24 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { disclose } from '../../devtools/standin/wallet.js';
-import { ROOT, packAll, type Packed } from '../../scripts/packages.js';
+import { ROOT } from '../../scripts/packages.js';
 
 /**
- * PostGuard from npm alone: the packed postguard-ts, @postguard-ts/pkg, @postguard-ts/dev and
- * @postguard-ts/cli installed into a fresh folder, `pg-dev` started there as devtools/README.md says,
- * its three servers answering, a file sealed and opened with `pg-cli` against it (the stand-in's wallet
- * played from here, where a person would use its page), and a clean stop on SIGTERM.
+ * PostGuard without the repository's sources, by README.md's route while the packages are not on
+ * the registry ("Without the clone: installing the packages"): `npm run pack` in the repository, then
+ * in an empty folder `npm init -y` and one `npm install` of packs/*.tgz (the shell's glob), then
+ * `npx pg-dev` as devtools/README.md says: its three servers answering, a file sealed and opened
+ * with `npx pg-cli` against it (the stand-in's wallet played from here, where a person would use its
+ * page), and a clean stop on Ctrl-C (SIGINT to the terminal's process group: npx and pg-dev).
  */
 
 const EMAIL = 'pbdf.sidn-pbdf.email.email';
 
 let work: string;
 let app: string;
-let packs: Packed[];
 let dev: ChildProcess | undefined;
 
 const run = (command: string, args: string[], cwd: string): string =>
@@ -27,8 +28,6 @@ const run = (command: string, args: string[], cwd: string): string =>
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, npm_config_update_notifier: 'false' },
   });
-
-const tarball = (name: string) => packs.find((p) => p.name === name)!.tarball;
 
 interface Exit {
   code: number | null;
@@ -44,7 +43,7 @@ const exited = (child: ChildProcess): Promise<Exit> =>
 async function pgCli(args: string[], values: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const qr = join(app, `qr-${Date.now()}.jsonl`);
   writeFileSync(qr, '');
-  const child = spawn(join(app, 'node_modules', '.bin', 'pg-cli'), [...args, '--qr-json', qr, '--no-qr'], {
+  const child = spawn('npx', ['pg-cli', ...args, '--qr-json', qr, '--no-qr'], {
     cwd: app,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -73,39 +72,52 @@ test.describe.configure({ mode: 'serial' });
 
 test.beforeAll(() => {
   test.setTimeout(600_000);
-  if (
-    process.env['CONSUMER_SKIP_BUILD'] !== '1' ||
-    !existsSync(join(ROOT, 'devtools', 'dist', 'dev', 'main.js')) ||
-    !existsSync(join(ROOT, 'server', 'dist', 'main.js'))
-  ) {
-    run('npm', ['run', 'build'], ROOT);
-  }
+  // README.md's `npm run pack` builds, then packs; with CONSUMER_SKIP_BUILD=1 (the build is fresh) its packing step alone.
+  if (process.env['CONSUMER_SKIP_BUILD'] === '1' && existsSync(join(ROOT, 'devtools', 'dist', 'dev', 'main.js')))
+    run(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', 'pack.ts')], ROOT);
+  else run('npm', ['run', 'pack'], ROOT);
   work = mkdtempSync(join(tmpdir(), 'pg-dev-stack-'));
-  packs = packAll(join(work, 'packs'));
-  app = join(work, 'trial');
+  app = join(work, 'pg-try');
   mkdirSync(app);
-  const dependencies = Object.fromEntries(
-    ['postguard-ts', '@postguard-ts/pkg', '@postguard-ts/dev', '@postguard-ts/cli'].map((n) => [n, tarball(n)]),
+  expect(readdirSync(app)).toEqual([]);
+  run('npm', ['init', '-y'], app);
+  // One install line, the glob expanded by the shell as in the README.
+  run(
+    'sh',
+    ['-c', `npm install --prefer-offline --no-audit --no-fund --loglevel=error '${join(ROOT, 'packs')}'/*.tgz`],
+    app,
   );
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'trial', private: true, dependencies }, null, 2));
-  run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
+  const installed = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8')) as { dependencies: object };
+  expect(Object.keys(installed.dependencies).sort()).toEqual([
+    '@postguard-ts/cli',
+    '@postguard-ts/dev',
+    '@postguard-ts/pkg',
+    '@postguard-ts/sdk',
+    'postguard-ts',
+  ]);
 });
 
 test.afterAll(async () => {
-  if (dev !== undefined && dev.exitCode === null && dev.signalCode === null) {
-    dev.kill('SIGKILL');
+  if (dev?.pid !== undefined) {
+    // The whole group, npx and the pg-dev and PKG under it, even if npx itself has ended.
+    try {
+      process.kill(-dev.pid, 'SIGKILL');
+    } catch {
+      // nothing left of it
+    }
     await exited(dev);
   }
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });
 
-test('pg-dev from the installed packages: PKG, stand-in and storage answer; pg-cli seals and opens; SIGTERM stops it all', async () => {
+test('README route: npm run pack, one npm install in an empty folder; npx pg-dev answers, npx pg-cli seals and opens; Ctrl-C stops it all', async () => {
   test.setTimeout(300_000);
-  const child = spawn(
-    join(app, 'node_modules', '.bin', 'pg-dev'),
-    ['--pkg-port', '0', '--standin-port', '0', '--storage-port', '0'],
-    { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  // A process group of its own, as a terminal gives a command: Ctrl-C signals npx and pg-dev alike.
+  const child = spawn('npx', ['pg-dev', '--pkg-port', '0', '--standin-port', '0', '--storage-port', '0'], {
+    detached: true,
+    cwd: app,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   dev = child;
   let stdout = '';
   let stderr = '';
@@ -154,9 +166,18 @@ test('pg-dev from the installed packages: PKG, stand-in and storage answer; pg-c
   expect(opened.output).toContain('alice@example.org');
   expect(readFileSync(join(app, 'note-copy.txt'), 'utf8')).toBe(text);
 
-  child.kill('SIGTERM');
-  expect(await exited(child)).toEqual({ code: 0, signal: null });
-  await expect(fetch(`${pkg}/health`)).rejects.toThrow();
-  await expect(fetch(`${storage}/health`)).rejects.toThrow();
-  expect(existsSync(keyDir), 'the temporary key directory is removed').toBe(false);
+  // Ctrl-C: SIGINT to the whole group. npx's own exit status is npm's affair; pg-dev's clean stop
+  // shows in what it leaves: nothing listening, the temporary keys removed (only its close() does that).
+  process.kill(-child.pid!, 'SIGINT');
+  await exited(child);
+  const down = (url: string) =>
+    fetch(url).then(
+      () => false,
+      () => true,
+    );
+  await expect.poll(() => down(`${pkg}/health`), { timeout: 15_000 }).toBe(true);
+  await expect.poll(() => down(`${storage}/health`), { timeout: 15_000 }).toBe(true);
+  await expect
+    .poll(() => existsSync(keyDir), { timeout: 15_000, message: 'the temporary key directory is removed' })
+    .toBe(false);
 });

@@ -1,30 +1,56 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { disclose } from '../../devtools/standin/wallet.js';
+import { SENDER_WORDING } from '../../lib/sender.js';
 import { ROOT, packAll, type Packed } from '../../scripts/packages.js';
+import { readBlocks } from '../../test/readme-examples.js';
 import { serveStatic, type StaticServer } from './static-server.js';
 
 /**
- * Issue 23's consumer apps: a send page and a receive page written against the packed
- * postguard-ts as a user would (`import { PostGuard } from 'postguard-ts/client'`, Vite with
- * `postguard()`), built in a fresh folder, run in Chromium against `pg-dev` from the packed
- * @postguard-ts/dev (the PKG, the stand-in Yivi server and the storage stand-in in Cryptify's
- * strict mode). Three files go from Alice's page to Bob's, each Yivi session completed by the
- * stand-in's wallet played from here; Bob gets each file's exact bytes. The apps' line counts are
- * printed and attached to the report: issue 23 aims at 15 lines of app code each.
+ * The send page and receive page of lib/README.md ("A complete send page and receive page"), taken
+ * from the README's blocks as they stand, built in a fresh folder against the packed postguard-ts
+ * (Vite with `postguard()`) and run in Chromium against `pg-dev` from the packed @postguard-ts/dev
+ * (the PKG, the stand-in Yivi server and the storage stand-in in Cryptify's strict mode). The one
+ * change: the README's pg-dev URLs (:8080, :8090) become the ports this run's pg-dev got. Three
+ * files go from Alice's page to Bob's through the link the page forms (`pg.receiveLink`), each Yivi
+ * session completed by the stand-in's wallet played from here; Bob's page shows the sender through
+ * `senderText` and gets each file's exact bytes. The apps' line counts are printed and attached.
  *
- * The same apps measure what a page loads before its user does anything (issue 30): each entry's
+ * The same pages measure what a page loads before its user does anything (issue 30): each entry's
  * chunk and the chunks it imports statically, gzipped, at most 40 KiB, with no WebAssembly among
  * them. The crypto worker's and the service worker's sizes are recorded beside them.
  */
 
+/** The README's blocks, by id, and the file each becomes. */
+const APP_BLOCKS: Readonly<Record<string, string>> = {
+  'app-send-html': 'send.html',
+  'app-send-ts': 'send.ts',
+  'app-receive-html': 'receive.html',
+  'app-receive-ts': 'receive.ts',
+  'app-vite-config': 'vite.config.js',
+};
+/** What the README points the pages at: pg-dev's default ports. */
+const README_PKG = 'http://127.0.0.1:8080';
+const README_STORAGE = 'http://127.0.0.1:8090';
 const APP = join(ROOT, 'e2e', 'consumer', 'apps', 'send-receive');
-const APP_FILES = ['send.html', 'send.ts', 'receive.html', 'receive.ts', 'vite.config.js', 'env.d.ts', 'tsconfig.json'];
+
+/** The app's files as lib/README.md gives them. */
+function appFromReadme(): Record<string, string> {
+  const blocks = readBlocks('lib/README.md');
+  return Object.fromEntries(
+    Object.entries(APP_BLOCKS).map(([id, file]) => {
+      const block = blocks.find((b) => b.id === id);
+      if (block === undefined) throw new Error(`lib/README.md has no block ${id}`);
+      return [file, `${block.code}\n`];
+    }),
+  );
+}
+
 const EMAIL = 'pbdf.sidn-pbdf.email.email';
 const ALICE = 'alice@example.org';
 const BOB = 'bob@example.org';
@@ -69,7 +95,8 @@ test.beforeAll(() => {
   const tarball = (name: string) => packs.find((p) => p.name === name)!.tarball;
   app = join(work, 'app');
   mkdirSync(app);
-  for (const file of APP_FILES) cpSync(join(APP, file), join(app, file));
+  // The strict tsconfig an app of its own would have (skipLibCheck off); the pages come from the README.
+  cpSync(join(APP, 'tsconfig.json'), join(app, 'tsconfig.json'));
   writeFileSync(
     join(app, 'package.json'),
     JSON.stringify(
@@ -143,23 +170,27 @@ test('a send app and a receive app against the packed postguard-ts/client: three
   page,
 }) => {
   test.setTimeout(180_000);
+  const pages = appFromReadme();
   const lines = Object.fromEntries(
-    ['send.ts', 'receive.ts', 'send.html', 'receive.html'].map((f) => [
-      f,
-      codeLines(readFileSync(join(APP, f), 'utf8')),
-    ]),
+    ['send.ts', 'receive.ts', 'send.html', 'receive.html'].map((f) => [f, codeLines(pages[f]!)]),
   );
   const counted = `app code: send.ts ${lines['send.ts']} lines, receive.ts ${lines['receive.ts']} lines (pages: send.html ${lines['send.html']}, receive.html ${lines['receive.html']})`;
   console.log(counted);
   test.info().annotations.push({ type: 'line counts', description: counted });
 
   const services = await startDev();
-  // The app is configured as Vite apps are, from the environment at build time.
+  for (const [file, text] of Object.entries(pages)) {
+    if (file.endsWith('.ts')) {
+      expect(text, `${file} points at pg-dev as the README says`).toContain(README_PKG);
+      expect(text).toContain(README_STORAGE);
+    }
+    writeFileSync(
+      join(app, file),
+      text.replaceAll(README_PKG, services.pkg).replaceAll(README_STORAGE, services.storage),
+    );
+  }
   run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], app);
-  run(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'error'], app, {
-    VITE_PKG_URL: services.pkg,
-    VITE_CRYPTIFY_URL: services.storage,
-  });
+  run(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'error'], app);
   site = await serveStatic(join(app, 'dist'));
 
   const files = [
@@ -174,16 +205,23 @@ test('a send app and a receive app against the packed postguard-ts/client: three
   await page.locator('input[type=email]').fill(BOB);
   await page.getByRole('button', { name: 'Send' }).click();
   await scan(page, ALICE);
-  const output = page.locator('output');
-  await expect(output).toHaveText(/^[0-9a-f-]{36}$/, { timeout: 60_000 });
-  const uuid = (await output.textContent())!;
+  // The link the page formed with pg.receiveLink: the receive page beside it, the upload and Bob.
+  const link = page.locator('output a');
+  await expect(link).toHaveAttribute(
+    'href',
+    new RegExp(`^${site.url}/receive\\.html\\?uuid=[0-9a-f-]{36}&recipient=bob%40example\\.org$`),
+    { timeout: 60_000 },
+  );
+  const href = (await link.getAttribute('href'))!;
+  expect(await link.textContent()).toBe(href);
 
-  await page.goto(`${site.url}/receive.html?uuid=${uuid}`);
+  await page.goto(href);
+  await expect(page.locator('#for')).toHaveText(`Files for ${BOB}`);
   await scan(page, BOB);
   const links = page.locator('#files a');
   await expect(links).toHaveCount(files.length, { timeout: 60_000 });
   // A bundle's entries are read by random access: the sender is a claim until the whole is read.
-  await expect(page.locator('#sender')).toHaveText(`Claimed sender: ${ALICE}`);
+  await expect(page.locator('#sender')).toHaveText(`${SENDER_WORDING.rangeClaimed}: ${ALICE}`);
   expect(await links.allTextContents()).toEqual(files.map((f) => f.name));
   for (const [i, file] of files.entries()) {
     const [download] = await Promise.all([page.waitForEvent('download'), links.nth(i).click()]);
@@ -211,6 +249,8 @@ const WASM_BASE64 = 'AGFzbQEAAAA';
 
 test('the send and receive apps load at most 40 KiB (gzip) before the user acts: no crypto, no WebAssembly', () => {
   test.setTimeout(120_000);
+  // The README's pages as they stand (their pg-dev URLs are never fetched: this only builds them).
+  for (const [file, text] of Object.entries(appFromReadme())) writeFileSync(join(app, file), text);
   const out = join(app, 'dist-size');
   run(
     process.execPath,
@@ -224,7 +264,6 @@ test('the send and receive apps load at most 40 KiB (gzip) before the user acts:
       out,
     ],
     app,
-    { VITE_PKG_URL: 'http://127.0.0.1:9/pkg', VITE_CRYPTIFY_URL: 'http://127.0.0.1:9/storage' },
   );
   const manifest = JSON.parse(readFileSync(join(out, '.vite', 'manifest.json'), 'utf8')) as Record<
     string,

@@ -2,6 +2,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { StorageContext } from '../context.js';
+import { receivePage } from '../receive-page.js';
 import { isSafeName } from './download.js';
 
 /**
@@ -57,6 +58,18 @@ interface DownloadFaultBody {
 
 export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): Promise<void> {
   app.get('/outbox', async () => ({ mails: ctx.outbox.list() }));
+
+  // Where pg-dev's mails lead when no app's receive page was given (receive-page.ts).
+  app.get<{ Querystring: { uuid?: string; recipient?: string } }>('/receive', async (request, reply) => {
+    const { uuid, recipient } = request.query;
+    const html = receivePage({
+      uuid: typeof uuid === 'string' ? uuid : undefined,
+      recipient: typeof recipient === 'string' ? recipient : undefined,
+      storageUrl: `${request.protocol}://${request.host}`,
+      pkgUrl: ctx.settings.pkgUrl,
+    });
+    return reply.type('text/html; charset=utf-8').send(html);
+  });
   app.delete('/outbox', async (_request, reply) => {
     ctx.outbox.clear();
     return reply.code(204).send();
