@@ -173,8 +173,9 @@ test.describe('through the worker', () => {
 
 test.describe('the main thread', () => {
   /**
-   * 64 MiB sealed in one in-memory call: in the worker, frames keep coming; the same call on the
-   * main thread (the control) stalls them, which shows the measurement can tell the difference.
+   * 64 MiB sealed in one in-memory call: in the worker, frames keep coming (at least half the rate
+   * the idle page draws in the same run); the same call on the main thread (the control) stalls
+   * them, which shows the measurement can tell the difference.
    */
   test('keeps drawing frames while the worker seals 64 MiB', async ({ app, page, keys }) => {
     void app;
@@ -196,16 +197,22 @@ test.describe('the main thread', () => {
     const inWorker = await smoother('worker', 'memory');
     const streamed = await smoother('worker', 'stream');
     const onMain = await run('main', 'memory');
+    // The control for frame rate and gaps: the same page with nothing to do, just now. A loaded
+    // machine slows both alike, so the worker runs are judged against it, not a fixed budget.
+    const idle = await page.evaluate((ms) => pgt.idleFrames(ms), Math.max(1000, Math.min(inWorker.ms, 4000)));
     console.log(
-      `64 MiB: seal in the worker ${JSON.stringify(inWorker)}; sealStream in the worker ${JSON.stringify(streamed)}; seal on the main thread ${JSON.stringify(onMain)}`,
+      `64 MiB: seal in the worker ${JSON.stringify(inWorker)}; sealStream in the worker ${JSON.stringify(streamed)}; seal on the main thread ${JSON.stringify(onMain)}; idle page ${JSON.stringify(idle)}`,
     );
+    const rate = (r: Run) => r.frames / r.ms;
     // The control: on the main thread the page is frozen for (nearly) the whole seal, on any machine.
     expect(onMain.maxGap).toBeGreaterThan(onMain.ms * 0.8);
     expect(inWorker.maxGap).toBeLessThan(onMain.maxGap / 2);
-    expect(inWorker.maxGap).toBeLessThan(Math.max(100, inWorker.ms / 3));
-    expect(streamed.maxGap).toBeLessThan(150);
-    expect(inWorker.frames).toBeGreaterThan(inWorker.ms / 50);
-    expect(streamed.frames).toBeGreaterThan(streamed.ms / 50);
+    expect(inWorker.maxGap).toBeLessThan(Math.max(100, inWorker.ms / 3, 3 * idle.maxGap));
+    expect(streamed.maxGap).toBeLessThan(Math.max(150, 3 * idle.maxGap));
+    // At least half the idle page's frame rate while the worker seals; a quarter while it streams,
+    // since the page itself then makes the plaintext and hashes the ciphertext.
+    expect(rate(inWorker)).toBeGreaterThan(rate(idle) / 2);
+    expect(rate(streamed)).toBeGreaterThan(rate(idle) / 4);
   });
 });
 

@@ -325,6 +325,30 @@ const pgt = {
   },
 
   /**
+   * The control for `responsiveness`: requestAnimationFrame gaps over `ms` with nothing to do, so
+   * a run is judged against what this page draws on this machine at this moment.
+   */
+  async idleFrames(ms: number) {
+    let frames = 0;
+    let maxGap = 0;
+    await new Promise((resolve) => requestAnimationFrame(resolve));
+    let last = performance.now();
+    const started = last;
+    await new Promise<void>((resolve) => {
+      const tick = () => {
+        const now = performance.now();
+        maxGap = Math.max(maxGap, now - last);
+        last = now;
+        frames++;
+        if (now - started < ms) requestAnimationFrame(tick);
+        else resolve();
+      };
+      requestAnimationFrame(tick);
+    });
+    return { frames, maxGap, ms: performance.now() - started };
+  },
+
+  /**
    * requestAnimationFrame gaps while `size` bytes are sealed (in-memory) in the worker, or on
    * this thread for comparison.
    */
