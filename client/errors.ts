@@ -38,6 +38,8 @@ export const ClientErrorCode = {
   FINALIZE_UNCONFIRMED: 'FINALIZE_UNCONFIRMED',
   /** The caller's AbortSignal fired. */
   ABORTED: 'ABORTED',
+  /** A download did not finish within `timeouts.transferMs`. */
+  TIMED_OUT: 'TIMED_OUT',
   /** The sealed object cannot run again: one of its inputs is a stream and was already read. */
   INVALID_STATE: 'INVALID_STATE',
   /**
