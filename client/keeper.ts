@@ -1,3 +1,5 @@
+import { fromBase64, toBase64 } from '../lib/base64.js';
+import type { SecretBox } from '../lib/pkg/secret-box.js';
 import type { ByteSource } from '../lib/random-access.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted } from './http.js';
@@ -109,6 +111,30 @@ export interface KeeperBackend {
   removeRecord(id: string): Promise<void>;
   /** Removes leftovers of writes that never committed, last touched before `before` (ms). */
   sweep?(before: number): Promise<void>;
+  /**
+   * Seals the recovery token before a record is stored, and opens it when records are listed
+   * (browsers: the device's non-extractable key); without one the token is stored as given.
+   */
+  secrets?: SecretBox;
+}
+
+const SEALED_TOKEN = 'pg-sealed:1:';
+
+/** `token` sealed under `box`, bound to the upload, as a string a record can carry. */
+async function sealToken(box: SecretBox, id: string, token: string): Promise<string> {
+  const { iv, data } = await box.seal(token, `upload|${id}`);
+  return `${SEALED_TOKEN}${toBase64(iv)}.${toBase64(data)}`;
+}
+
+/** The token `stored` seals, or undefined when it cannot be opened (not sealed, moved, the key gone). */
+async function openToken(box: SecretBox, id: string, stored: string): Promise<string | undefined> {
+  if (!stored.startsWith(SEALED_TOKEN)) return undefined;
+  const [iv, data] = stored.slice(SEALED_TOKEN.length).split('.');
+  try {
+    return await box.open({ v: 1, iv: fromBase64(iv, 'iv'), data: fromBase64(data, 'data') }, `upload|${id}`);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Options of every keeper. */
@@ -290,6 +316,11 @@ export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}):
     },
     save: async (record) => {
       const clean = checkUploadRecord(record);
+      const box = backend.secrets;
+      if (box !== undefined && clean.recoveryToken !== undefined) {
+        const token = clean.recoveryToken;
+        clean.recoveryToken = await guarded('sealed', () => sealToken(box, clean.id, token));
+      }
       await guarded('saved', () => backend.saveRecord(clean));
     },
     remove: async (id) => removeBoth(checkUploadId(id)),
@@ -304,6 +335,12 @@ export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}):
           record = checkUploadRecord(value);
         } catch {
           // damaged or from another version: unusable, whatever its bytes
+        }
+        if (record?.recoveryToken !== undefined && backend.secrets !== undefined) {
+          // A token in the clear (or one its key no longer opens) is not resumed, and not kept.
+          const token = await openToken(backend.secrets, id, record.recoveryToken);
+          if (token === undefined) record = undefined;
+          else record.recoveryToken = token;
         }
         const fate = record === undefined || record.id !== id ? 'remove' : verdict(record, bytes.get(id), before);
         if (fate === 'keep') records.push(record!);
