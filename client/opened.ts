@@ -107,8 +107,9 @@ export interface BytesResult {
 /** One file of a bundle, read without unpacking the others. */
 export interface BundleEntry {
   /**
-   * A name safe to show and save under: the last path segment, without control or bidi
-   * characters. Two entries can share one (`a/x`, `b/x`): make it unique before saving both.
+   * A name safe to show and save under: the last path segment, without invisible characters
+   * (controls, bidi and zero-width formatting, separators, blank fillers) and with whitespace runs
+   * shown as one space. Two entries can share one (`a/x`, `b/x`): make it unique before saving both.
    */
   name: string;
   /** The name as the sender stored it (folders, `..`, anything): to show, never to save under. */
@@ -127,7 +128,7 @@ export interface BundleEntry {
 export interface EntriesResult {
   /** Which output this is. */
   output: 'entries';
-  /** The bundle's files, in the ZIP's order (folders left out). */
+  /** The bundle's files, in the ZIP's order (empty folders left out; an entry flagged as a folder that carries data is listed). */
   entries: BundleEntry[];
   /**
    * The sender the file claims, worded for a part of it: each entry's segments authenticated under
@@ -541,7 +542,11 @@ export class Opened {
     });
     const readable = zipFromRandomAccess(file);
     const listed = await listZipEntries(readable, signal === undefined ? {} : { signal });
-    const entries = listed.filter((e) => !e.directory).map((entry): BundleEntry => bundleEntry(readable, entry));
+    // A folder is left out only when it carries nothing: an entry flagged as a folder that has data
+    // is listed (a saved bundle has its bytes, so the list must show them too).
+    const entries = listed
+      .filter((e) => !e.directory || e.size > 0 || e.compressedSize > 0)
+      .map((entry): BundleEntry => bundleEntry(readable, entry));
     return { output: 'entries', entries, sender: file.claimedSender() };
   }
 }

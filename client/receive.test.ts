@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeZip } from 'client-zip';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { fileKeeper } from '../sdk/file-keeper.js';
@@ -177,6 +178,42 @@ describe('open({uuid}): inspect and decrypt', () => {
     await expect(client().open({ uuid: '00000000-0000-4000-8000-000000000000' }).inspect()).rejects.toMatchObject({
       code: 'DOWNLOAD_FAILED',
     });
+  });
+});
+
+describe("'entries' lists what a saved bundle would hold", () => {
+  it('an entry flagged as a folder that carries data is listed, not hidden; an empty folder is not', async () => {
+    const zip = new Uint8Array(
+      await new Response(
+        makeZip([
+          { name: 'visible.txt', input: bytes(100, 1) },
+          { name: 'hidden.exe', input: bytes(200, 2) },
+          { name: 'empty', input: new Uint8Array(0) },
+        ]),
+      ).arrayBuffer(),
+    );
+    // Flag the last two as folders (MS-DOS directory attribute) in the central directory.
+    const dv = new DataView(zip.buffer);
+    let flagged = 0;
+    for (let at = 0; at + 46 <= zip.length; at++) {
+      if (dv.getUint32(at, true) !== 0x02014b50) continue;
+      const name = new TextDecoder().decode(zip.subarray(at + 46, at + 46 + dv.getUint16(at + 28, true)));
+      if (name !== 'visible.txt') {
+        dv.setUint32(at + 38, 0x10, true);
+        flagged++;
+      }
+    }
+    expect(flagged).toBe(2);
+    const pg = client();
+    const sealed = await pg
+      .encrypt({ data: zip, recipients: [pg.recipient.email(BOB)], sign: pg.sign.apiKey(pkg.apiKey) })
+      .toBytes();
+    const result = await pg.open({ data: sealed }).decrypt({ session: sessionFor(BOB), output: 'entries' });
+    expect(result.entries.map((e) => [e.path, e.size])).toEqual([
+      ['visible.txt', 100],
+      ['hidden.exe', 200],
+    ]);
+    expectSameBytes(new Uint8Array(await (await result.entries[1]!.blob()).arrayBuffer()), bytes(200, 2));
   });
 });
 
