@@ -1,4 +1,5 @@
 import { hostDescription } from './host.js';
+import { sameOriginFetch } from './http.js';
 import { CLIENT_NAME, CLIENT_VERSION } from './version.js';
 
 /**
@@ -215,7 +216,10 @@ export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
   return {
     pkgUrl,
     storageUrl,
-    fetch: fetchFn === globalThis.fetch ? (input, init) => globalThis.fetch(input, init) : (fetchFn as FetchLike),
+    // Redirects are followed only within an origin: the app's headers never go elsewhere.
+    fetch: sameOriginFetch(
+      fetchFn === globalThis.fetch ? (input, init) => globalThis.fetch(input, init) : (fetchFn as FetchLike),
+    ),
     headers,
     storageHeaders: storageHeadersOf(config.cryptifySource),
     timeouts: {

@@ -189,6 +189,7 @@ function failure(error: unknown, transfer: Transfer | undefined, remote = false)
       : aborted(transfer.signal.reason);
   if (error instanceof ClientError) return error;
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof ClientError && e.code === ClientErrorCode.REDIRECT_REFUSED) return e;
     if (!(e instanceof PostGuardError)) continue;
     if (e.code === ErrorCode.CANCELLED) return aborted(error);
     if (remote && FETCH_CODES.includes(e.code))
@@ -425,6 +426,8 @@ export class Opened {
         ...(signal === undefined ? {} : { signal }),
       });
     } catch (error) {
+      const refused = failure(error, undefined);
+      if (refused instanceof ClientError && refused.code === ClientErrorCode.REDIRECT_REFUSED) throw refused;
       if (error instanceof PostGuardError && error.code !== ErrorCode.CANCELLED) {
         throw new ClientError(ClientErrorCode.DOWNLOAD_FAILED, `the file could not be fetched: ${error.message}`, {
           cause: error,

@@ -28,10 +28,21 @@ const FAST = 32 * 1024;
 /** How long a drip waits between its bytes: any per-read timer of the tests is longer. */
 const DRIP_MS = 50;
 
-type Mode = 'silent' | 'midheader' | 'drip' | 'dripafter';
+type Mode = 'silent' | 'midheader' | 'drip' | 'dripafter' | 'whole';
+
+/** Requests that reached the server, with the app's header if they carried it. */
+const seen: string[] = [];
 
 function answer(req: IncomingMessage, res: ServerResponse): void {
-  const mode = (req.url ?? '').split('/')[1] as Mode;
+  seen.push(`${req.headers.host} ${req.url} ${req.headers['x-app-secret'] ?? ''}`);
+  const [, first, ...rest] = (req.url ?? '').split('/');
+  // /away/…: a redirect to the same server under another origin (localhost, not 127.0.0.1);
+  // /near/…: a redirect within the origin.
+  if (first === 'away' || first === 'near') {
+    const host = first === 'away' ? base.replace('127.0.0.1', 'localhost') : base;
+    return void res.writeHead(302, { location: `${host}/${rest.join('/')}` }).end();
+  }
+  const mode = first as Mode;
   if (mode === 'silent') return; // headers never come
   const match = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
   const start = match === null ? 0 : Number(match[1]);
@@ -44,6 +55,7 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
   });
   if (req.method === 'HEAD') return void res.end();
   if (mode === 'midheader') return void res.write(body.subarray(0, 40)); // then nothing, ever
+  if (mode === 'whole') return void res.end(body);
   const fast = mode === 'dripafter' ? Math.max(0, FAST - start) : 0;
   res.write(body.subarray(0, fast));
   let at = fast;
@@ -182,4 +194,23 @@ describe.each(['url', 'uuid'] as const)('open({%s}) against a server that misbeh
 it('a well-behaved server still opens (the same file straight from the stand-in)', async () => {
   const result = await client().open({ uuid }).decrypt({ session, output: 'bytes' });
   expect(result.plaintext.length).toBeGreaterThan(600_000);
+});
+
+describe('redirects', () => {
+  it("to another origin: REDIRECT_REFUSED, and the app's headers never reach it (by url and by uuid)", async () => {
+    seen.length = 0;
+    const headers = { 'x-app-secret': 's3cret' };
+    const byUrl = client().open({ url: `${base}/away/whole/file`, headers });
+    await expect(byUrl.inspect()).rejects.toMatchObject({ name: 'ClientError', code: 'REDIRECT_REFUSED' });
+    const byUuid = client({ headers }, `${base}/away/whole`).open({ uuid });
+    await expect(byUuid.decrypt({ session, output: 'bytes' })).rejects.toMatchObject({ code: 'REDIRECT_REFUSED' });
+    expect(seen.filter((r) => r.startsWith('localhost'))).toEqual([]);
+  });
+
+  it('within the origin: followed', async () => {
+    const result = await client()
+      .open({ url: `${base}/near/whole/file` })
+      .decrypt({ session, output: 'bytes' });
+    expect(result.plaintext.length).toBeGreaterThan(600_000);
+  });
 });
