@@ -37,7 +37,7 @@ export interface UploadRecord {
   /** What the user sees, e.g. the file names. */
   label?: string;
   /**
-   * SHA-256 (first 16 bytes, base64) of each {@link DIGEST_PIECE} of the kept bytes, as they were
+   * SHA-256 (first 16 bytes, base64) of each 4 MiB piece of the kept bytes, as they were
    * written: a resume proves the kept bytes are the ones sealed before it sends anything. The
    * keeper fills it in when the record is saved.
    */

@@ -245,11 +245,6 @@ function idleFetch(fetchFn: FetchLike, idleMs: number): typeof fetch {
   }) as typeof fetch;
 }
 
-/**
- * A ciphertext to open, as `pg.open()` returns it: lazy, reusable. inspect() reads only its
- * header; decrypt() gets the recipient's key (a QR scan, or the cache) and delivers the plaintext
- * the way `output` asks, never holding a file in memory unless asked for bytes.
- */
 /** The header read, shared by every caller while it runs; ended when the last one gives up. */
 interface Inspection {
   promise: Promise<{ inspection: CiphertextInspection; vk: string }>;
@@ -258,6 +253,11 @@ interface Inspection {
   settled: boolean;
 }
 
+/**
+ * A ciphertext to open, as `pg.open()` returns it: lazy, reusable. inspect() reads only its
+ * header; decrypt() gets the recipient's key (a QR scan, or the cache) and delivers the plaintext
+ * the way `output` asks, never holding a file in memory unless asked for bytes.
+ */
 export class Opened {
   private inspection: Inspection | undefined;
 
