@@ -25,7 +25,13 @@ describe('new PostGuard(config)', () => {
     expect(c.pkgUrl).toBe('https://pkg.example.org');
     expect(c.storageUrl).toBe('https://example.org/files');
     expect(c.uploadChunkSize).toBe(5_000_000);
-    expect(c.timeouts).toEqual({ pkgMs: 30_000, storageMs: 60_000, finalizeMs: 120_000 });
+    expect(c.timeouts).toEqual({
+      pkgMs: 30_000,
+      storageMs: 60_000,
+      finalizeMs: 120_000,
+      idleMs: 30_000,
+      transferMs: 0,
+    });
     expect(c.retry).toEqual({ maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 30_000 });
     expect(c.attributes).toEqual({ email: 'pbdf.sidn-pbdf.email.email', domain: 'pbdf.sidn-pbdf.email.domain' });
   });

@@ -1,4 +1,5 @@
 import { hostDescription } from './host.js';
+import { sameOriginFetch } from './http.js';
 import { CLIENT_NAME, CLIENT_VERSION } from './version.js';
 
 /**
@@ -17,6 +18,17 @@ export interface Timeouts {
   storageMs?: number;
   /** The finalize request (the storage service reads the header and sends e-mails). 120 000 ms. */
   finalizeMs?: number;
+  /**
+   * Downloads (open by uuid or url: the header, the ciphertext, a bundle's entries): how long an
+   * answer may take, and then how long its body may go without delivering 16 KiB, so a server that
+   * drips a byte at a time ends too. A stalled body is resumed a few times, then fails. 30 000 ms.
+   */
+  idleMs?: number;
+  /**
+   * An overall deadline for a download: inspect(), or decrypt() from its header to the last byte
+   * delivered (the time a Yivi scan takes is not counted); TIMED_OUT when it passes. 0 (default): none.
+   */
+  transferMs?: number;
 }
 
 /** How storage chunk uploads are retried after a failure that may pass. */
@@ -229,13 +241,18 @@ export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
   return {
     pkgUrl,
     storageUrl,
-    fetch: fetchFn === globalThis.fetch ? (input, init) => globalThis.fetch(input, init) : (fetchFn as FetchLike),
+    // Redirects are followed only within an origin: the app's headers never go elsewhere.
+    fetch: sameOriginFetch(
+      fetchFn === globalThis.fetch ? (input, init) => globalThis.fetch(input, init) : (fetchFn as FetchLike),
+    ),
     headers,
     storageHeaders: storageHeadersOf(config.cryptifySource),
     timeouts: {
       pkgMs: milliseconds('timeouts.pkgMs', timeouts['pkgMs'], 30_000),
       storageMs: milliseconds('timeouts.storageMs', timeouts['storageMs'], 60_000),
       finalizeMs: milliseconds('timeouts.finalizeMs', timeouts['finalizeMs'], 120_000),
+      idleMs: milliseconds('timeouts.idleMs', timeouts['idleMs'], 30_000),
+      transferMs: milliseconds('timeouts.transferMs', timeouts['transferMs'], 0, 0),
     },
     retry: {
       maxAttempts: maxAttempts as number,

@@ -38,6 +38,15 @@ export const ClientErrorCode = {
   FINALIZE_UNCONFIRMED: 'FINALIZE_UNCONFIRMED',
   /** The caller's AbortSignal fired. */
   ABORTED: 'ABORTED',
+  /**
+   * An unfinished upload's kept bytes are not the ones sealed (changed, truncated, or their record
+   * edited): refused before anything is sent, and dropped.
+   */
+  KEPT_BYTES_CHANGED: 'KEPT_BYTES_CHANGED',
+  /** A request was answered with a redirect to another origin (or one a browser does not show): not followed, the app's headers stay home. */
+  REDIRECT_REFUSED: 'REDIRECT_REFUSED',
+  /** A download did not finish within `timeouts.transferMs`. */
+  TIMED_OUT: 'TIMED_OUT',
   /** The sealed object cannot run again: one of its inputs is a stream and was already read. */
   INVALID_STATE: 'INVALID_STATE',
   /**

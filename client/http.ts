@@ -17,6 +17,47 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw aborted(signal.reason);
 }
 
+const MAX_REDIRECTS = 5;
+
+/**
+ * `fetchFn` that never carries a request (and the app's headers) to another origin: redirects are
+ * taken by hand, followed only within the origin asked and only for GET and HEAD, and anything
+ * else is REDIRECT_REFUSED. A browser hides a redirect's target from the page ('opaqueredirect'),
+ * so there every redirect is refused: the storage services we know answer without one.
+ */
+export function sameOriginFetch(fetchFn: FetchLike): FetchLike {
+  return async (url, init) => {
+    const origin = new URL(url).origin;
+    const method = (init.method ?? 'GET').toUpperCase();
+    let at = url;
+    for (let hop = 0; ; hop++) {
+      const response = await fetchFn(at, { ...init, redirect: 'manual' });
+      const location = response.headers.get('location');
+      const redirect =
+        response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400 && location !== null);
+      if (!redirect) return response;
+      await response.body?.cancel().catch(() => undefined);
+      const target = location === null ? undefined : new URL(location, at);
+      const why =
+        target === undefined
+          ? 'the browser does not show where it leads'
+          : target.origin !== origin
+            ? `it leads to another origin (${target.origin})`
+            : method !== 'GET' && method !== 'HEAD'
+              ? `a ${method} is not sent again`
+              : hop >= MAX_REDIRECTS
+                ? `more than ${MAX_REDIRECTS} in a row`
+                : undefined;
+      if (why !== undefined)
+        throw new ClientError(ClientErrorCode.REDIRECT_REFUSED, `${url} answered with a redirect, refused: ${why}`, {
+          status: response.status,
+          url,
+        });
+      at = target!.href;
+    }
+  };
+}
+
 export async function exchange(
   fetchFn: FetchLike,
   url: string,
@@ -31,6 +72,7 @@ export async function exchange(
     return { ok: true, response: await fetchFn(url, { ...init, signal: combined }) };
   } catch (cause) {
     if (signal?.aborted) throw aborted(signal.reason);
+    if (cause instanceof ClientError) throw cause;
     return { ok: false, reason: deadline.aborted ? 'timeout' : 'network', cause };
   }
 }

@@ -22,6 +22,7 @@ export { Opened, chooseRecipient } from './opened.js';
 export type {
   OpenInput,
   InspectResult,
+  InspectOptions,
   DecryptInput,
   DecryptOutput,
   DecryptResult,

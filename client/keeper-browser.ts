@@ -1,3 +1,5 @@
+import { del, get, set } from 'idb-keyval';
+import { deviceKeyBox } from '../lib/pkg/secret-box.js';
 import { keeperOver, memoryKeeper, type KeeperOptions, type UploadKeeper } from './keeper.js';
 import { idbBytes, idbRecords, openUploadsStore, storesBlobs } from './keeper-idb.js';
 import { openUploadsFolder, opfsBytes } from './keeper-opfs.js';
@@ -38,7 +40,8 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 /**
  * Unfinished uploads kept by this browser, for this origin, shared by its tabs: the sealed bytes in
  * the Origin Private File System where the page can write files there (`createWritable()`), else in
- * IndexedDB in pieces of 4 MiB (Blobs where the engine stores them); the records in IndexedDB (database 'postguard-uploads'). Where
+ * IndexedDB in pieces of 4 MiB (Blobs where the engine stores them); the records in IndexedDB (database 'postguard-uploads'),
+ * their recovery tokens sealed under a non-extractable AES-GCM key kept there too. Where
  * neither works (some private modes), in memory, with `persistent` false. A write holds at most one
  * piece in memory and a read only its span, whatever the file's size.
  *
@@ -58,6 +61,13 @@ export async function browserKeeper(options: BrowserKeeperOptions = {}): Promise
       ? undefined
       : await within(openUploadsFolder(), probeTimeoutMs, 'the Origin Private File System').catch(() => undefined);
   const bytes = folder === undefined ? idbBytes(store, await storesBlobs(store)) : opfsBytes(folder);
-  const keeper = keeperOver({ persistent: true, ...idbRecords(store), ...bytes }, keeperOptions);
+  // The recovery token is sealed under a non-extractable key of this origin's, kept beside the records.
+  const secrets = deviceKeyBox({
+    get: (key) => get(key, store),
+    set: (key, value) => set(key, value, store),
+    delete: (key) => del(key, store),
+    keys: async () => [],
+  });
+  const keeper = keeperOver({ persistent: true, ...idbRecords(store), ...bytes, secrets }, keeperOptions);
   return Object.assign(keeper, { backend: folder === undefined ? ('indexeddb' as const) : ('opfs' as const) });
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { keeperContract } from '../test/keeper-contract.js';
+import { deviceKeyBox } from '../lib/pkg/secret-box.js';
+import { memoryStore } from '../lib/pkg/store.js';
 import { ClientError } from './errors.js';
 import { keeperOver, memoryBackend, memoryKeeper, type KeeperBackend, type UploadRecord } from './keeper.js';
 
@@ -16,6 +18,34 @@ describe('memoryKeeper', () => {
     const backend = memoryBackend();
     const steps = await keeperContract(async (options) => keeperOver(backend, options));
     expect(steps).toHaveLength(10);
+  });
+
+  it('with a secret box the recovery token is stored sealed, bound to its upload; one that does not open is not resumed', async () => {
+    const backend = memoryBackend();
+    const keys = memoryStore();
+    const keeper = keeperOver({ ...backend, secrets: deviceKeyBox(keys) });
+    for (const id of ['a', 'b']) {
+      await writeAll(await keeper.create(id), new Uint8Array(3));
+      await keeper.save({ ...record(id, 3), recoveryToken: `recovery-token-of-${id}` });
+    }
+    const stored = await backend.listRecords();
+    expect(JSON.stringify(stored)).not.toContain('recovery-token-of');
+    expect((await keeper.list()).map((r) => r.recoveryToken)).toEqual(['recovery-token-of-a', 'recovery-token-of-b']);
+
+    // a's sealed token copied into b's record: bound to a, it does not open as b's; b is dropped.
+    const a = stored.find((r) => r.id === 'a')!.value as UploadRecord;
+    await backend.saveRecord({
+      ...(stored.find((r) => r.id === 'b')!.value as UploadRecord),
+      recoveryToken: a.recoveryToken!,
+    });
+    expect((await keeper.list()).map((r) => r.id)).toEqual(['a']);
+    expect(await keeper.open('b')).toBeUndefined();
+    // A token in the clear (written by someone else) is not trusted; nor any once the key is gone.
+    await backend.saveRecord({ ...record('c', 3), recoveryToken: 'clear' });
+    expect((await keeper.list()).map((r) => r.id)).toEqual(['a']);
+    await keys.delete('pg|device-key');
+    // After a reload (a new box over the same store): the key is gone, so is every record.
+    expect(await keeperOver({ ...backend, secrets: deviceKeyBox(keys) }).list()).toEqual([]);
   });
 
   it('is not persistent, and a new one starts empty', async () => {

@@ -1,3 +1,5 @@
+import { fromBase64, toBase64 } from '../lib/base64.js';
+import type { SecretBox } from '../lib/pkg/secret-box.js';
 import type { ByteSource } from '../lib/random-access.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted } from './http.js';
@@ -34,6 +36,12 @@ export interface UploadRecord {
   recipients: string[];
   /** What the user sees, e.g. the file names. */
   label?: string;
+  /**
+   * SHA-256 (first 16 bytes, base64) of each 4 MiB piece of the kept bytes, as they were
+   * written: a resume proves the kept bytes are the ones sealed before it sends anything. The
+   * keeper fills it in when the record is saved.
+   */
+  digests?: string[];
   /** What finalize asks the storage service to send. */
   notify?: {
     /** Mail the recipients. */
@@ -109,6 +117,33 @@ export interface KeeperBackend {
   removeRecord(id: string): Promise<void>;
   /** Removes leftovers of writes that never committed, last touched before `before` (ms). */
   sweep?(before: number): Promise<void>;
+  /**
+   * Seals the recovery token before a record is stored, and opens it when records are listed
+   * (browsers: the device's non-extractable key); without one the token is stored as given.
+   */
+  secrets?: SecretBox;
+}
+
+const SEALED_TOKEN = 'pg-sealed:1:';
+
+/** `token` sealed under `box`, bound to the upload, as a string a record can carry. */
+/** What a sealed token is bound to: the upload, its size and its digests (an edited record does not open). */
+const tokenContext = (r: UploadRecord) => `upload|${r.id}|${r.size}|${(r.digests ?? []).join(',')}`;
+
+async function sealToken(box: SecretBox, record: UploadRecord, token: string): Promise<string> {
+  const { iv, data } = await box.seal(token, tokenContext(record));
+  return `${SEALED_TOKEN}${toBase64(iv)}.${toBase64(data)}`;
+}
+
+/** The token `stored` seals, or undefined when it cannot be opened (not sealed, moved, the key gone). */
+async function openToken(box: SecretBox, record: UploadRecord, stored: string): Promise<string | undefined> {
+  if (!stored.startsWith(SEALED_TOKEN)) return undefined;
+  const [iv, data] = stored.slice(SEALED_TOKEN.length).split('.');
+  try {
+    return await box.open({ v: 1, iv: fromBase64(iv, 'iv'), data: fromBase64(data, 'data') }, tokenContext(record));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Options of every keeper. */
@@ -122,6 +157,15 @@ export interface KeeperOptions {
 
 /** A day: longer than any sealing takes, short enough that a crash does not hold disk for long. */
 export const DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** Bytes per digest of the kept bytes (`UploadRecord.digests`): 256 digests for a GiB. */
+export const DIGEST_PIECE = 4 * 1024 * 1024;
+
+/** The digest of one piece of kept bytes, as a record carries it. */
+export async function pieceDigest(bytes: Uint8Array): Promise<string> {
+  const hash = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
+  return toBase64(new Uint8Array(hash, 0, 16));
+}
 
 /** Generous for labels and messages, small enough that listing never reads much. */
 export const MAX_RECORD_BYTES = 256 * 1024;
@@ -169,6 +213,19 @@ export function checkUploadRecord(value: unknown): UploadRecord {
     record.chunkSize = v.chunkSize;
   }
   if (v.notify !== undefined) record.notify = checkNotify(v.notify, bad);
+  if (v.digests !== undefined) {
+    const pieces = Math.ceil(record.size / DIGEST_PIECE);
+    if (
+      !Array.isArray(v.digests) ||
+      v.digests.length !== pieces ||
+      !v.digests.every((d) => isText(d) && d.length === 24)
+    )
+      throw bad(
+        'digests',
+        `${pieces} digests of ${DIGEST_PIECE} bytes each, one per piece of the ${record.size} bytes`,
+      );
+    record.digests = [...(v.digests as string[])];
+  }
   if (new TextEncoder().encode(JSON.stringify(record)).length > MAX_RECORD_BYTES)
     throw invalidInput(`an upload record is at most ${MAX_RECORD_BYTES} bytes as JSON`);
   return record;
@@ -249,20 +306,73 @@ function checkedSource(id: string, source: ByteSource): ByteSource {
   };
 }
 
-/** The backend's writer behind one that checks chunks and types failures. */
-function checkedWriter(inner: WritableStream<Uint8Array>): WritableStream<Uint8Array> {
+/**
+ * The backend's writer behind one that checks chunks, types failures, and digests the bytes by
+ * {@link DIGEST_PIECE} (one piece held, copied) for `committed` once they are committed.
+ */
+function checkedWriter(
+  inner: WritableStream<Uint8Array>,
+  committed: (digests: string[]) => void,
+): WritableStream<Uint8Array> {
   const writer = inner.getWriter();
+  const digests: string[] = [];
+  let piece: Uint8Array | undefined;
+  let filled = 0;
+  const digest = async () => {
+    if (filled === 0) return;
+    digests.push(await pieceDigest(piece!.subarray(0, filled)));
+    filled = 0;
+  };
   return new WritableStream<Uint8Array>({
     async write(chunk) {
       if (!(chunk instanceof Uint8Array)) {
         await writer.abort().catch(() => undefined);
         throw invalidInput('sealed bytes are written as Uint8Array chunks');
       }
+      for (let at = 0; at < chunk.length;) {
+        piece ??= new Uint8Array(DIGEST_PIECE);
+        const take = Math.min(DIGEST_PIECE - filled, chunk.length - at);
+        piece.set(chunk.subarray(at, at + take), filled);
+        filled += take;
+        at += take;
+        if (filled === DIGEST_PIECE) await digest();
+      }
       await guarded('written', () => writer.write(chunk));
     },
-    close: () => guarded('committed', () => writer.close()),
-    abort: (reason) => guarded('removed', () => writer.abort(reason)),
+    async close() {
+      await digest();
+      piece = undefined;
+      await guarded('committed', () => writer.close());
+      committed(digests);
+    },
+    abort: (reason) => {
+      piece = undefined;
+      return guarded('removed', () => writer.abort(reason));
+    },
   });
+}
+
+/**
+ * Whether `source` holds the bytes `record.digests` describe, every piece read and hashed: the
+ * size first (a truncated file with its record's size edited has the wrong number of digests,
+ * refused when the record is read), then each piece. KEPT_BYTES_CHANGED otherwise; nothing sent.
+ */
+export async function verifyKeptBytes(record: UploadRecord, source: ByteSource, signal?: AbortSignal): Promise<void> {
+  const changed = (why: string) =>
+    new ClientError(
+      ClientErrorCode.KEPT_BYTES_CHANGED,
+      `the kept bytes of this upload are not the ones sealed (${why}): nothing was sent, and it cannot be resumed`,
+      record.uuid === undefined ? {} : { uuid: record.uuid },
+    );
+  const { digests } = record;
+  if (digests === undefined) throw changed('the record has no digests to check them against');
+  if (source.size !== record.size) throw changed(`${source.size} bytes kept, ${record.size} sealed`);
+  if (digests.length !== Math.ceil(record.size / DIGEST_PIECE)) throw changed('the record does not fit its size');
+  for (let n = 0; n < digests.length; n++) {
+    const offset = n * DIGEST_PIECE;
+    const bytes = await source.read(offset, Math.min(DIGEST_PIECE, record.size - offset), signal);
+    if ((await pieceDigest(bytes)) !== digests[n]) throw changed(`bytes ${offset} to ${offset + bytes.length} differ`);
+  }
 }
 
 /** What `list()` does with one record, given its committed bytes. */
@@ -275,6 +385,8 @@ function verdict(record: UploadRecord, bytes: KeptBytes | undefined, before: num
 export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}): UploadKeeper {
   const graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
   if (!isCount(graceMs)) throw invalidInput('graceMs must be a whole number of ms, 0 or more');
+  /** Digests of bytes committed in this keeper's life, for the record saved next (sealed.ts saves it after). */
+  const written = new Map<string, string[]>();
   const removeBoth = (id: string) =>
     guarded('removed', async () => {
       await backend.removeRecord(id);
@@ -282,17 +394,32 @@ export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}):
     });
   return {
     persistent: backend.persistent,
-    create: async (id) => checkedWriter(await guarded('created', () => backend.createBytes(checkUploadId(id)))),
+    create: async (id) => {
+      const inner = await guarded('created', () => backend.createBytes(checkUploadId(id)));
+      written.delete(id);
+      return checkedWriter(inner, (digests) => written.set(id, digests));
+    },
     open: async (id) => {
       checkUploadId(id);
       const source = await guarded('opened', () => backend.openBytes(id));
       return source === undefined ? undefined : checkedSource(id, source);
     },
     save: async (record) => {
-      const clean = checkUploadRecord(record);
+      const digests = written.get(record?.id);
+      const clean = checkUploadRecord(
+        digests !== undefined && record?.digests === undefined ? { ...record, digests } : record,
+      );
+      const box = backend.secrets;
+      if (box !== undefined && clean.recoveryToken !== undefined) {
+        const token = clean.recoveryToken;
+        clean.recoveryToken = await guarded('sealed', () => sealToken(box, clean, token));
+      }
       await guarded('saved', () => backend.saveRecord(clean));
     },
-    remove: async (id) => removeBoth(checkUploadId(id)),
+    remove: async (id) => {
+      written.delete(id);
+      await removeBoth(checkUploadId(id));
+    },
     list: async () => {
       const before = Date.now() - graceMs;
       const [stored, kept] = await guarded('listed', () => Promise.all([backend.listRecords(), backend.listBytes()]));
@@ -304,6 +431,12 @@ export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}):
           record = checkUploadRecord(value);
         } catch {
           // damaged or from another version: unusable, whatever its bytes
+        }
+        if (record?.recoveryToken !== undefined && backend.secrets !== undefined) {
+          // A token in the clear (or one its key no longer opens) is not resumed, and not kept.
+          const token = await openToken(backend.secrets, record, record.recoveryToken);
+          if (token === undefined) record = undefined;
+          else record.recoveryToken = token;
         }
         const fate = record === undefined || record.id !== id ? 'remove' : verdict(record, bytes.get(id), before);
         if (fate === 'keep') records.push(record!);

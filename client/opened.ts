@@ -1,13 +1,15 @@
+import { bounded, idleBounded, linked, PROGRESS_BYTES } from '../lib/bounded.js';
 import type { CiphertextInspection } from '../lib/detached.js';
-import { PostGuardError } from '../lib/errors.js';
+import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import type { Policy } from '../lib/policy.js';
 import type { ByteSource, RangedUrl } from '../lib/random-access.js';
 import { senderReport, type SenderReport } from '../lib/sender.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import type { ElementLike } from '../lib/web-types.js';
-import type { ResolvedConfig } from './config.js';
+import type { FetchLike, ResolvedConfig } from './config.js';
 import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
+import { aborted } from './http.js';
 import type { ClientPkg } from './pkg.js';
 import type { SessionCallback } from './sign.js';
 import type { ZipEntry, ZipReadable } from './zip-entries.js';
@@ -60,7 +62,16 @@ export interface DecryptInput {
   maxBytes?: number;
   /** Plaintext bytes delivered so far. */
   onProgress?: (bytes: number) => void;
-  /** Aborts (`ABORTED`). */
+  /**
+   * Aborts (`ABORTED`, within a second), at any point: the header read, the key session, the
+   * download, the 'stream' output's readable. Default: the signal given to `open()`.
+   */
+  signal?: AbortSignal;
+}
+
+/** What `inspect()` takes. */
+export interface InspectOptions {
+  /** Aborts the header read (`ABORTED`). Default: the signal given to `open()`. */
   signal?: AbortSignal;
 }
 
@@ -95,8 +106,9 @@ export interface BytesResult {
 /** One file of a bundle, read without unpacking the others. */
 export interface BundleEntry {
   /**
-   * A name safe to show and save under: the last path segment, without control or bidi
-   * characters. Two entries can share one (`a/x`, `b/x`): make it unique before saving both.
+   * A name safe to show and save under: the last path segment, without invisible characters
+   * (controls, bidi and zero-width formatting, separators, blank fillers) and with whitespace runs
+   * shown as one space. Two entries can share one (`a/x`, `b/x`): make it unique before saving both.
    */
   name: string;
   /** The name as the sender stored it (folders, `..`, anything): to show, never to save under. */
@@ -115,7 +127,7 @@ export interface BundleEntry {
 export interface EntriesResult {
   /** Which output this is. */
   output: 'entries';
-  /** The bundle's files, in the ZIP's order (folders left out). */
+  /** The bundle's files, in the ZIP's order (empty folders left out; an entry flagged as a folder that carries data is listed). */
   entries: BundleEntry[];
   /**
    * The sender the file claims, worded for a part of it: each entry's segments authenticated under
@@ -145,17 +157,107 @@ const serviceWorker = () => import('../worker/download.js');
 const bundles = () => Promise.all([import('../lib/random-access.js'), import('./zip-entries.js')]);
 const registrations = new Map<string, Promise<unknown>>();
 
-/** Failures while opening, as one code with the library's error (and its own code) as the cause. */
-function decryptionFailed(error: unknown): unknown {
+/** A download's ways out: the caller's signal and the optional overall deadline, as one signal. */
+interface Transfer {
+  signal: AbortSignal | undefined;
+  /** Whether the deadline (not the caller) ended it. */
+  expired(): boolean;
+  ms: number;
+}
+
+function transferOf(signal: AbortSignal | undefined, ms: number): Transfer {
+  if (ms === 0) return { signal, expired: () => false, ms };
+  const deadline = AbortSignal.timeout(ms);
+  return {
+    signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
+    expired: () => deadline.aborted && signal?.aborted !== true,
+    ms,
+  };
+}
+
+/** The library's codes that say the bytes could not be fetched (not that they were wrong). */
+const FETCH_CODES: readonly string[] = [ErrorCode.SOURCE_FAILED, ErrorCode.TRUNCATED];
+
+/**
+ * Failures while opening, as the documented codes: TIMED_OUT for the deadline, ABORTED for the
+ * caller's signal (whatever layer noticed it first), DOWNLOAD_FAILED when the bytes could not be
+ * fetched (`remote` sources), else DECRYPTION_FAILED; the library's error is the cause.
+ */
+function failure(error: unknown, transfer: Transfer | undefined, remote = false): unknown {
+  if (transfer?.expired() === true)
+    return new ClientError(
+      ClientErrorCode.TIMED_OUT,
+      `the download did not finish within ${transfer.ms} ms (timeouts.transferMs)`,
+      { cause: error },
+    );
+  if (transfer?.signal?.aborted === true)
+    return error instanceof ClientError && error.code === ClientErrorCode.ABORTED
+      ? error
+      : aborted(transfer.signal.reason);
   if (error instanceof ClientError) return error;
-  if (error instanceof PostGuardError) {
-    if (error.code === 'CANCELLED')
-      return new ClientError(ClientErrorCode.ABORTED, 'the operation was aborted', { cause: error });
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof ClientError && e.code === ClientErrorCode.REDIRECT_REFUSED) return e;
+    if (!(e instanceof PostGuardError)) continue;
+    if (e.code === ErrorCode.CANCELLED) return aborted(error);
+    if (remote && FETCH_CODES.includes(e.code))
+      return new ClientError(ClientErrorCode.DOWNLOAD_FAILED, `the file could not be fetched: ${e.message}`, {
+        cause: error,
+      });
+  }
+  if (error instanceof PostGuardError)
     return new ClientError(ClientErrorCode.DECRYPTION_FAILED, `the file could not be opened: ${error.message}`, {
       cause: error,
     });
-  }
   return error;
+}
+
+/** `readable`, its error mapped by `map` (the 'stream' output errors with a ClientError). */
+function mappedErrors(
+  readable: ReadableStream<Uint8Array>,
+  map: (error: unknown) => unknown,
+): ReadableStream<Uint8Array> {
+  const reader = readable.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          throw map(error);
+        }
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/**
+ * `fetchFn` whose bodies error when they go `idleMs` without 16 KiB: the random-access reader
+ * bounds each read, which a server dripping a byte at a time satisfies for ever.
+ */
+function idleFetch(fetchFn: FetchLike, idleMs: number): typeof fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const response = await fetchFn(input instanceof Request ? input.url : String(input), init ?? {});
+    if (response.body === null || response.type === 'opaque' || response.type === 'opaqueredirect') return response;
+    const body = idleBounded(
+      response.body,
+      idleMs,
+      () => new PostGuardError(ErrorCode.SOURCE_FAILED, `less than ${PROGRESS_BYTES} bytes came in ${idleMs} ms`),
+    );
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  }) as typeof fetch;
+}
+
+/** The header read, shared by every caller while it runs; ended when the last one gives up. */
+interface Inspection {
+  promise: Promise<{ inspection: CiphertextInspection; vk: string }>;
+  controller: AbortController;
+  waiters: number;
+  settled: boolean;
 }
 
 /**
@@ -164,7 +266,7 @@ function decryptionFailed(error: unknown): unknown {
  * the way `output` asks, never holding a file in memory unless asked for bytes.
  */
 export class Opened {
-  private inspection: Promise<{ inspection: CiphertextInspection; vk: string }> | undefined;
+  private inspection: Inspection | undefined;
 
   /** Use `pg.open()`. @internal */
   constructor(
@@ -180,8 +282,9 @@ export class Opened {
   }
 
   /** Reads the header: the recipients and the sender the file claims. */
-  async inspect(): Promise<InspectResult> {
-    const { inspection } = await this.inspected();
+  async inspect(options: InspectOptions = {}): Promise<InspectResult> {
+    if (typeof options !== 'object' || options === null) throw invalidInput('inspect: expected an object');
+    const { inspection } = await this.inspected(this.transfer(options.signal ?? this.input.signal));
     return {
       recipients: [...inspection.recipients.keys()],
       policies: new Map(inspection.recipients),
@@ -210,7 +313,7 @@ export class Opened {
         "decrypt: output 'save' needs the decrypting service worker: configure serviceWorker (postguard-ts/sw/script)",
       );
     }
-    const { inspection, vk } = await this.inspected();
+    const { inspection, vk } = await this.inspected(this.transfer(signal));
     const recipientId = chooseRecipient(inspection.recipients, options.recipient);
     const usk = await this.parts.pkg.decryptionKey({
       recipientId,
@@ -221,41 +324,78 @@ export class Opened {
       enableCache: options.enableCache,
       signal,
     });
+    // The deadline counts from here: the time the scan took is the user's, not the download's.
+    const transfer = this.transfer(signal);
     try {
       switch (output) {
         case 'save':
           return await this.save(recipientId, usk, vk, options);
         case 'entries':
-          return await this.entries(recipientId, usk, vk, signal);
+          return await this.entries(recipientId, usk, vk, transfer);
         case 'stream':
-          return await this.stream(recipientId, usk, vk, options, signal);
+          return await this.stream(recipientId, usk, vk, options, transfer);
         case 'bytes':
-          return await this.bytes(recipientId, usk, vk, options, signal);
+          return await this.bytes(recipientId, usk, vk, options, transfer);
       }
     } catch (error) {
-      throw decryptionFailed(error);
+      // The service worker's save has no deadline of ours: only the caller's signal counts there.
+      throw this.failure(error, output === 'save' ? transferOf(signal, 0) : transfer);
     }
     throw invalidInput('decrypt: unknown output');
   }
 
-  private inspected(): Promise<{ inspection: CiphertextInspection; vk: string }> {
-    const run = async () => {
-      const signal = this.input.signal;
-      const vk = await this.parts.pkg.verificationKey(signal);
-      const source = await this.headerSource(signal);
-      try {
-        const { inspectCiphertext } = await detached();
-        return { inspection: await inspectCiphertext(source, { vk }), vk };
-      } catch (error) {
-        throw decryptionFailed(error);
+  private transfer(signal: AbortSignal | undefined): Transfer {
+    return transferOf(signal, this.parts.config.timeouts.transferMs);
+  }
+
+  private failure(error: unknown, transfer: Transfer | undefined): unknown {
+    return failure(error, transfer, this.location() !== undefined);
+  }
+
+  /**
+   * The header, read once for every caller: each waits with its own signal (and deadline), and
+   * the read itself ends when `open()`'s signal fires or every caller waiting for it gave up.
+   */
+  private async inspected(transfer: Transfer): Promise<{ inspection: CiphertextInspection; vk: string }> {
+    let run = this.inspection;
+    if (run === undefined) {
+      const link = linked(this.input.signal);
+      const signal = link.controller.signal;
+      const created: Inspection = {
+        promise: (async () => {
+          const vk = await this.parts.pkg.verificationKey(signal);
+          const source = await this.headerSource(signal);
+          const { inspectCiphertext } = await detached();
+          return { inspection: await inspectCiphertext(source, { vk }), vk };
+        })(),
+        controller: link.controller,
+        waiters: 0,
+        settled: false,
+      };
+      // A failure (the network, an abort) is not remembered: the next call tries again.
+      created.promise
+        .catch(() => {
+          if (this.inspection === created) this.inspection = undefined;
+        })
+        .finally(() => {
+          created.settled = true;
+          link.release();
+        });
+      run = this.inspection = created;
+    }
+    const mine = run;
+    mine.waiters += 1;
+    try {
+      return await bounded(mine.promise, transfer.signal, undefined, () => new PostGuardError(ErrorCode.CANCELLED, ''));
+    } catch (error) {
+      throw this.failure(error, transfer);
+    } finally {
+      mine.waiters -= 1;
+      if (mine.waiters === 0 && !mine.settled) {
+        mine.controller.abort(transfer.signal?.reason);
+        if (this.inspection === mine) this.inspection = undefined;
       }
-    };
-    const pending = (this.inspection ??= run());
-    // A failure (the network, an abort) is not remembered: the next call tries again.
-    pending.catch(() => {
-      if (this.inspection === pending) this.inspection = undefined;
-    });
-    return pending;
+    }
   }
 
   /** The ciphertext's URL and request headers, for an upload id or a URL. */
@@ -285,20 +425,25 @@ export class Opened {
   ): Promise<{ readable: ReadableStream<Uint8Array>; size: number | undefined }> {
     const where = this.location()!;
     try {
+      const { config } = this.parts;
       const { resumableDownload } = await downloads();
       return await resumableDownload(where.url, {
-        fetch: this.parts.config.fetch as typeof fetch,
+        fetch: config.fetch as typeof fetch,
         headers: where.headers,
+        stallMs: config.timeouts.idleMs,
+        backoff: { initialMs: config.retry.initialDelayMs, maxMs: config.retry.maxDelayMs },
         ...(signal === undefined ? {} : { signal }),
       });
     } catch (error) {
-      if (error instanceof PostGuardError && error.code !== 'CANCELLED') {
+      const refused = failure(error, undefined);
+      if (refused instanceof ClientError && refused.code === ClientErrorCode.REDIRECT_REFUSED) throw refused;
+      if (error instanceof PostGuardError && error.code !== ErrorCode.CANCELLED) {
         throw new ClientError(ClientErrorCode.DOWNLOAD_FAILED, `the file could not be fetched: ${error.message}`, {
           cause: error,
           url: where.url,
         });
       }
-      throw decryptionFailed(error);
+      throw error;
     }
   }
 
@@ -314,9 +459,9 @@ export class Opened {
     usk: string,
     vk: string,
     options: DecryptInput,
-    signal: AbortSignal | undefined,
+    transfer: Transfer,
   ): Promise<StreamResult> {
-    const unsealer = await this.parts.engine().StreamUnsealer.new(await this.ciphertext(signal), vk);
+    const unsealer = await this.parts.engine().StreamUnsealer.new(await this.ciphertext(transfer.signal), vk);
     const pipe = new TransformStream<Uint8Array, Uint8Array>();
     let delivered = 0;
     const counted = pipe.readable.pipeThrough(
@@ -328,12 +473,13 @@ export class Opened {
         },
       }),
     );
+    const map = (error: unknown) => this.failure(error, transfer);
     const sender = unsealer.unseal(recipientId, usk, pipe.writable).then(
       (result: VerificationResult) => senderReport(result),
-      (error: unknown) => Promise.reject(decryptionFailed(error)),
+      (error: unknown) => Promise.reject(map(error)),
     );
     sender.catch(() => undefined);
-    return { output: 'stream', readable: counted, sender };
+    return { output: 'stream', readable: mappedErrors(counted, map), sender };
   }
 
   private async bytes(
@@ -341,10 +487,10 @@ export class Opened {
     usk: string,
     vk: string,
     options: DecryptInput,
-    signal: AbortSignal | undefined,
+    transfer: Transfer,
   ): Promise<BytesResult> {
     const max = options.maxBytes ?? DEFAULT_MAX_BYTES;
-    const { readable, sender } = await this.stream(recipientId, usk, vk, options, signal);
+    const { readable, sender } = await this.stream(recipientId, usk, vk, options, transfer);
     const chunks: Uint8Array[] = [];
     let length = 0;
     const reader = readable.getReader();
@@ -392,28 +538,28 @@ export class Opened {
     return { output: 'save', sender: senderReport(await download.done) };
   }
 
-  private async entries(
-    recipientId: string,
-    usk: string,
-    vk: string,
-    signal: AbortSignal | undefined,
-  ): Promise<EntriesResult> {
+  private async entries(recipientId: string, usk: string, vk: string, transfer: Transfer): Promise<EntriesResult> {
+    const { signal } = transfer;
     const [{ blobSource, openRandomAccess }, zip] = await bundles();
     const where = this.location();
+    const { fetch, timeouts } = this.parts.config;
     const source: ByteSource | RangedUrl =
       where === undefined
         ? blobSource(this.blob()!)
-        : { url: where.url, headers: where.headers, fetch: this.parts.config.fetch as typeof fetch };
+        : { url: where.url, headers: where.headers, fetch: idleFetch(fetch, timeouts.idleMs) };
     const file = await openRandomAccess(source, {
       vk,
       recipientId,
       usk,
+      stallMs: timeouts.idleMs,
       ...(signal === undefined ? {} : { signal }),
     });
     const readable = zip.zipFromRandomAccess(file);
     const listed = await zip.listZipEntries(readable, signal === undefined ? {} : { signal });
+    // A folder is left out only when it carries nothing: an entry flagged as a folder that has data
+    // is listed (a saved bundle has its bytes, so the list must show them too).
     const entries = listed
-      .filter((e) => !e.directory)
+      .filter((e) => !e.directory || e.size > 0 || e.compressedSize > 0)
       .map((entry): BundleEntry => bundleEntry(readable, entry, zip.zipEntryStream));
     return { output: 'entries', entries, sender: file.claimedSender() };
   }

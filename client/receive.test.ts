@@ -1,6 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeZip } from 'client-zip';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { fileKeeper } from '../sdk/file-keeper.js';
@@ -180,6 +181,42 @@ describe('open({uuid}): inspect and decrypt', () => {
   });
 });
 
+describe("'entries' lists what a saved bundle would hold", () => {
+  it('an entry flagged as a folder that carries data is listed, not hidden; an empty folder is not', async () => {
+    const zip = new Uint8Array(
+      await new Response(
+        makeZip([
+          { name: 'visible.txt', input: bytes(100, 1) },
+          { name: 'hidden.exe', input: bytes(200, 2) },
+          { name: 'empty', input: new Uint8Array(0) },
+        ]),
+      ).arrayBuffer(),
+    );
+    // Flag the last two as folders (MS-DOS directory attribute) in the central directory.
+    const dv = new DataView(zip.buffer);
+    let flagged = 0;
+    for (let at = 0; at + 46 <= zip.length; at++) {
+      if (dv.getUint32(at, true) !== 0x02014b50) continue;
+      const name = new TextDecoder().decode(zip.subarray(at + 46, at + 46 + dv.getUint16(at + 28, true)));
+      if (name !== 'visible.txt') {
+        dv.setUint32(at + 38, 0x10, true);
+        flagged++;
+      }
+    }
+    expect(flagged).toBe(2);
+    const pg = client();
+    const sealed = await pg
+      .encrypt({ data: zip, recipients: [pg.recipient.email(BOB)], sign: pg.sign.apiKey(pkg.apiKey) })
+      .toBytes();
+    const result = await pg.open({ data: sealed }).decrypt({ session: sessionFor(BOB), output: 'entries' });
+    expect(result.entries.map((e) => [e.path, e.size])).toEqual([
+      ['visible.txt', 100],
+      ['hidden.exe', 200],
+    ]);
+    expectSameBytes(new Uint8Array(await (await result.entries[1]!.blob()).arrayBuffer()), bytes(200, 2));
+  });
+});
+
 describe('open({data}) and open({blob})', () => {
   it('open what toBytes() sealed, from memory and from a Blob', async () => {
     const pg = client();
@@ -190,6 +227,74 @@ describe('open({data}) and open({blob})', () => {
       const result = await pg.open(input).decrypt({ session: sessionFor(BOB), output: 'bytes' });
       if (result.output !== 'bytes') throw new Error('unexpected output');
       expectSameBytes(result.plaintext, bytes(5000, 9));
+    }
+  });
+});
+
+describe('resume integrity: kept bytes that are not the sealed ones are refused before any request', () => {
+  /** An upload stopped at 50 % into a folder keeper; the folder's files. */
+  async function stopped(dir: string) {
+    const stop = new AbortController();
+    const pg = client({ keeper: fileKeeper(dir) });
+    const error = await pg
+      .encrypt({ files, recipients: [pg.recipient.email(BOB)], sign: pg.sign.apiKey(pkg.apiKey) })
+      .upload({
+        signal: stop.signal,
+        onProgress: (uploaded, total) => {
+          if (total !== undefined && uploaded >= total / 2) stop.abort();
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'ABORTED' });
+    const names = await readdir(dir);
+    const bytes = join(
+      dir,
+      names.find((n) => n.endsWith('.pgenc'))!,
+    );
+    const record = join(
+      dir,
+      names.find((n) => n.endsWith('.json'))!,
+    );
+    return { bytes, record };
+  }
+
+  it.each([
+    [
+      'a byte changed after the service offset',
+      async ({ bytes }: { bytes: string }) => {
+        const kept = await readFile(bytes);
+        kept[kept.length - 100]! ^= 1;
+        await writeFile(bytes, kept);
+      },
+    ],
+    [
+      "truncated, with the record's size edited to match",
+      async ({ bytes, record }: { bytes: string; record: string }) => {
+        const size = (await readFile(bytes)).length - 5000;
+        await truncate(bytes, size);
+        const json = JSON.parse(await readFile(record, 'utf8')) as { size: number };
+        await writeFile(record, JSON.stringify({ ...json, size }));
+      },
+    ],
+  ])('%s: KEPT_BYTES_CHANGED, no request at all, and the upload is dropped', async (_, tamper) => {
+    const dir = await mkdtemp(join(tmpdir(), 'pg-keeper-'));
+    try {
+      await tamper(await stopped(dir));
+      const requests: string[] = [];
+      const pg = client({
+        keeper: fileKeeper(dir),
+        fetch: (url, init) => {
+          requests.push(`${init.method ?? 'GET'} ${new URL(url).pathname}`);
+          return fetch(url, init);
+        },
+      });
+      const [pending] = await pg.resumeUploads();
+      expect(pending).toBeDefined();
+      await expect(pending!.resume()).rejects.toMatchObject({ name: 'ClientError', code: 'KEPT_BYTES_CHANGED' });
+      expect(requests).toEqual([]);
+      expect(await pg.resumeUploads()).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,5 +1,5 @@
 import { ClientError, ClientErrorCode } from './errors.js';
-import type { UploadKeeper, UploadRecord } from './keeper.js';
+import { verifyKeptBytes, type UploadKeeper, type UploadRecord } from './keeper.js';
 import { isResumable, type UploadResult } from './sealed.js';
 import type { StorageClient } from './storage.js';
 import { resumeSession, uploadCiphertext } from './upload.js';
@@ -52,7 +52,9 @@ export class PendingUpload {
   }
 
   /**
-   * Continues from the storage service's offset and finalizes. An upload the service no longer
+   * Checks the kept bytes against the digests taken when they were sealed (every byte is read; a
+   * change or a truncation is KEPT_BYTES_CHANGED before anything is sent), then continues from the
+   * storage service's offset and finalizes. An upload the service no longer
    * knows (`UPLOAD_EXPIRED`) or refuses is dropped from the keeper; after a transient failure it
    * stays, to be resumed again.
    */
@@ -70,6 +72,8 @@ export class PendingUpload {
       );
     }
     try {
+      // Before any request: the kept bytes must be the sealed ones (KEPT_BYTES_CHANGED, dropped below).
+      await verifyKeptBytes(record, source, options.signal);
       // The service's last chunk is sent again from the kept bytes: it answers only if they are the same bytes.
       const { session, uploaded } = await resumeSession(this.storage, this.uuid, record.recoveryToken, options.signal, {
         source,

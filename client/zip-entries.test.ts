@@ -232,6 +232,12 @@ describe('listing and reading bundles made by client-zip', () => {
     expect(['..', '.', '', '/', '\u202E'].map(displayName)).toEqual(Array(5).fill('unnamed'));
     expect(displayName('a/..')).toBe('a');
     expect(displayName('x/\u0000')).toBe('x');
+    // Invisible characters that could hide an extension go; whitespace runs show as one space.
+    expect(displayName('invoice\u2028.pdf')).toBe('invoice.pdf');
+    expect(displayName('in\u200Bvoice\u00AD.pdf\u3164')).toBe('invoice.pdf');
+    expect(displayName(`photo.jpg${' '.repeat(80)}.exe`)).toBe('photo.jpg .exe');
+    expect(displayName('a\u3000\u3000\t b.txt')).toBe('a b.txt');
+    expect(displayName('\u200B\u3164')).toBe('unnamed');
     expect(decodeZipName(Uint8Array.from([0x80, 0x9b, 0xe1, 0xff, 0x41]), false)).toBe('Ç¢ß\u00a0A');
     expect(decodeZipName(Uint8Array.from([0xff, 0x41]), true)).toBe('\ufffdA');
   });

@@ -24,15 +24,22 @@ export function decodeZipName(bytes: Uint8Array, isUtf8: boolean): string {
   return chars.join('');
 }
 
-/** C0/C1 controls and the bidirectional marks, embeddings, overrides and isolates. */
-const HIDDEN = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu;
+/**
+ * What shows as nothing: C0/C1 controls, format characters (bidi marks, embeddings, overrides and
+ * isolates, zero-width spaces and joiners, the soft hyphen, BOM), line and paragraph separators,
+ * and the blank fillers (Hangul, halfwidth Hangul, Braille blank).
+ */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u115F\u1160\u3164\uFFA0\u2800]/gu;
+/** Runs of whitespace: one space shows them (a run of spaces can push an extension out of view). */
+const SPACES = /\s+/gu;
 
 /** What {@link displayName} gives a path with no usable last segment. */
 export const UNNAMED = 'unnamed';
 
 /**
  * The last segment of `path` (separators `/` and `\`, empty, `.` and `..` segments skipped), with
- * control and bidirectional formatting characters removed; {@link UNNAMED} when nothing is left.
+ * invisible characters removed and whitespace runs shown as one space; {@link UNNAMED} when nothing
+ * is left. The entry's `path` keeps the sender's bytes as they are.
  */
 export function displayName(path: string): string {
   // Walked backwards segment by segment rather than split: a name of 65 535 separators would
@@ -43,7 +50,7 @@ export function displayName(path: string): string {
     while (start > 0 && path[start - 1] !== '/' && path[start - 1] !== '\\') start--;
     const segment = path.slice(start, end);
     if (segment !== '' && segment !== '.' && segment !== '..') {
-      const clean = segment.replace(HIDDEN, '');
+      const clean = segment.replace(HIDDEN, '').replace(SPACES, ' ').trim();
       if (clean !== '' && clean !== '.' && clean !== '..') return clean;
     }
     end = start - 1;

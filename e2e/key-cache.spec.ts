@@ -1,6 +1,7 @@
 import { chooseEncFile, getKey } from './demo.js';
 import { expect, openDemo, test } from './fixtures.js';
 import { policyFor, sealWithPolicy } from './sealing.js';
+import { dumpOriginStorage } from './storage-dump.js';
 
 /**
  * "Remember my key": one Yivi scan serves every file for the same identity until the session
@@ -76,4 +77,56 @@ test('without "remember", every file asks for a scan', async ({ page, context, s
   await page.getByRole('button', { name: 'Get my key with Yivi' }).click();
   await expect(page.locator('.session .qr svg')).toBeVisible();
   await expect(page.getByRole('status').filter({ hasText: 'Waiting for you to scan the QR code' })).toBeVisible();
+});
+
+test('a remembered key and its session JWT are kept sealed: a dump of IndexedDB and OPFS holds no byte of them; "forget" leaves nothing', async ({
+  page,
+  context,
+  stack,
+}) => {
+  const f = await files(stack);
+  // What the PKG handed out: the JWT (the key request's bearer token) and the user secret key.
+  const jwts = new Set<string>();
+  const usks = new Set<string>();
+  context.on('request', (request) => {
+    if (!request.url().includes('/v2/irma/key/')) return;
+    const bearer = /^Bearer (.+)$/.exec(request.headers()['authorization'] ?? '');
+    if (bearer) jwts.add(bearer[1]!);
+  });
+  context.on('response', async (response) => {
+    if (!response.url().includes('/v2/irma/key/') || response.status() !== 200) return;
+    const body = (await response.json().catch(() => ({}))) as { key?: string };
+    if (typeof body.key === 'string') usks.add(body.key);
+  });
+  await openDemo(page, stack, 'decrypt');
+  await open(page, 'first.txt.enc', f.first);
+  expect(await getKey(page, context, stack, { remember: true })).toBe('session');
+  await open(page, 'second.txt.enc', f.second);
+  expect(await getKey(page, context, stack, { remember: true, expectScan: false })).toBe('cached-jwt');
+  expect(jwts.size).toBeGreaterThan(0);
+  expect(usks.size).toBe(2);
+
+  const secrets = [...jwts, ...usks].flatMap((s) => [
+    s,
+    // the raw bytes too: the USK's decoded, the JWT's signature part decoded
+    Buffer.from(s.split('.').at(-1)!, s.includes('.') ? 'base64url' : 'base64').toString('latin1'),
+  ]);
+  const dump = await dumpOriginStorage(page);
+  expect(dump).toContain('[CryptoKey AES-GCM extractable=false]');
+  expect(dump).toContain('|usk|'); // the entries are there, sealed
+  for (const secret of secrets)
+    expect(dump.includes(secret), `a secret of ${secret.length} bytes in storage`).toBe(false);
+
+  // Sealed, and still a cache hit after a reload.
+  await openDemo(page, stack, 'decrypt');
+  await open(page, 'first.txt.enc', f.first);
+  expect(await getKey(page, context, stack, { remember: true, expectScan: false })).toBe('cache');
+  expect(await previewText(page)).toBe('first letter');
+
+  await page.getByRole('button', { name: 'Forget my keys' }).click();
+  await expect(page.locator('#forget-status')).toHaveText('Forgotten. The next file asks for a new Yivi scan.');
+  const after = await dumpOriginStorage(page);
+  expect(after).not.toContain('|usk|');
+  expect(after).not.toContain('|jwt|');
+  expect(after).not.toContain('CryptoKey');
 });

@@ -101,3 +101,50 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * Bytes that count as progress for an idle timer: a server that drips a byte at a time keeps a
+ * per-read timer happy for ever, so an idle window is met only by this many bytes (or the end).
+ */
+export const PROGRESS_BYTES = 16 * 1024;
+
+/**
+ * `body` with an idle timeout: it errors with `idle()` (and cancels `body`) when fewer than
+ * {@link PROGRESS_BYTES} came within `idleMs` of the last window's start, unless the body ended.
+ * Reads are not otherwise changed (no buffering, no copy).
+ */
+export function idleBounded(
+  body: ReadableStream<Uint8Array>,
+  idleMs: number,
+  idle: () => PostGuardError,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let windowStart = Date.now();
+  let windowBytes = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const left = Math.max(0, windowStart + idleMs - Date.now());
+        let read: ReadableStreamReadResult<Uint8Array>;
+        try {
+          read = await bounded(reader.read(), undefined, left, idle);
+        } catch (error) {
+          void reader.cancel(error).catch(() => undefined);
+          throw error;
+        }
+        if (read.done) {
+          controller.close();
+          return;
+        }
+        windowBytes += read.value.length;
+        if (windowBytes >= PROGRESS_BYTES) {
+          windowStart = Date.now();
+          windowBytes = 0;
+        }
+        controller.enqueue(read.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}

@@ -23,6 +23,8 @@ interface Answer {
   stall?: number;
   /** Never send the headers at all. */
   silent?: boolean;
+  /** Send one body byte every this many ms (a server that drips). */
+  drip?: number;
   /** Answer the whole file with a 200, whatever Range asked. */
   ignoreRange?: boolean;
   /** Leave Content-Range out of a 206 (what a cross-origin reader sees). */
@@ -76,7 +78,14 @@ function handle(req: IncomingMessage, res: ServerResponse) {
   res.writeHead(ranged ? 206 : 200, headers);
   if (a.cut !== undefined) res.write(body.subarray(0, a.cut), () => res.destroy());
   else if (a.stall !== undefined) res.write(body.subarray(0, a.stall));
-  else res.end(body);
+  else if (a.drip !== undefined) {
+    let at = 0;
+    const timer = setInterval(() => {
+      if (res.destroyed || at >= body.length) return void clearInterval(timer);
+      res.write(body.subarray(at, ++at));
+    }, a.drip);
+    res.on('close', () => clearInterval(timer));
+  } else res.end(body);
 }
 
 beforeAll(async () => {
@@ -134,6 +143,17 @@ describe('resumableDownload', () => {
       [HALF + 1000, 1],
     ]);
     expect(entry.ranges.length).toBe(3);
+  });
+
+  it('a server that drips a byte at a time, on every resume too, ends at the idle timeout: SOURCE_FAILED, not for ever', async () => {
+    // One byte every 60 ms keeps any per-read timer of 200 ms happy; 16 KiB per 200 ms it never meets.
+    const dripping = serve(() => ({ drip: 60 }));
+    const started = Date.now();
+    const d = await download(dripping.url, { stallMs: 200, maxResumes: 2 });
+    await expect(d.bytes).rejects.toMatchObject({ code: 'SOURCE_FAILED', message: /less than 16384 bytes/ });
+    // Three legs of about 200 ms each (and short backoffs), not the 17 hours the file would take.
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(dripping.entry.ranges.length).toBe(3);
   });
 
   it('a body that stalls is resumed after stallMs; a resume that stalls too does not hang', async () => {

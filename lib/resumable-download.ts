@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS, bounded, cancelledBy, sleep } from './bounded.js';
+import { MAX_TIMER_MS, PROGRESS_BYTES, bounded, cancelledBy, idleBounded, sleep } from './bounded.js';
 import { ErrorCode, InputError, PostGuardError, describeThrown } from './errors.js';
 import { contentLength, contentRange, reencoded, strongEtag } from './http-lengths.js';
 import { toHeaders, type CredentialsMode, type RequestHeaders } from './web-types.js';
@@ -40,8 +40,11 @@ export interface ResumableDownloadOptions {
   /** Ends the download: the promise rejects, or the readable errors, with CANCELLED. */
   signal?: AbortSignal;
   /**
-   * How long a response, and then each piece of its body, may take (default 30 s). A first
-   * response slower than that fails with SOURCE_FAILED; a body that stalls is resumed.
+   * How long a response may take, and then how long its body may go without delivering 16 KiB
+   * (`PROGRESS_BYTES`, or the rest of it) (default 30 s): a server that drips a byte at a time
+   * stalls too. A first response slower than that fails with SOURCE_FAILED; a body that stalls is
+   * resumed, and after `maxResumes` + 1 stalls in a row that each brought less than 16 KiB the
+   * download fails with SOURCE_FAILED.
    */
   stallMs?: number;
   /**
@@ -126,6 +129,8 @@ interface Leg {
   abort: AbortController;
   /** Bytes still to skip at the body's start (a 200 to a resume: the whole file again). */
   skip: number;
+  /** Bytes this leg delivered. */
+  brought: number;
 }
 
 /**
@@ -203,8 +208,23 @@ export async function resumableDownload(
     throw sourceFailed(`the URL answered HTTP ${response.status} without a body`);
   }
 
+  /** A body's reader that errors when it goes `stallMs` without 16 KiB (a drip is a stall). */
+  const stalls = new WeakSet<PostGuardError>();
+  const watched = (body: ReadableStream<Uint8Array>) =>
+    idleBounded(body, stallMs, () => {
+      const error = sourceFailed(
+        `the download stalled: less than ${PROGRESS_BYTES} bytes in ${seconds} after ${delivered} bytes`,
+      );
+      stalls.add(error);
+      return error;
+    }).getReader();
+  /**
+   * Legs in a row that stalled with less than 16 KiB: progress is a piece, not a byte, so a server
+   * that drips, or answers every resume with a byte or two and stalls, ends after `maxResumes`.
+   */
+  let slow = 0;
   let leg: Leg | undefined =
-    response.body === null ? undefined : { ...first, reader: response.body.getReader(), skip: 0 };
+    response.body === null ? undefined : { ...first, reader: watched(response.body), skip: 0, brought: 0 };
   let delivered = 0;
   /** Attempts to resume since the last new byte. */
   let streak = 0;
@@ -288,12 +308,21 @@ export async function resumableDownload(
         lastFailure = verdict.retry;
         continue;
       }
-      return { abort: attempt.abort, reader: attempt.response.body!.getReader(), skip: verdict.skip };
+      return { abort: attempt.abort, reader: watched(attempt.response.body!), skip: verdict.skip, brought: 0 };
     }
   };
 
   /** Ends the current leg after `error`: resumable, or the download's end (thrown). */
   const drop = (error: PostGuardError) => {
+    if (stalls.has(error) && (leg?.brought ?? 0) < PROGRESS_BYTES && ++slow > maxResumes) {
+      if (leg !== undefined) release(leg);
+      leg = undefined;
+      throw new PostGuardError(
+        error.code,
+        `the download stopped after ${delivered} of its ${size ?? 'unknown number of'} bytes: ${maxResumes + 1} times in a row, less than ${PROGRESS_BYTES} bytes came in ${seconds}`,
+        { cause: error },
+      );
+    }
     if (leg !== undefined) release(leg);
     leg = undefined;
     if (life.signal.aborted) throw cancelled();
@@ -308,9 +337,8 @@ export async function resumableDownload(
       if (leg === undefined) leg = await resume();
       let read: ReadableStreamReadResult<Uint8Array>;
       try {
-        read = await bounded(leg.reader.read(), life.signal, stallMs, () =>
-          sourceFailed(`the download stalled: nothing for ${seconds} after ${delivered} bytes`),
-        );
+        // The reader has the idle timer (watched); the signal ends the wait at once.
+        read = await bounded(leg.reader.read(), life.signal, undefined, () => cancelled());
       } catch (error) {
         drop(
           error instanceof PostGuardError
@@ -340,7 +368,9 @@ export async function resumableDownload(
       if (size !== undefined && delivered + chunk.length > size)
         throw sourceFailed(`the URL sent more than the ${size} bytes its Content-Length announced`);
       delivered += chunk.length;
+      leg.brought += chunk.length;
       streak = 0;
+      if (leg.brought >= PROGRESS_BYTES) slow = 0;
       if (delivered === size) release(leg);
       return chunk;
     }

@@ -1,4 +1,10 @@
-import type { KeeperOptions, UploadKeeper, UploadRecord } from '../client/keeper.js';
+import {
+  DIGEST_PIECE,
+  pieceDigest,
+  type KeeperOptions,
+  type UploadKeeper,
+  type UploadRecord,
+} from '../client/keeper.js';
 
 /**
  * The contract of an upload keeper (client/keeper.ts), as one body that runs anywhere: in Vitest
@@ -137,14 +143,22 @@ export async function keeperContract(
   await failsWith(() => source.read(-1, 1), 'INVALID_INPUT', 'a negative offset');
   await failsWith(() => source.read(0, 1, AbortSignal.abort()), 'ABORTED', 'a read with an aborted signal');
 
-  step('a saved record is listed once its bytes are whole, oldest first; save replaces');
-  const first = recordOf('first', whole.length);
-  await keeper.save(first);
+  step('a saved record is listed once its bytes are whole, oldest first, with the digests of its bytes; save replaces');
+  const digestsOf = async (bytes: Uint8Array) => {
+    const out: string[] = [];
+    for (let at = 0; at < bytes.length; at += DIGEST_PIECE)
+      out.push(await pieceDigest(bytes.subarray(at, at + DIGEST_PIECE)));
+    return out;
+  };
+  const saved = recordOf('first', whole.length);
+  await keeper.save(saved);
+  const first = { ...saved, digests: await digestsOf(whole) };
   sameJson(await keeper.list(), [first], 'the record of whole bytes');
   const small = [patterned(1000, 3)];
   await write(keeper, 'older', small);
-  const older = recordOf('older', 1000, first.createdAt - 1000);
-  await keeper.save(older);
+  const savedOlder = recordOf('older', 1000, first.createdAt - 1000);
+  await keeper.save(savedOlder);
+  const older = { ...savedOlder, digests: await digestsOf(small[0]!) };
   sameJson(
     (await keeper.list()).map((r) => r.id),
     ['older', 'first'],

@@ -1056,6 +1056,20 @@ describe('file names', () => {
     expect(safeFilename('x'.repeat(300))).toHaveLength(255);
   });
 
+  it('are cut at code points, to 255 UTF-8 bytes, the extension kept: 254 characters and an emoji save', () => {
+    const long = `${'a'.repeat(254)}\u{1F600}.pdf`;
+    const name = safeFilename(long);
+    expect(name.endsWith('.pdf')).toBe(true);
+    expect(new TextEncoder().encode(name).length).toBeLessThanOrEqual(255);
+    expect(name).not.toMatch(/\p{Cs}/u);
+    expect(() => contentDisposition('attachment', name)).not.toThrow();
+    // Cut right at the pair: the emoji goes whole or not at all.
+    const atPair = safeFilename(`${'a'.repeat(250)}\u{1F600}\u{1F600}`);
+    expect(atPair).toBe(`${'a'.repeat(250)}\u{1F600}`);
+    expect(() => contentDisposition('attachment', safeFilename(`x\uD800y.txt`))).not.toThrow();
+    expect(safeFilename('é'.repeat(200))).toBe('é'.repeat(127));
+  });
+
   it('are quoted for Content-Disposition without header injection', () => {
     expect(contentDisposition('inline', 'a"b\\c\r\n.txt')).toBe(
       `inline; filename="a_b_c__.txt"; filename*=UTF-8''a%22b%5Cc%0D%0A.txt`,

@@ -17,13 +17,37 @@ export function contentDisposition(disposition: 'attachment' | 'inline', filenam
   return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
-/** A file name a browser can save: no path separators, control characters or empty names. */
+/** The most UTF-8 bytes of a saved name (what common file systems allow). */
+export const MAX_FILENAME_BYTES = 255;
+
+/**
+ * `name` cut to at most {@link MAX_FILENAME_BYTES} UTF-8 bytes at a code-point boundary (never
+ * inside a surrogate pair), keeping a short extension when it is cut.
+ */
+function cutName(name: string): string {
+  const bytes = (text: string) => new TextEncoder().encode(text).length;
+  if (bytes(name) <= MAX_FILENAME_BYTES) return name;
+  const dot = name.lastIndexOf('.');
+  const ext = dot > 0 && name.length - dot <= 16 ? name.slice(dot) : '';
+  let budget = MAX_FILENAME_BYTES - bytes(ext);
+  let out = '';
+  for (const ch of ext === '' ? name : name.slice(0, dot)) {
+    budget -= bytes(ch);
+    if (budget < 0) break;
+    out += ch;
+  }
+  return out + ext;
+}
+
+/** A file name a browser can save: no path separators, control characters, lone surrogates or empty names. */
 export function safeFilename(name: unknown): string {
   const base = (typeof name === 'string' ? name : '').split(/[/\\]/).pop() ?? '';
-  const cleaned = base
-    .replace(/\p{Cc}/gu, '') // C0 and C1 controls, DEL
-    .trim()
-    .slice(0, 255);
+  const cleaned = cutName(
+    base
+      .replace(/\p{Cc}/gu, '') // C0 and C1 controls, DEL
+      .replace(/\p{Cs}/gu, '\uFFFD') // a lone surrogate cannot be encoded (encodeURIComponent throws)
+      .trim(),
+  );
   return cleaned === '' || cleaned === '.' || cleaned === '..' ? 'download' : cleaned;
 }
 

@@ -55,10 +55,18 @@ function wire(readable: ReadableStream<Uint8Array>): { source: SaveSource; trans
   return { source: { kind: 'port', port }, transfer: [port] };
 }
 
+/** How long the service worker may take to take a save, and then to take the next bytes of it. */
+export const SAVE_ANSWER_MS = 10_000;
+export const SAVE_IDLE_MS = 60_000;
+
 async function viaServiceWorker(filename: string, options: SaveOptions): Promise<SaveTarget> {
   const worker = navigator.serviceWorker.controller;
   if (worker === null) throw new Error('no service worker controls this page');
-  const counter = counting(options.onBytes);
+  let lastProgress = Date.now();
+  const counter = counting((bytes) => {
+    lastProgress = Date.now();
+    options.onBytes?.(bytes);
+  });
   const { source, transfer } = wire(counter.readable);
   const request: SaveRequest = { source, filename };
   if (options.contentType !== undefined) request.contentType = options.contentType;
@@ -67,8 +75,31 @@ async function viaServiceWorker(filename: string, options: SaveOptions): Promise
   let settle!: { resolve: (bytes: number) => void; reject: (error: Error) => void };
   const done = new Promise<number>((resolve, reject) => (settle = { resolve, reject }));
   done.catch(() => undefined);
+  // A save that stops answering (the service worker failed on this file, or was stopped) says so
+  // instead of waiting for ever: at registration, and then whenever no byte moves for a minute.
+  let answerTimer: ReturnType<typeof setTimeout> | undefined;
+  const watchdog = setInterval(() => {
+    if (Date.now() - lastProgress < SAVE_IDLE_MS) return;
+    settle.reject(
+      new Error(`the save stopped: no bytes for ${SAVE_IDLE_MS / 1000} s (the service worker may have failed)`),
+    );
+    channel.port1.close();
+  }, 1000);
+  done.then(
+    () => clearInterval(watchdog),
+    () => clearInterval(watchdog),
+  );
   const url = await new Promise<string>((resolve, reject) => {
+    answerTimer = setTimeout(() => {
+      settle.reject(new Error('no answer'));
+      reject(
+        new Error(
+          `the service worker did not take the save within ${SAVE_ANSWER_MS / 1000} s: reload the page and try again`,
+        ),
+      );
+    }, SAVE_ANSWER_MS);
     channel.port1.onmessage = ({ data }: MessageEvent<SaveEvent>) => {
+      clearTimeout(answerTimer);
       if (data.type === 'registered') {
         if (data.ok) resolve(data.url);
         else reject(new Error(data.message));

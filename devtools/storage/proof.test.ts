@@ -109,6 +109,42 @@ describe('proof of possession at finalize', () => {
     expect(await proven()).toEqual([true]);
   });
 
+  it('a second finalize sends no mail and counts nothing again', async () => {
+    const upload = await uploaded();
+    const proof = b64(signChallenge(aliceKey, upload.uuid, upload.challenge));
+    expect((await finalize(upload, proof)).status).toBe(200);
+    expect((await finalize(upload, proof)).status).toBe(200);
+    expect((await finalize(upload)).status).toBe(200);
+    expect(await proven()).toEqual([true]);
+  });
+
+  it('the quota is charged to the sender only with a proof: a copy of their file uploaded by anyone else does not lock them out', async () => {
+    const small = await startStorage({ verifyingKey: keys.vk, sessionTtlSeconds: 600, rollingLimit: file.length + 10 });
+    try {
+      const up = () => uploadWhole(small.url, file, { notifyRecipients: true });
+      const at = (upload: { uuid: string; token: string }, proof?: string) =>
+        fetch(`${small.url}/fileupload/finalize/${upload.uuid}`, {
+          method: 'POST',
+          headers: {
+            cryptifytoken: upload.token,
+            'content-range': `bytes */${file.length}`,
+            ...(proof === undefined ? {} : { 'x-postguard-proof': proof }),
+          },
+        });
+      // A replay of alice's file without her key: charged to the uploader's address, not to alice.
+      expect((await at(await up())).status).toBe(200);
+      // Alice, proving her key, still has her whole quota...
+      const mine = await up();
+      expect((await at(mine, b64(signChallenge(aliceKey, mine.uuid, mine.challenge)))).status).toBe(200);
+      // ...which her proven upload used: the next one is over it; and the replayer's address is spent too.
+      const again = await up();
+      expect((await at(again, b64(signChallenge(aliceKey, again.uuid, again.challenge)))).status).toBe(413);
+      expect((await at(await up())).status).toBe(413);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('another upload is not affected by a failed proof', async () => {
     const upload = await uploaded();
     const other = await uploaded();

@@ -1,9 +1,11 @@
+import { deviceKeyBox, type SealedSecret, type SecretBox } from './secret-box.js';
 import type { KeyValueStore } from './store.js';
 
 /**
  * The PKG client's cache over a KeyValueStore: the PKG's public keys with their validators (ETag,
- * Last-Modified), and, opt-in, session JWTs and user secret keys until they expire. Entries are
- * namespaced by PKG URL. A store that fails (quota, a closed database) degrades to "not cached":
+ * Last-Modified), and, opt-in, session JWTs and user secret keys until they expire (their JWT's
+ * exp or the next 04:00 local time, whichever is first), sealed under the device's wrapping key
+ * (secret-box.ts): the store never holds them in the clear. Entries are namespaced by PKG URL. A store that fails (quota, a closed database) degrades to "not cached":
  * caching never makes a key request fail.
  */
 
@@ -20,24 +22,35 @@ export interface CachedParameters {
 export type SecretKind = 'jwt' | 'usk';
 
 interface CachedSecret {
-  value: string;
+  /** The secret, sealed under the wrapping key, bound to the entry's name. */
+  sealed: SealedSecret;
   /** ms since the epoch. */
   expiresAt: number;
 }
 
-/** Longest time a secret is kept, whatever its JWT says. */
-export const MAX_SECRET_LIFETIME_MS = 24 * 3600 * 1000;
+/** The next 04:00 local time after `now` (ms): no secret is kept past it, whatever its JWT says (today's rule). */
+export function next4am(now: number): number {
+  const next = new Date(now);
+  next.setHours(4, 0, 0, 0);
+  if (next.getTime() <= now) next.setDate(next.getDate() + 1);
+  return next.getTime();
+}
 /** Secrets count as expired this long before their JWT does, so a cached JWT is never presented at its last second. */
 export const EXPIRY_MARGIN_MS = 30_000;
 
 const PREFIX = 'pg';
 
 export class PkgCache {
+  private readonly box: SecretBox;
+
   constructor(
     private readonly store: Promise<KeyValueStore>,
     private readonly namespace: string,
     private readonly now: () => number,
-  ) {}
+    box?: SecretBox,
+  ) {
+    this.box = box ?? deviceKeyBox(store, this.key('device-key'));
+  }
 
   private key(...parts: string[]): string {
     return [PREFIX, this.namespace, ...parts].join('|');
@@ -81,28 +94,31 @@ export class PkgCache {
   async secret(kind: SecretKind, id: string): Promise<string | undefined> {
     const key = this.key(kind, id);
     const entry = await this.read<CachedSecret>(key);
-    if (
-      typeof entry !== 'object' ||
-      entry === null ||
-      typeof entry.value !== 'string' ||
-      typeof entry.expiresAt !== 'number'
-    ) {
-      return undefined;
-    }
+    if (typeof entry !== 'object' || entry === null || typeof entry.expiresAt !== 'number') return undefined;
     if (entry.expiresAt <= this.now()) {
       await this.remove(key);
       return undefined;
     }
-    return entry.value;
+    const value = await this.box.open(entry.sealed, key);
+    // Not ours, moved, changed, or its wrapping key is gone: useless, so not kept either.
+    if (value === undefined) await this.remove(key);
+    return value;
   }
 
-  /** Keeps `value` until `expSeconds` (a JWT exp) minus the margin, and at most a day. */
+  /** Keeps `value`, sealed, until `expSeconds` (a JWT exp) minus the margin, and at most until the next 04:00. */
   async putSecret(kind: SecretKind, id: string, value: string, expSeconds: number | undefined): Promise<void> {
     if (expSeconds === undefined) return;
     const now = this.now();
-    const expiresAt = Math.min(expSeconds * 1000 - EXPIRY_MARGIN_MS, now + MAX_SECRET_LIFETIME_MS);
+    const expiresAt = Math.min(expSeconds * 1000 - EXPIRY_MARGIN_MS, next4am(now));
     if (expiresAt <= now) return;
-    await this.write(this.key(kind, id), { value, expiresAt } satisfies CachedSecret);
+    const key = this.key(kind, id);
+    let sealed: SealedSecret;
+    try {
+      sealed = await this.box.seal(value, key);
+    } catch {
+      return; // no wrapping key (no WebCrypto, a store that refuses keys): not cached, never in the clear
+    }
+    await this.write(key, { sealed, expiresAt } satisfies CachedSecret);
     await this.sweep();
   }
 
@@ -121,9 +137,13 @@ export class PkgCache {
     }
   }
 
-  /** Deletes every cached JWT and user secret key of this PKG. */
+  /**
+   * Deletes every cached JWT and user secret key of this PKG, and this PKG's wrapping key they were
+   * sealed under: nothing of them is left, not even a ciphertext that a key could open.
+   */
   async forgetSecrets(): Promise<void> {
     await Promise.all((await this.secretKeys()).map((k) => this.remove(k)));
+    await this.box.forget().catch(() => undefined);
   }
 
   /** Deletes expired secrets, so key material does not linger in storage after it is useless. */

@@ -385,28 +385,40 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
         );
       }
     }
+    // Counted once, mailed once: a second finalize (a retry after a lost answer, or a replay) is
+    // answered as the first was, and neither sends mail again nor counts the bytes again.
+    if (session.finalized > 0) {
+      session.finalized++;
+      return reply.code(200).send();
+    }
     const now = Math.floor(settings.clock.now());
-    const account = session.tenant !== undefined ? `api-key:${session.tenant}` : sender.email;
-    if (account !== undefined) {
-      const limit = session.tenant !== undefined ? settings.apiKeyRollingLimit : settings.rollingLimit;
-      const usage = ctx.usage.usage(account, now);
-      if (usage.usedBytes + session.uploaded > limit) {
-        store.remove(session.uuid);
-        await rm(filePath(session.uuid), { force: true });
-        const error = `Sender has exceeded the ${Math.floor(settings.rollingWindowSeconds / 86_400)}-day rolling limit of ${limit} bytes`;
-        // Cryptify now keeps a sender's usage to itself: whoever holds an upload's token learns
-        // nothing of what else that sender sent, or when.
-        if (settings.strict) return sendTooLarge(reply, { error, limit: 'rolling_window', limit_bytes: limit });
-        return sendTooLarge(reply, {
-          error,
-          limit: 'rolling_window',
-          used_bytes: usage.usedBytes,
-          limit_bytes: limit,
-          ...(usage.oldestExpiresAt === undefined
-            ? {}
-            : { resets_at: new Date(usage.oldestExpiresAt * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z') }),
-        });
-      }
+    // Who pays: an API key's tenant; else the sender named in the header only when a proof shows
+    // the uploader holds the sender's key; else the uploader's address. A copy of someone's old file
+    // must not spend that sender's quota (and lock them out of sending).
+    const account =
+      session.tenant !== undefined
+        ? `api-key:${session.tenant}`
+        : proven && sender.email !== undefined
+          ? sender.email
+          : `address:${request.ip}`;
+    const limit = session.tenant !== undefined ? settings.apiKeyRollingLimit : settings.rollingLimit;
+    const usage = ctx.usage.usage(account, now);
+    if (usage.usedBytes + session.uploaded > limit) {
+      store.remove(session.uuid);
+      await rm(filePath(session.uuid), { force: true });
+      const error = `Sender has exceeded the ${Math.floor(settings.rollingWindowSeconds / 86_400)}-day rolling limit of ${limit} bytes`;
+      // Cryptify now keeps a sender's usage to itself: whoever holds an upload's token learns
+      // nothing of what else that sender sent, or when.
+      if (settings.strict) return sendTooLarge(reply, { error, limit: 'rolling_window', limit_bytes: limit });
+      return sendTooLarge(reply, {
+        error,
+        limit: 'rolling_window',
+        used_bytes: usage.usedBytes,
+        limit_bytes: limit,
+        ...(usage.oldestExpiresAt === undefined
+          ? {}
+          : { resets_at: new Date(usage.oldestExpiresAt * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z') }),
+      });
     }
     ctx.outbox.record({
       uuid: session.uuid,
@@ -423,7 +435,7 @@ export async function uploadRoutes(app: FastifyInstance, ctx: StorageContext): P
       senderProven: proven,
     });
     session.finalized++;
-    if (account !== undefined) ctx.usage.record(account, session.uploaded, now);
+    ctx.usage.record(account, session.uploaded, now);
     return reply.code(200).send();
   }
 

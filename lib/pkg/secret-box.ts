@@ -1,0 +1,105 @@
+import type { KeyValueStore } from './store.js';
+
+/**
+ * Secrets at rest, never in the clear: what the PKG client caches (session JWTs, user secret keys)
+ * and what an upload keeper keeps (the storage service's recovery token) go to storage only as
+ * AES-256-GCM ciphertexts under a wrapping key, each bound (as additional data) to the name it is
+ * stored under, so an entry copied under another name does not open.
+ *
+ * The device tier's wrapping key is a WebCrypto key made non-extractable and kept in the same
+ * store (IndexedDB in browsers): script in the page can use it but not read it, and a copy of the
+ * origin's files without the browser's own key store has only ciphertext. It goes with the site's
+ * data. What it does not protect against is written in docs/security.md ("Keys at rest").
+ */
+
+/** A secret as stored: the nonce and the ciphertext (with its tag). Structured-cloneable. */
+export interface SealedSecret {
+  v: 1;
+  iv: Uint8Array;
+  data: Uint8Array;
+}
+
+/** Seals and opens secrets under one wrapping key. */
+export interface SecretBox {
+  /** Which wrapping key: the device's (`'device'`). */
+  readonly tier: 'device';
+  /** `plain` sealed, bound to `context` (the name it is stored under). */
+  seal(plain: string, context: string): Promise<SealedSecret>;
+  /** The secret, or undefined when `sealed` is not one of ours, was moved, changed, or the key is gone. */
+  open(sealed: unknown, context: string): Promise<string | undefined>;
+  /** Deletes the wrapping key: whatever was sealed under it can never be opened again. */
+  forget(): Promise<void>;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/** Whether `value` has the shape of a {@link SealedSecret}. */
+export const isSealedSecret = (value: unknown): value is SealedSecret =>
+  typeof value === 'object' &&
+  value !== null &&
+  (value as SealedSecret).v === 1 &&
+  (value as SealedSecret).iv instanceof Uint8Array &&
+  (value as SealedSecret).iv.length === 12 &&
+  (value as SealedSecret).data instanceof Uint8Array &&
+  (value as SealedSecret).data.length >= 16;
+
+/** The store key the device's wrapping key lives under. */
+export const DEVICE_KEY_NAME = 'pg|device-key';
+
+/**
+ * The device tier over `store`: a non-extractable AES-GCM key made on first use and kept in the
+ * store under `name`. Two tabs that make one at the same moment: the later wins, and what the
+ * other sealed reads as absent (a cache miss), never as wrong.
+ */
+export function deviceKeyBox(store: KeyValueStore | Promise<KeyValueStore>, name = DEVICE_KEY_NAME): SecretBox {
+  let key: Promise<CryptoKey> | undefined;
+  const load = async (create: boolean): Promise<CryptoKey | undefined> => {
+    const kv = await store;
+    const kept = await kv.get<unknown>(name);
+    if (kept instanceof CryptoKey && kept.algorithm.name === 'AES-GCM' && !kept.extractable) return kept;
+    if (!create) return undefined;
+    const made = await crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt']);
+    await kv.set(name, made);
+    return made;
+  };
+  const current = (): Promise<CryptoKey> => {
+    const pending = (key ??= load(true).then((k) => k!));
+    pending.catch(() => {
+      if (key === pending) key = undefined;
+    });
+    return pending;
+  };
+  return {
+    tier: 'device',
+    async seal(plain, context) {
+      const iv = crypto.getRandomValues(new Uint8Array(12));
+      const data = await crypto.subtle.encrypt(
+        { name: 'AES-GCM', iv, additionalData: encoder.encode(context) },
+        await current(),
+        encoder.encode(plain),
+      );
+      return { v: 1, iv, data: new Uint8Array(data) };
+    },
+    async open(sealed, context) {
+      if (!isSealedSecret(sealed)) return undefined;
+      try {
+        const k = key !== undefined ? await key : await load(false);
+        if (k === undefined) return undefined;
+        key ??= Promise.resolve(k);
+        const plain = await crypto.subtle.decrypt(
+          { name: 'AES-GCM', iv: sealed.iv as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(context) },
+          k,
+          sealed.data as Uint8Array<ArrayBuffer>,
+        );
+        return decoder.decode(plain);
+      } catch {
+        return undefined;
+      }
+    },
+    async forget() {
+      key = undefined;
+      await (await store).delete(name);
+    },
+  };
+}
