@@ -17,7 +17,7 @@ export type { RecipientKind } from './recipients.js';
 export { Sealed } from './sealed.js';
 export type { NotifyOptions, ToBytesOptions, UploadOptions, UploadResult } from './sealed.js';
 export { PendingUpload } from './resume.js';
-export type { ResumeOptions } from './resume.js';
+export type { LostUpload, ResumeOptions } from './resume.js';
 export { Opened, chooseRecipient } from './opened.js';
 export type {
   OpenInput,
