@@ -44,7 +44,7 @@ export {
   DEFAULT_GRACE_MS,
   MAX_RECORD_BYTES,
 } from './keeper.js';
-export type { UploadKeeper, UploadRecord, KeeperBackend, KeeperOptions, KeptBytes } from './keeper.js';
+export type { UploadKeeper, UploadRecord, KeeperBackend, KeeperOptions, KeptBytes, ListOptions } from './keeper.js';
 export { browserKeeper } from './keeper-browser.js';
 export type { BrowserKeeper, BrowserKeeperBackend, BrowserKeeperOptions } from './keeper-browser.js';
 export {
