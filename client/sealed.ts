@@ -31,7 +31,10 @@ export interface NotifyOptions {
 export interface UploadOptions {
   /** Without it (or with everything false) the upload is silent: nobody is mailed. */
   notify?: NotifyOptions;
-  /** Aborts the upload (`ABORTED`). A kept upload stays resumable (`pg.resumeUploads()`). */
+  /**
+   * Aborts the upload (`ABORTED`). A kept upload stays resumable (`pg.resumeUploads()`) once its
+   * sealing ended; aborted while still sealing, nothing of it is kept.
+   */
   signal?: AbortSignal;
   /**
    * Called after each chunk the storage service confirmed, with the ciphertext bytes stored so far
