@@ -291,4 +291,47 @@ describe('a kept upload sends its chunks while it seals', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('an upload the storage service fails while sealing goes on stays resumable: sealing finishes into the keeper, the rest is sent later', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pg-keeper-'));
+    try {
+      await fetch(`${storage.url}/standin/faults/chunk`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ always: true, status: 503, fromOffset: 2 * CHUNK }),
+      });
+      const keeper = fileKeeper(dir);
+      const first = client({ keeper });
+      const content = bytes(1_000_000, 6);
+      let sealedWhenFailed: number | undefined;
+      let sealedLast = 0;
+      const error = await first
+        .encrypt({
+          files: [{ name: 'later.bin', content }],
+          recipients: [first.recipient.email(BOB)],
+          sign: first.sign.apiKey(pkg.apiKey),
+        })
+        .upload({
+          onSealProgress: (sealed) => (sealedLast = sealed),
+          onProgress: (uploaded) => {
+            if (uploaded === 2 * CHUNK) sealedWhenFailed = sealedLast;
+          },
+          signal: AbortSignal.timeout(60_000),
+        })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'STORAGE_UNAVAILABLE', uploadedBytes: 2 * CHUNK });
+      expect(sealedWhenFailed).toBeDefined();
+      await fetch(`${storage.url}/standin/faults`, { method: 'DELETE' });
+
+      const second = client({ keeper: fileKeeper(dir) });
+      const pending = await second.resumeUploads();
+      expect(pending.map((p) => p.size)).toEqual([sealedLast]);
+      const { uuid } = await pending[0]!.resume();
+      const result = await second.open({ uuid }).decrypt({ session: sessionFor(BOB), output: 'bytes' });
+      if (result.output !== 'bytes') throw new Error('unexpected output');
+      expectSameBytes(readZip(result.plaintext).get('later.bin')!, content);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
