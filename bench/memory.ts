@@ -16,9 +16,13 @@
  *
  *   npm run bench:memory                       1 GiB, Node then Chromium
  *   npm run bench:memory -- --mib 64 --skip-browser
+ *   npm run bench:memory -- --mib 256 --skip-node   Chromium only
+ *   npm run bench:memory -- --mib 256 --skip-node --stages seal,seal+opfs,seal-then-put,upload
+ *                                              what each stage of a page's send costs alone
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -29,10 +33,11 @@ import { FAKE_JWT_PREFIX } from '../client/testing.js';
 import { postguardFromSources } from '../lib/build/bundles.js';
 import { sourceAliases } from '../scripts/source-aliases.js';
 import { chromiumLaunchOptions } from '../test/chromium.js';
-import type { MemoryPage } from './memory-page/main.js';
+import type { MemoryPage, SendStage, stage } from './memory-page/main.js';
 import { plaintext, startTransferStack } from './storage-transfer.js';
 
 const BOB = 'bob@example.com';
+const STAGES: readonly SendStage[] = ['seal', 'seal+opfs', 'seal-then-put', 'upload'];
 const MiB = 1024 * 1024;
 /** The whole run's way out: a stuck service fails the run instead of hanging it. */
 const RUN_MS = 60 * 60 * 1000;
@@ -105,6 +110,7 @@ async function sampled<T>(sample: () => Sample | Promise<Sample>, f: () => Promi
   }
 }
 
+const load = () => `load ${loadavg()[0]!.toFixed(1)}`;
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
 
 function row(what: string, bytes: number, run: Sampled<unknown>, figures: string[]) {
@@ -126,7 +132,7 @@ function rssOf(pids: number[]): number {
   return total;
 }
 
-async function inChromium(services: Services, bytes: number): Promise<void> {
+async function inChromium(services: Services, bytes: number, stages?: SendStage[]): Promise<void> {
   const root = fileURLToPath(new URL('./memory-page/', import.meta.url));
   const outDir = fileURLToPath(new URL('../tmp/bench-memory-page/', import.meta.url));
   await build({
@@ -182,9 +188,27 @@ async function inChromium(services: Services, bytes: number): Promise<void> {
         [name, args] as const,
       );
     const services_ = { pkgUrl: `${origin}/pkg`, cryptifyUrl: services.storageUrl };
+    if (stages !== undefined) {
+      for (const which of stages) {
+        const { ms } = await page.evaluate((a) => (globalThis as unknown as { stage: typeof stage }).stage(a), {
+          ...services_,
+          bytes,
+          jwt: services.apiKey,
+          stage: which,
+        });
+        console.log(`Chromium ${which} ${mib(bytes)}: ${(bytes / 1e6 / (ms / 1000)).toFixed(1)} MB/s (${load()})`);
+      }
+      return;
+    }
     const what = `renderer RSS over ${pids.length} process(es), page JS heap`;
     const sent = await sampled(sample, () => call('send', { ...services_, bytes, jwt: services.apiKey }));
-    row(`Chromium upload ${mib(bytes)} (sealed into OPFS, then sent; ${what})`, bytes, sent, ['rss', 'heap']);
+    row(`Chromium upload ${mib(bytes)} (sealed into OPFS as it is sent; ${what})`, bytes, sent, ['rss', 'heap']);
+    const split = await page.evaluate(
+      () => (globalThis as unknown as { lastSend: { sealedMs: number; totalMs: number } }).lastSend,
+    );
+    console.log(
+      `  sealing ended after ${(split.sealedMs / 1000).toFixed(1)} s of ${(split.totalMs / 1000).toFixed(1)} s`,
+    );
     const got = await sampled(sample, () =>
       call('receive', { ...services_, uuid: sent.result as string, jwt: `${FAKE_JWT_PREFIX}${BOB}` }),
     );
@@ -203,6 +227,8 @@ async function main(): Promise<void> {
       serve: { type: 'boolean', default: false },
       mib: { type: 'string', default: '1024' },
       'skip-browser': { type: 'boolean', default: false },
+      'skip-node': { type: 'boolean', default: false },
+      stages: { type: 'string' },
     },
   });
   if (values.serve) return serve();
@@ -247,18 +273,24 @@ async function main(): Promise<void> {
       await result.sender;
       return n;
     };
-    // A small round first, so the baselines include the code and the keys, not the first use.
-    await download((await upload(8 * MiB)).uuid);
-    (globalThis as { gc?: () => void }).gc?.();
+    if (!values['skip-node']) {
+      // A small round first, so the baselines include the code and the keys, not the first use.
+      await download((await upload(8 * MiB)).uuid);
+      (globalThis as { gc?: () => void }).gc?.();
 
-    const up = await sampled(nodeSample, () => upload(bytes));
-    row(`Node upload ${mib(bytes)}`, bytes, up, ['rss', 'heap', 'buffers']);
-    (globalThis as { gc?: () => void }).gc?.();
-    const down = await sampled(nodeSample, () => download(up.result.uuid));
-    if (down.result < bytes) throw new Error(`read ${down.result} bytes, expected at least ${bytes}`);
-    row(`Node download + decrypt ${mib(bytes)}`, bytes, down, ['rss', 'heap', 'buffers']);
+      const up = await sampled(nodeSample, () => upload(bytes));
+      row(`Node upload ${mib(bytes)}`, bytes, up, ['rss', 'heap', 'buffers']);
+      (globalThis as { gc?: () => void }).gc?.();
+      const down = await sampled(nodeSample, () => download(up.result.uuid));
+      if (down.result < bytes) throw new Error(`read ${down.result} bytes, expected at least ${bytes}`);
+      row(`Node download + decrypt ${mib(bytes)}`, bytes, down, ['rss', 'heap', 'buffers']);
+    }
 
-    if (!values['skip-browser']) await inChromium(services, bytes);
+    const stages = values.stages?.split(',').map((s) => {
+      if (!STAGES.includes(s as SendStage)) throw new Error(`--stages: ${s}? (${STAGES.join(', ')})`);
+      return s as SendStage;
+    });
+    if (!values['skip-browser']) await inChromium(services, bytes, stages);
   } finally {
     clearTimeout(deadline);
     child.stdin!.end();

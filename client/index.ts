@@ -17,7 +17,7 @@ export type { RecipientKind } from './recipients.js';
 export { Sealed } from './sealed.js';
 export type { NotifyOptions, ToBytesOptions, UploadOptions, UploadResult } from './sealed.js';
 export { PendingUpload } from './resume.js';
-export type { ResumeOptions } from './resume.js';
+export type { LostUpload, ResumeOptions } from './resume.js';
 export { Opened, chooseRecipient } from './opened.js';
 export type {
   OpenInput,
@@ -45,7 +45,7 @@ export {
   DEFAULT_GRACE_MS,
   MAX_RECORD_BYTES,
 } from './keeper.js';
-export type { UploadKeeper, UploadRecord, KeeperBackend, KeeperOptions, KeptBytes } from './keeper.js';
+export type { UploadKeeper, UploadRecord, KeeperBackend, KeeperOptions, KeptBytes, ListOptions } from './keeper.js';
 export { browserKeeper } from './keeper-browser.js';
 export type { BrowserKeeper, BrowserKeeperBackend, BrowserKeeperOptions } from './keeper-browser.js';
 export {

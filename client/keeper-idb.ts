@@ -195,9 +195,11 @@ export function idbBytes(
       }
       return found;
     },
+    // Every piece of `id`, committed or not: a write a reload cut off left pieces no manifest
+    // names, and a removed upload keeps nothing (no other write of the same id can be under way).
     removeBytes: async (id) => {
-      const m = await manifestOf(id);
-      await delMany(m === undefined ? [manifestKey(id)] : [...pieceKeys(id, m), manifestKey(id)], store);
+      const pieces = await stringKeys(store, `piece:${id}:`);
+      await delMany([...pieces, manifestKey(id)], store);
     },
     async sweep(before) {
       const live = new Set<string>();

@@ -131,3 +131,44 @@ describe('keeperOver', () => {
     await expect(pending).rejects.toMatchObject({ code: 'ABORTED' });
   });
 });
+
+describe('records marked sealing', () => {
+  it('are never resumable: list() leaves them out, list({ sealing: true }) gives only them, whatever their bytes', async () => {
+    const keeper = memoryKeeper();
+    await writeAll(await keeper.create('whole'), new Uint8Array(4));
+    await keeper.save(record('whole', 4));
+    await keeper.save({ ...record('sealing', 4), sealing: true });
+    await writeAll(await keeper.create('sealed'), new Uint8Array(4));
+    await keeper.save({ ...record('sealed', 4), sealing: true });
+    expect((await keeper.list()).map((r) => r.id)).toEqual(['whole']);
+    const sealing = await keeper.list({ sealing: true });
+    expect(sealing.map((r) => [r.id, r.sealing]).sort()).toEqual([
+      ['sealed', true],
+      ['sealing', true],
+    ]);
+    // Saved again without the mark once the bytes are committed: resumable from then on.
+    await keeper.save(record('sealed', 4));
+    expect((await keeper.list()).map((r) => r.id).sort()).toEqual(['sealed', 'whole']);
+    // Still there: listing does not remove a send being sealed within the grace.
+    expect((await keeper.list({ sealing: true })).map((r) => r.id)).toEqual(['sealing']);
+  });
+
+  it('go with their bytes once the grace is over (a sealer that never came back)', async () => {
+    const backend = memoryBackend();
+    const keeper = keeperOver(backend, { graceMs: 0 });
+    await writeAll(await keeper.create('old'), new Uint8Array(4));
+    await keeper.save({ ...record('old', 4), createdAt: Date.now() - 1000, sealing: true });
+    expect(await keeper.list({ sealing: true })).toEqual([]);
+    expect(await backend.listRecords()).toEqual([]);
+    expect(await backend.listBytes()).toEqual([]);
+  });
+
+  it('keep the mark as a boolean: anything else is INVALID_INPUT, false is dropped', async () => {
+    const keeper = memoryKeeper();
+    await expect(keeper.save({ ...record('x', 1), sealing: 'yes' as unknown as boolean })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
+    await keeper.save({ ...record('y', 1), sealing: false });
+    expect((await keeper.list({ sealing: true })).map((r) => r.id)).toEqual([]);
+  });
+});

@@ -53,6 +53,12 @@ export interface UploadRecord {
     /** The language of those mails. */
     language?: 'EN' | 'NL';
   };
+  /**
+   * Set while the bytes are being sealed (and sent as they are sealed): such an upload cannot be
+   * resumed, as its bytes are committed only when sealing ends, when the record is saved again
+   * without it. One still marked after its sealer went away (a reload, a crash) is a lost send.
+   */
+  sealing?: boolean;
 }
 
 /**
@@ -74,10 +80,20 @@ export interface UploadKeeper {
   open(id: string): Promise<ByteSource | undefined>;
   /** Stores a record, replacing the one of the same id. */
   save(record: UploadRecord): Promise<void>;
-  /** The resumable uploads, oldest first; records whose bytes are missing or short are dropped (silently removed). */
-  list(): Promise<UploadRecord[]>;
+  /**
+   * The resumable uploads, oldest first; records whose bytes are missing or short are dropped
+   * (silently removed). With `sealing: true`, the records still marked {@link UploadRecord.sealing}
+   * instead, whatever their bytes (a keeper that predates the mark may give none).
+   */
+  list(options?: ListOptions): Promise<UploadRecord[]>;
   /** Removes the record and the bytes of `id`. */
   remove(id: string): Promise<void>;
+}
+
+/** What {@link UploadKeeper.list} lists. */
+export interface ListOptions {
+  /** The records of uploads being sealed (or whose sealer went away), not the resumable ones. Default false. */
+  sealing?: boolean;
 }
 
 /** Committed bytes as a backend lists them. */
@@ -207,6 +223,10 @@ export function checkUploadRecord(value: unknown): UploadRecord {
     if (v[field] === undefined) continue;
     if (!isText(v[field])) throw bad(field, 'a string');
     record[field] = v[field];
+  }
+  if (v.sealing !== undefined) {
+    if (typeof v.sealing !== 'boolean') throw bad('sealing', 'a boolean');
+    if (v.sealing) record.sealing = true;
   }
   if (v.chunkSize !== undefined) {
     if (!isCount(v.chunkSize) || v.chunkSize === 0) throw bad('chunkSize', 'a positive whole number');
@@ -375,8 +395,16 @@ export async function verifyKeptBytes(record: UploadRecord, source: ByteSource, 
   }
 }
 
-/** What `list()` does with one record, given its committed bytes. */
-function verdict(record: UploadRecord, bytes: KeptBytes | undefined, before: number): 'keep' | 'hide' | 'remove' {
+/**
+ * What `list()` does with one record, given its committed bytes. A record still sealing is never
+ * resumable ('sealing'), until the grace is over: then it goes, whatever its bytes.
+ */
+function verdict(
+  record: UploadRecord,
+  bytes: KeptBytes | undefined,
+  before: number,
+): 'keep' | 'hide' | 'remove' | 'sealing' {
+  if (record.sealing === true) return record.createdAt < before ? 'remove' : 'sealing';
   if (bytes === undefined) return record.createdAt < before ? 'remove' : 'hide';
   return bytes.size === record.size ? 'keep' : 'remove';
 }
@@ -420,7 +448,8 @@ export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}):
       written.delete(id);
       await removeBoth(checkUploadId(id));
     },
-    list: async () => {
+    list: async (options = {}) => {
+      const wantSealing = options.sealing === true;
       const before = Date.now() - graceMs;
       const [stored, kept] = await guarded('listed', () => Promise.all([backend.listRecords(), backend.listBytes()]));
       const bytes = new Map(kept.map((b) => [b.id, b]));
@@ -439,7 +468,7 @@ export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}):
           else record.recoveryToken = token;
         }
         const fate = record === undefined || record.id !== id ? 'remove' : verdict(record, bytes.get(id), before);
-        if (fate === 'keep') records.push(record!);
+        if (fate === (wantSealing ? 'sealing' : 'keep')) records.push(record!);
         if (fate === 'remove') {
           await guarded('removed', () => backend.removeRecord(id));
           if (ID.test(id)) await guarded('removed', () => backend.removeBytes(id));
@@ -524,4 +553,39 @@ function copySpan(pieces: readonly Uint8Array[], ends: readonly number[], offset
  */
 export function memoryKeeper(options: KeeperOptions = {}): UploadKeeper {
   return keeperOver(memoryBackend(), options);
+}
+
+/** The Web Lock a page holds while it seals upload `id` (what tells a live sealer from one a reload ended). */
+const sealingLock = (id: string) => `postguard-sealing:${id}`;
+
+type Locks = {
+  request<T>(name: string, options: { ifAvailable?: boolean }, work: (lock: unknown) => Promise<T> | T): Promise<T>;
+};
+const webLocks = (): Locks | undefined =>
+  (globalThis as { navigator?: { locks?: Locks } }).navigator?.locks ?? undefined;
+
+/**
+ * Takes the lock that says upload `id` is being sealed here, and resolves once it is held, with
+ * the function that releases it. Without Web Locks (Node) there is no lock and the release does
+ * nothing: {@link sealerGone} then never says a sealer is gone.
+ */
+export async function holdSealingLock(id: string): Promise<() => void> {
+  const locks = webLocks();
+  if (locks === undefined) return () => undefined;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await new Promise<void>((held, failed) => {
+    locks.request(sealingLock(id), {}, () => (held(), released)).catch(failed);
+  });
+  return release;
+}
+
+/**
+ * Whether nobody seals upload `id` any more: true only where Web Locks tell (its lock is free, so
+ * the page that sealed it was reloaded or closed); false where nothing can tell.
+ */
+export async function sealerGone(id: string): Promise<boolean> {
+  const locks = webLocks();
+  if (locks === undefined) return false;
+  return locks.request(sealingLock(id), { ifAvailable: true }, (lock) => lock !== null);
 }

@@ -8,7 +8,7 @@ import { memoryKeeper, type UploadKeeper } from './keeper.js';
 import { Opened, type OpenInput } from './opened.js';
 import { ClientPkg } from './pkg.js';
 import { emailDomainRecipient, emailRecipient, isRecipient, type RecipientBuilder } from './recipients.js';
-import { PendingUpload } from './resume.js';
+import { lostUploads, PendingUpload, type LostUpload } from './resume.js';
 import { Sealed, type SealedInput } from './sealed.js';
 import {
   apiKeySign,
@@ -183,6 +183,17 @@ export class PostGuard {
     const keeper = await this.keeper();
     const records = await keeper.list();
     return records.filter((r) => r.uuid !== undefined).map((record) => new PendingUpload(record, keeper, storage));
+  }
+
+  /**
+   * The sends a reload or a closed tab cut off while they were being sealed: nothing of them can
+   * be resumed or is kept any more (each is removed as it is reported, so it is reported once), and
+   * no recipient was mailed. Tell the person, and offer to send the files again. Where a page cannot
+   * tell a send still being sealed in another tab from one that was cut off (no Web Locks; Node),
+   * this is empty.
+   */
+  async lostUploads(): Promise<LostUpload[]> {
+    return lostUploads(await this.keeper());
   }
 
   /**

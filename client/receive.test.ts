@@ -338,3 +338,105 @@ describe('resumeUploads: an upload stopped half-way continues with the very same
     }
   });
 });
+
+describe('a kept upload sends its chunks while it seals', () => {
+  it('the first chunks are confirmed before sealing goes on, the send is marked sealing until then, and nothing is kept after', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pg-keeper-'));
+    try {
+      const keeper = fileKeeper(dir);
+      const pg = client({ keeper });
+      const content = bytes(1_000_000, 5);
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      // A file whose second half is read only once the storage service confirmed a chunk: an
+      // upload that waited for the whole sealing (as kept uploads once did) never finishes.
+      class GatedFile extends Blob {
+        override stream(): ReadableStream<Uint8Array<ArrayBuffer>> {
+          let step = 0;
+          return new ReadableStream<Uint8Array<ArrayBuffer>>({
+            async pull(controller) {
+              if (step === 0) controller.enqueue(content.slice(0, 500_000));
+              else if (step === 1) {
+                await gate;
+                controller.enqueue(content.slice(500_000));
+              } else controller.close();
+              step += 1;
+            },
+          });
+        }
+      }
+      const sealedSeen: number[] = [];
+      let markedWhileSealing: boolean[] | undefined;
+      const { uuid } = await pg
+        .encrypt({
+          files: [{ name: 'gated.bin', content: new GatedFile([content]) }],
+          recipients: [pg.recipient.email(BOB)],
+          sign: pg.sign.apiKey(pkg.apiKey),
+        })
+        .upload({
+          onSealProgress: (sealed) => sealedSeen.push(sealed),
+          onProgress: (uploaded) => {
+            if (uploaded === 0 || markedWhileSealing !== undefined) return;
+            markedWhileSealing = [];
+            void keeper.list({ sealing: true }).then((records) => {
+              markedWhileSealing = records.map((r) => r.sealing === true);
+              release();
+            });
+          },
+          signal: AbortSignal.timeout(60_000),
+        });
+      expect(markedWhileSealing).toEqual([true]);
+      expect(sealedSeen.at(-1)).toBeGreaterThan(1_000_000);
+      expect(await keeper.list()).toEqual([]);
+      expect(await keeper.list({ sealing: true })).toEqual([]);
+      const result = await pg.open({ uuid }).decrypt({ session: sessionFor(BOB), output: 'bytes' });
+      if (result.output !== 'bytes') throw new Error('unexpected output');
+      expectSameBytes(readZip(result.plaintext).get('gated.bin')!, content);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an upload the storage service fails while sealing goes on stays resumable: sealing finishes into the keeper, the rest is sent later', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pg-keeper-'));
+    try {
+      await fetch(`${storage.url}/standin/faults/chunk`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ always: true, status: 503, fromOffset: 2 * CHUNK }),
+      });
+      const keeper = fileKeeper(dir);
+      const first = client({ keeper });
+      const content = bytes(1_000_000, 6);
+      let sealedWhenFailed: number | undefined;
+      let sealedLast = 0;
+      const error = await first
+        .encrypt({
+          files: [{ name: 'later.bin', content }],
+          recipients: [first.recipient.email(BOB)],
+          sign: first.sign.apiKey(pkg.apiKey),
+        })
+        .upload({
+          onSealProgress: (sealed) => (sealedLast = sealed),
+          onProgress: (uploaded) => {
+            if (uploaded === 2 * CHUNK) sealedWhenFailed = sealedLast;
+          },
+          signal: AbortSignal.timeout(60_000),
+        })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'STORAGE_UNAVAILABLE', uploadedBytes: 2 * CHUNK });
+      expect(sealedWhenFailed).toBeDefined();
+      await fetch(`${storage.url}/standin/faults`, { method: 'DELETE' });
+
+      const second = client({ keeper: fileKeeper(dir) });
+      const pending = await second.resumeUploads();
+      expect(pending.map((p) => p.size)).toEqual([sealedLast]);
+      const { uuid } = await pending[0]!.resume();
+      const result = await second.open({ uuid }).decrypt({ session: sessionFor(BOB), output: 'bytes' });
+      if (result.output !== 'bytes') throw new Error('unexpected output');
+      expectSameBytes(readZip(result.plaintext).get('later.bin')!, content);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import { ClientError, ClientErrorCode } from './errors.js';
-import { verifyKeptBytes, type UploadKeeper, type UploadRecord } from './keeper.js';
+import { sealerGone, verifyKeptBytes, type UploadKeeper, type UploadRecord } from './keeper.js';
 import { isResumable, type UploadResult } from './sealed.js';
 import type { StorageClient } from './storage.js';
 import { resumeSession, uploadCiphertext } from './upload.js';
@@ -101,4 +101,45 @@ export class PendingUpload {
   discard(): Promise<void> {
     return this.keeper.remove(this.record.id);
   }
+}
+
+/**
+ * A send that a reload or a closed tab cut off while it was being sealed, as `pg.lostUploads()`
+ * reports it. Nothing of it can be resumed (sealing draws fresh randomness, so its bytes cannot be
+ * made again, and they were kept only once sealing ended); nothing of it is kept any more, and no
+ * recipient was mailed. The person picks the files again to send them.
+ */
+export interface LostUpload {
+  /** What was sent: the file names, unless the app gave a label. */
+  label: string | undefined;
+  /** The recipients' addresses. */
+  recipients: readonly string[];
+  /** The message the recipients' mails were to carry, if any. */
+  message: string | undefined;
+  /** When the send began. */
+  createdAt: Date;
+  /** The ciphertext's size in bytes. */
+  size: number;
+}
+
+/**
+ * The sends of `keeper` whose sealing ended with the page that ran it: each is removed (record and
+ * any bytes) as it is reported, so it is reported once. A send still being sealed in another tab
+ * is not one; where that cannot be told (no Web Locks, as in Node), none is reported, and the
+ * keeper's grace period removes them.
+ */
+export async function lostUploads(keeper: UploadKeeper): Promise<LostUpload[]> {
+  const lost: LostUpload[] = [];
+  for (const record of await keeper.list({ sealing: true })) {
+    if (record.sealing !== true || !(await sealerGone(record.id))) continue;
+    await keeper.remove(record.id);
+    lost.push({
+      label: record.label,
+      recipients: record.recipients,
+      message: record.notify?.message === '' ? undefined : record.notify?.message,
+      createdAt: new Date(record.createdAt),
+      size: record.size,
+    });
+  }
+  return lost;
 }

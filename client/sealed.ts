@@ -5,12 +5,12 @@ import type { ResolvedConfig } from './config.js';
 import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
-import type { UploadKeeper, UploadRecord } from './keeper.js';
+import { holdSealingLock, type UploadKeeper, type UploadRecord } from './keeper.js';
 import type { ClientPkg, SigningKeys } from './pkg.js';
 import { buildPolicy, emailRecipient, type RecipientBuilder } from './recipients.js';
 import type { SignMethod } from './sign.js';
-import { StorageClient, type UploadSession } from './storage.js';
-import { checkLimits, uploadCiphertext } from './upload.js';
+import { StorageClient, type StorageLimits, type UploadSession } from './storage.js';
+import { ChunkFeed, checkLimits, located, uploadCiphertext } from './upload.js';
 import { plainLength, zipStream, type ZipEntry } from './zip.js';
 
 /** Whom the storage service mails about an upload, and what it says. */
@@ -29,13 +29,22 @@ export interface NotifyOptions {
 export interface UploadOptions {
   /** Without it (or with everything false) the upload is silent: nobody is mailed. */
   notify?: NotifyOptions;
-  /** Aborts the upload (`ABORTED`). A kept upload stays resumable (`pg.resumeUploads()`). */
+  /**
+   * Aborts the upload (`ABORTED`). A kept upload stays resumable (`pg.resumeUploads()`) once its
+   * sealing ended; aborted while still sealing, nothing of it is kept.
+   */
   signal?: AbortSignal;
   /**
    * Called after each chunk the storage service confirmed, with the ciphertext bytes stored so far
    * and the total. (pg-js reports a percentage of the plaintext instead; the bytes say more.)
    */
   onProgress?: (uploadedBytes: number, totalBytes: number | undefined) => void;
+  /**
+   * Called as sealing goes on, with the ciphertext bytes sealed so far and the total (undefined
+   * for a stream of unknown length). Sealing and uploading run side by side: in a browser the
+   * sealed bytes are kept first, so sealing may run ahead of the upload.
+   */
+  onSealProgress?: (sealedBytes: number, totalBytes: number | undefined) => void;
   /** Called once the storage service assigned the upload its id, before the first chunk. */
   onUploadInit?: (upload: { uuid: string }) => void;
   /** What `pg.resumeUploads()` shows for this upload. Default: the file names. */
@@ -134,15 +143,27 @@ function abortable(readable: ReadableStream<Uint8Array>, signal: AbortSignal | u
   return readable.pipeThrough(new TransformStream<Uint8Array, Uint8Array>(), { signal });
 }
 
+/** What else {@link chunkingSink} does. */
+export interface ChunkingOptions {
+  /** A new buffer for each chunk, so `deliver` may keep the chunks it is given. Default false: one buffer, reused. */
+  fresh?: boolean;
+  /** After the last chunk was delivered, when the writable closes. */
+  close?: () => Promise<void>;
+  /** When the writable is aborted. */
+  abort?: (reason: unknown) => Promise<void>;
+}
+
 /**
  * A writable that hands on exactly `size` bytes at a time (the last piece may be shorter and is
  * never empty). write() resolves only after `deliver` did, so the sealer waits while a chunk
- * uploads, and the one buffer is reused: `deliver` must be done with a chunk when it resolves
- * (an upload is: its request has been answered). Memory: one chunk, allocated on first use.
+ * uploads. Unless `fresh`, the one buffer is reused: `deliver` must be done with a chunk when it
+ * resolves (an upload is: its request has been answered). Memory: one chunk (`fresh`: what
+ * `deliver` keeps besides).
  */
 export function chunkingSink(
   size: number,
   deliver: (chunk: Uint8Array<ArrayBuffer>) => Promise<void>,
+  options: ChunkingOptions = {},
 ): WritableStream<Uint8Array> {
   let buffer: Uint8Array<ArrayBuffer> | undefined;
   let filled = 0;
@@ -157,36 +178,28 @@ export function chunkingSink(
         offset += n;
         if (filled === size) {
           filled = 0;
-          await deliver(buffer);
+          const full = buffer;
+          if (options.fresh === true) buffer = undefined;
+          await deliver(full);
         }
       }
     },
     async close() {
       if (buffer !== undefined && filled > 0) await deliver(buffer.subarray(0, filled));
+      buffer = undefined;
+      await options.close?.();
+    },
+    async abort(reason) {
+      buffer = undefined;
+      await options.abort?.(reason);
     },
   });
 }
 
-/** Bytes per write into a keeper: OPFS writes are about twice as fast in pieces of megabytes as in segments. */
-const KEEP_PIECE = 4 * 1024 * 1024;
-
-/** `writable`, fed in pieces of `size` bytes (the last shorter); closing or aborting reaches it. */
-function coalescing(writable: WritableStream<Uint8Array>, size: number): WritableStream<Uint8Array> {
-  const writer = writable.getWriter();
-  const pieces = chunkingSink(size, (piece) => writer.write(piece.slice()));
-  const inner = pieces.getWriter();
-  return new WritableStream<Uint8Array>({
-    write: (chunk) => inner.write(chunk),
-    close: async () => {
-      await inner.close();
-      await writer.close();
-    },
-    abort: async (reason) => {
-      await inner.abort(reason).catch(() => undefined);
-      await writer.abort(reason);
-    },
-  });
-}
+/** Ciphertext a page holds for an upload running beside the sealing: three chunks of Cryptify's size. */
+const FEED_BYTES = 16 * 1024 * 1024;
+/** How long the sealer waits for the upload to make room before it runs on alone (a stalled upload). */
+const FEED_WAIT_MS = 5000;
 
 /** A fresh id for a kept upload (letters and digits: safe as a file name anywhere). */
 export const newUploadId = (): string => crypto.randomUUID().replaceAll('-', '');
@@ -278,8 +291,10 @@ export class Sealed {
   async upload(options: UploadOptions = {}): Promise<UploadResult> {
     const notify = notifySettings(options.notify);
     const { signal, onProgress } = options;
-    if (onProgress !== undefined && typeof onProgress !== 'function')
-      throw invalidInput('onProgress: expected a function');
+    for (const name of ['onProgress', 'onSealProgress'] as const) {
+      if (options[name] !== undefined && typeof options[name] !== 'function')
+        throw invalidInput(`${name}: expected a function`);
+    }
     if (!this.canUpload)
       throw new ClientError(
         ClientErrorCode.NO_STORAGE,
@@ -309,35 +324,114 @@ export class Sealed {
     const label = options.label ?? this.label();
     if (!keeper.persistent) return this.uploadAsSealed(keys, exact, notify, options);
 
-    // Kept: sealed in full first, so that the very same bytes can be sent again after a reload.
+    return this.uploadKept(keeper, keys, { exact, limits, label, notify }, options);
+  }
+
+  /**
+   * Sealing into the keeper and uploading, side by side: each sealed chunk goes to the kept file
+   * and to the upload (from memory, {@link ChunkFeed}), so the upload runs at the speed of the
+   * slower of the two instead of after the sealing. The kept bytes are committed when sealing
+   * ends; from then on the upload can be resumed after a reload from exactly those bytes, and it
+   * reads from them whatever the feed dropped. Until then the record is marked `sealing` (and the
+   * page holds a Web Lock), so that a reload during sealing is found again as a lost send
+   * (`pg.lostUploads()`) rather than left behind unseen.
+   */
+  private async uploadKept(
+    keeper: UploadKeeper,
+    keys: { mpk: string; signing: SigningKeys },
+    plan: {
+      exact: number | undefined;
+      limits: StorageLimits | undefined;
+      label: string;
+      notify: Required<NotifyOptions>;
+    },
+    options: UploadOptions,
+  ): Promise<UploadResult> {
+    const { signal, onProgress, onSealProgress } = options;
+    const { exact, limits, notify } = plan;
     const id = newUploadId();
-    const writable = coalescing(await keeper.create(id), KEEP_PIECE);
-    await this.seal(writable, 'upload', signal, keys);
-    const source = await keeper.open(id);
-    if (source === undefined)
-      throw new ClientError(ClientErrorCode.INVALID_STATE, 'the sealed bytes were not kept; try again');
-    if (limits !== undefined) checkLimits(source.size, limits);
+    const session = await this.init(notify, signal);
+    options.onUploadInit?.({ uuid: session.uuid });
+    const chunkSize = Math.min(this.parts.config.uploadChunkSize, session.maxChunkSize ?? Infinity);
+    const proof = await this.proof(keys.signing, session);
     const record: UploadRecord = {
       id,
       createdAt: Date.now(),
-      size: source.size,
+      // Saved with this size only when it is known; else once sealed, with the size then known.
+      size: exact ?? 0,
       recipients: this.parts.recipients.map((r) => r.email),
-      label,
+      label: plan.label,
       notify,
+      uuid: session.uuid,
+      chunkSize,
+      ...(session.recoveryToken === undefined ? {} : { recoveryToken: session.recoveryToken }),
+      ...(proof === undefined ? {} : { proof }),
     };
+    const release = await holdSealingLock(id);
+    let sealed = 0;
+    const stopSealing = new AbortController();
+    const sealSignal = signal === undefined ? stopSealing.signal : AbortSignal.any([signal, stopSealing.signal]);
+    const feed = new ChunkFeed(Math.max(FEED_BYTES, chunkSize), FEED_WAIT_MS);
+    // The sealer: every chunk into the keeper and the feed; at the end, the bytes committed and the
+    // record saved as resumable, the feed told.
+    const sealing = (async () => {
+      try {
+        // Unknown lengths (a stream) are recorded once sealed: their size is not known before.
+        if (exact !== undefined) await keeper.save({ ...record, sealing: true });
+        const kept = (await keeper.create(id)).getWriter();
+        // One chunk's write to the keeper runs while the next one is sealed (an OPFS write takes
+        // about as long as sealing the chunk): awaited before the next write, and before the close.
+        let keeping: Promise<void> = Promise.resolve();
+        const sink = chunkingSink(
+          chunkSize,
+          async (chunk) => {
+            await keeping;
+            keeping = kept.write(chunk);
+            keeping.catch(() => undefined);
+            await feed.offer(chunk);
+            sealed += chunk.length;
+            onSealProgress?.(sealed, exact);
+          },
+          {
+            fresh: true,
+            close: async () => {
+              await keeping;
+              await kept.close();
+            },
+            abort: (reason) => kept.abort(reason).catch(() => undefined),
+          },
+        );
+        await this.seal(sink, 'upload', sealSignal, keys);
+        if (limits !== undefined) checkLimits(sealed, limits);
+        await keeper.save({ ...record, size: sealed });
+        feed.end();
+      } catch (error) {
+        feed.fail(error);
+        await keeper.remove(id).catch(() => undefined);
+        throw error;
+      } finally {
+        release();
+      }
+    })();
+    sealing.catch(() => undefined);
+    let uploaded = 0;
     try {
-      const session = await this.init(notify, signal);
-      options.onUploadInit?.({ uuid: session.uuid });
-      const chunkSize = Math.min(this.parts.config.uploadChunkSize, session.maxChunkSize ?? Infinity);
-      const proof = await this.proof(keys.signing, session);
-      Object.assign(record, { uuid: session.uuid, chunkSize });
-      if (session.recoveryToken !== undefined) record.recoveryToken = session.recoveryToken;
-      if (proof !== undefined) record.proof = proof;
-      await keeper.save(record);
+      for (;;) {
+        const item = await feed.next(signal);
+        if (!('chunk' in item)) break;
+        session.token = await this.storage.putChunk(session, item.offset, item.chunk, signal);
+        uploaded = item.offset + item.chunk.length;
+        onProgress?.(uploaded, exact);
+      }
+      await sealing;
+      const source = await keeper.open(id);
+      if (source === undefined)
+        throw new ClientError(ClientErrorCode.INVALID_STATE, 'the sealed bytes were not kept; try again');
       await uploadCiphertext({
         storage: this.storage,
         session,
         source,
+        from: uploaded,
         chunkSize,
         ...(proof === undefined ? {} : { proof }),
         ...(onProgress === undefined ? {} : { onProgress }),
@@ -346,9 +440,16 @@ export class Sealed {
       await keeper.remove(id);
       return { uuid: session.uuid };
     } catch (error) {
-      // What cannot be resumed is not kept: an upload the service refused, or one it never began.
-      if (!isResumable(error) || record.uuid === undefined) await keeper.remove(id).catch(() => undefined);
-      throw error;
+      feed.stop();
+      // A resumable failure of the upload lets the sealing finish: its kept bytes are what a
+      // resume sends. Anything else ends the sealing, and nothing is kept.
+      if (!isResumable(error) || signal?.aborted) stopSealing.abort(error);
+      const committed = await sealing.then(
+        () => true,
+        () => false,
+      );
+      if (!committed || !isResumable(error)) await keeper.remove(id).catch(() => undefined);
+      throw located(error, session.uuid, uploaded);
     }
   }
 
@@ -367,6 +468,7 @@ export class Sealed {
     const sink = chunkingSink(chunkSize, async (chunk) => {
       session.token = await this.storage.putChunk(session, uploaded, chunk, signal);
       uploaded += chunk.length;
+      options.onSealProgress?.(uploaded, size);
       onProgress?.(uploaded, size);
     });
     try {

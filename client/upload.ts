@@ -128,7 +128,7 @@ async function readExactly(
 }
 
 /** `error` carrying the upload's id and how far it got, as every upload failure does. */
-function located(error: unknown, uuid: string, uploaded: number): unknown {
+export function located(error: unknown, uuid: string, uploaded: number): unknown {
   if (!(error instanceof ClientError) || (error.uuid === uuid && error.uploadedBytes === uploaded)) return error;
   return new ClientError(error.code, error.message, {
     ...(error.cause === undefined ? {} : { cause: error.cause }),
@@ -281,5 +281,112 @@ async function checkLastChunk(
       'the storage service answered the replay of its last chunk with another token than its status gave',
       { uuid: session.uuid, uploadedBytes: status.uploaded },
     );
+  }
+}
+
+/** What {@link ChunkFeed.next} gives: a sealed chunk, or where the upload must go on from the kept bytes. */
+export type FeedItem = { chunk: Uint8Array<ArrayBuffer>; offset: number } | { from: number };
+
+/**
+ * Chunks handed from a sealer to an upload running beside it, in order, holding at most
+ * `maxBytes` (and at least one chunk). A chunk that finds the feed full waits up to `waitMs` for
+ * room: the sealer is paced by the upload while the upload keeps up, and runs on alone when the
+ * upload stalls (a hung PUT, a retry's backoff), so that its bytes are kept, and resumable, in the
+ * time sealing alone takes. From the first chunk that could not wait (and after {@link stop}),
+ * nothing more is queued: the upload reads the rest from the kept bytes once they are committed.
+ */
+export class ChunkFeed {
+  private readonly queue: Array<{ chunk: Uint8Array<ArrayBuffer>; offset: number }> = [];
+  private queued = 0;
+  private offered = 0;
+  /** The offset from which chunks were dropped. */
+  private droppedFrom: number | undefined;
+  private ended = false;
+  private failure: { error: unknown } | undefined;
+  private wakeConsumer: (() => void) | undefined;
+  private wakeProducer: (() => void) | undefined;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly waitMs: number,
+  ) {}
+
+  /** The next chunk in order (the sealer's), resolving when one is queued or wait has ended. */
+  async offer(chunk: Uint8Array<ArrayBuffer>): Promise<void> {
+    const offset = this.offered;
+    this.offered += chunk.length;
+    if (this.droppedFrom !== undefined || this.ended) return;
+    if (this.queue.length > 0 && this.queued + chunk.length > this.maxBytes) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        this.wakeProducer = resolve;
+        timer = setTimeout(resolve, this.waitMs);
+      });
+      clearTimeout(timer);
+      this.wakeProducer = undefined;
+      if (this.droppedFrom !== undefined) return;
+      if (this.queue.length > 0 && this.queued + chunk.length > this.maxBytes) {
+        this.droppedFrom = offset;
+        this.wake();
+        return;
+      }
+    }
+    this.queue.push({ chunk, offset });
+    this.queued += chunk.length;
+    this.wake();
+  }
+
+  /** Sealing ended with every chunk offered. */
+  end(): void {
+    this.ended = true;
+    this.wake();
+  }
+
+  /** Sealing failed: the consumer's next() throws `error`. */
+  fail(error: unknown): void {
+    this.failure ??= { error };
+    this.wake();
+  }
+
+  /** The consumer stopped: the queue is dropped, and the sealer never waits again. */
+  stop(): void {
+    this.droppedFrom ??= this.queue[0]?.offset ?? this.offered;
+    this.queue.length = 0;
+    this.queued = 0;
+    this.wake();
+  }
+
+  /**
+   * The next chunk; or `{ from }`, the offset from which the rest must be read from the kept bytes
+   * (after the sealer dropped chunks, or at the end: `from` is then the total). Throws what
+   * {@link fail} was given, or ABORTED.
+   */
+  async next(signal: AbortSignal | undefined): Promise<FeedItem> {
+    for (;;) {
+      throwIfAborted(signal);
+      if (this.failure !== undefined) throw this.failure.error;
+      const item = this.queue.shift();
+      if (item !== undefined) {
+        this.queued -= item.chunk.length;
+        this.wakeProducer?.();
+        return item;
+      }
+      if (this.droppedFrom !== undefined) return { from: this.droppedFrom };
+      if (this.ended) return { from: this.offered };
+      await new Promise<void>((resolve) => {
+        const onAbort = () => resolve();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.wakeConsumer = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+      });
+      this.wakeConsumer = undefined;
+    }
+  }
+
+  private wake(): void {
+    this.wakeConsumer?.();
+    this.wakeProducer?.();
   }
 }

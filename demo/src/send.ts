@@ -1,4 +1,4 @@
-import type { PendingUpload, PostGuard, Sealed, StorageLimits } from 'postguard-ts/client';
+import type { LostUpload, PendingUpload, PostGuard, Sealed, StorageLimits } from 'postguard-ts/client';
 import { parseRecipients, parseSender } from './addresses.js';
 import { getClient } from './client.js';
 import { showClientError } from './client-messages.js';
@@ -13,8 +13,11 @@ import { YiviSlot } from './yivi-slot.js';
  * The send page: files, recipients' addresses, the sender's address and a message. Before any QR
  * it shows the exact encrypted size and the storage service's limit (the client refuses an
  * over-limit upload before the scan, too); then the sender proves their address with Yivi, the
- * files are sealed into the browser's storage and uploaded in chunks. A reload or a crash leaves
- * the upload unfinished: this page continues it on its next load, from where the service stopped.
+ * files are sealed into the browser's storage and uploaded in chunks as they are sealed (two bars:
+ * encrypting, uploading). A reload or a crash once encrypting is done leaves the upload unfinished:
+ * this page continues it on its next load, from where the service stopped. A reload while
+ * encrypting loses the send (the encrypted bytes cannot be made again without the files, which a
+ * reloaded page no longer has): the next load says so plainly and offers to start again.
  */
 
 const form = byId<HTMLFormElement>('send-form');
@@ -112,9 +115,11 @@ filesInput.addEventListener('change', onFormChange);
 recipientsInput.addEventListener('change', onFormChange);
 senderInput.addEventListener('change', onFormChange);
 
-function progressView(label: string): ProgressView {
+/** A bar in the progress slot: alone (`replace`), or beside the ones there. */
+function progressView(label: string, replace = true): ProgressView {
   const view = new ProgressView(label);
-  progressSlot.replaceChildren(view.el);
+  if (replace) progressSlot.replaceChildren(view.el);
+  else progressSlot.append(view.el);
   return view;
 }
 
@@ -123,6 +128,13 @@ function reportProgress(view: ProgressView, sent: number, total: number | undefi
   view.set(sent, total);
   progressSlot.dataset['sent'] = String(sent);
   progressSlot.dataset['total'] = total === undefined ? '' : String(total);
+}
+
+/** The sealing's bar, counted on the slot too (`data-sealed`). */
+function reportSealing(view: ProgressView, sealed: number, total: number | undefined): void {
+  view.set(sealed, total);
+  progressSlot.dataset['sealed'] = String(sealed);
+  progressSlot.dataset['sealTotal'] = total === undefined ? '' : String(total);
 }
 
 function showLink(uuid: string, recipients: readonly string[], what: string): void {
@@ -153,6 +165,7 @@ async function send(): Promise<void> {
   byId('session-slot').replaceChildren(slot.el);
   const sealed = seal(client, draft, slot.target);
   let view: ProgressView | undefined;
+  let sealing: ProgressView | undefined;
   try {
     // Shown before the QR: the exact size and the limit it must fit.
     const [size, limits] = await Promise.all([sealed.size(), client.limits()]);
@@ -160,16 +173,27 @@ async function send(): Promise<void> {
     const upload = sealed.upload({
       notify: { recipients: true, message: messageInput.value, language: 'EN' },
       label: draft.files.map((f) => f.name).join(', '),
-      onUploadInit: ({ uuid }) => holdWhile(uuid, upload),
+      onUploadInit: ({ uuid }) => {
+        holdWhile(uuid, upload);
+        sealing = progressView('Encrypting');
+        view = progressView('Uploading', false);
+      },
+      onSealProgress: (done, total) => {
+        if (sealing === undefined) return;
+        reportSealing(sealing, done, total);
+        if (done === total) sealing.finish('Encrypted');
+      },
       onProgress: (sent, total) => {
-        view ??= progressView('Uploading');
+        view ??= progressView('Uploading', false);
         reportProgress(view, sent, total);
       },
     });
     const { uuid } = await upload;
+    sealing?.finish('Encrypted');
     view?.finish('Uploaded');
     showLink(uuid, draft.recipients, 'Sent.');
   } catch (error) {
+    if (sealing !== undefined && sealing.el.dataset['state'] === undefined) sealing.fail('Stopped');
     view?.fail('Stopped');
     showClientError(errorRegion, error, 'Not sent');
   } finally {
@@ -212,6 +236,33 @@ async function resumeLeftovers(pending: readonly PendingUpload[]): Promise<void>
   }
 }
 
+/** The form filled again from a lost send, the files left for the person to pick. */
+function startAgain(lost: LostUpload): void {
+  recipientsInput.value = lost.recipients.join(', ');
+  messageInput.value = lost.message ?? '';
+  filesInput.focus();
+}
+
+/** Says which sends a reload cut off while they were encrypted, and offers to start each again. */
+function reportLost(lost: readonly LostUpload[]): void {
+  for (const send of lost) {
+    const again = h('button', { type: 'button', class: 'start-again' }, 'Start again');
+    again.addEventListener('click', () => startAgain(send));
+    resumeSlot.append(
+      h(
+        'div',
+        { class: 'notice lost', role: 'status' },
+        h(
+          'p',
+          {},
+          `A send was lost: the page was reloaded or closed while ${send.label ?? 'the files'} (to ${send.recipients.join(', ')}, started ${send.createdAt.toLocaleString()}) was being encrypted. Nothing was sent to anyone, and nothing of it is kept in this browser. To send it, pick the files again.`,
+        ),
+        again,
+      ),
+    );
+  }
+}
+
 void ready.then(
   async ({ client, config, serviceWorker }) => {
     const link = byId<HTMLAnchorElement>('wallet-link');
@@ -219,7 +270,10 @@ void ready.then(
       link.href = config.walletUrl;
       link.hidden = false;
     }
+    const lost = await client.lostUploads().catch(() => []);
+    reportLost(lost);
     const pending = await client.resumeUploads().catch(() => []);
+    document.body.dataset['lost'] = String(lost.length);
     document.body.dataset['serviceWorker'] = String(await serviceWorker);
     document.body.dataset['pending'] = String(pending.length);
     document.body.dataset['ready'] = 'true';

@@ -62,6 +62,41 @@ export function installSendReceive(): void {
       return a !== null && visible(a) ? a.href : undefined;
     },
     sessions: () => w.srSessions ?? 0,
+    /** What the uploads keeper holds in this origin: OPFS files of its folder, IndexedDB keys of its store. */
+    async kept() {
+      const files: string[] = [];
+      try {
+        const root = await navigator.storage.getDirectory();
+        const dir = await root.getDirectoryHandle('postguard-uploads');
+        for await (const name of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) files.push(name);
+      } catch {
+        // no folder: nothing kept there
+      }
+      const keys = await new Promise<string[]>((resolve, reject) => {
+        const request = indexedDB.open('postguard-uploads');
+        // No database yet: nothing kept, and none is made here (that would be one without the store).
+        let fresh = false;
+        request.onupgradeneeded = () => {
+          fresh = true;
+          request.transaction?.abort();
+        };
+        request.onerror = () => (fresh ? resolve([]) : reject(request.error));
+        request.onsuccess = () => {
+          const db = request.result;
+          if (!db.objectStoreNames.contains('uploads')) {
+            db.close();
+            return resolve([]);
+          }
+          const all = db.transaction('uploads', 'readonly').objectStore('uploads').getAllKeys();
+          all.onerror = () => reject(all.error);
+          all.onsuccess = () => {
+            db.close();
+            resolve(all.result.map(String).filter((k) => !k.startsWith('probe')));
+          };
+        };
+      });
+      return { files: files.filter((f) => f !== '.probe'), keys };
+    },
     /** What a person would notice first: content wider than the screen, controls without a label. */
     layoutProblems() {
       const overflow = document.documentElement.scrollWidth - window.innerWidth;
@@ -85,5 +120,6 @@ export interface SendReceivePage {
   href(selector: string): string | null;
   sessionLink(): string | undefined;
   sessions(): number;
+  kept(): Promise<{ files: string[]; keys: string[] }>;
   layoutProblems(): { overflow: number; unlabelled: string[] };
 }

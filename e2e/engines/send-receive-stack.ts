@@ -38,7 +38,17 @@ function bytesWrittenCounter(server: { on(event: 'connection', listener: (socket
   return () => closed + [...live].reduce((sum, s) => sum + s.bytesWritten, 0);
 }
 
-export async function startSendReceiveStack(demoBuild: string): Promise<SendReceiveStack> {
+/** Another stack than the default: larger limits (Cryptify's chunk size), over a demo already built there. */
+export interface StackOptions {
+  /** Bytes per upload; default {@link PER_UPLOAD_LIMIT}. */
+  perUploadLimit?: number;
+  /** Bytes per chunk; default {@link CHUNK_SIZE}. */
+  chunkSize?: number;
+  /** The demo is already built in `demoBuild` (by another stack). */
+  built?: boolean;
+}
+
+export async function startSendReceiveStack(demoBuild: string, options: StackOptions = {}): Promise<SendReceiveStack> {
   const dir = await mkdtemp(join(tmpdir(), 'pg-send-receive-'));
   let dev: DevStack | undefined;
   const close = async () => {
@@ -46,10 +56,11 @@ export async function startSendReceiveStack(demoBuild: string): Promise<SendRece
     await rm(dir, { recursive: true, force: true });
   };
   try {
-    await build({
-      ...demoConfig({ outDir: demoBuild }),
-      build: { ...demoConfig().build, outDir: demoBuild, sourcemap: false },
-    });
+    if (options.built !== true)
+      await build({
+        ...demoConfig({ outDir: demoBuild }),
+        build: { ...demoConfig().build, outDir: demoBuild, sourcemap: false },
+      });
     dev = await startDev(
       {
         host: '127.0.0.1',
@@ -61,7 +72,11 @@ export async function startSendReceiveStack(demoBuild: string): Promise<SendRece
         demoDir: demoBuild,
         origins: [],
         keyDir: join(dir, 'keys'),
-        storage: { chunkSize: CHUNK_SIZE, perUploadLimit: PER_UPLOAD_LIMIT, dataDir: join(dir, 'uploads') },
+        storage: {
+          chunkSize: options.chunkSize ?? CHUNK_SIZE,
+          perUploadLimit: options.perUploadLimit ?? PER_UPLOAD_LIMIT,
+          dataDir: join(dir, 'uploads'),
+        },
       },
       { LOG_LEVEL: 'error', PKG_RATELIMIT_DISABLED: 'true' },
     );

@@ -27,13 +27,35 @@ import {
 const EMAIL = 'pbdf.sidn-pbdf.email.email';
 declare const sr: SendReceivePage;
 
-const test = engineTest.extend<object, { sendStack: SendReceiveStack }>({
+const buildDir = (engine: string, index: number) =>
+  fileURLToPath(new URL(`../../tmp/engines/send-receive-${engine}-${index}/`, import.meta.url));
+
+/** Per upload in the large stack: room for a send of {@link LARGE_SEND}. */
+const LARGE_LIMIT = 512 * 1024 * 1024;
+/** The issue's large send: long enough to seal that a reload can come at 30 %. */
+const LARGE_SEND = 300 * 1024 * 1024;
+
+const test = engineTest.extend<object, { sendStack: SendReceiveStack; largeStack: SendReceiveStack }>({
   sendStack: [
     async ({ engine }, use, info) => {
-      const build = fileURLToPath(
-        new URL(`../../tmp/engines/send-receive-${engine}-${info.parallelIndex}/`, import.meta.url),
-      );
-      const stack = await startSendReceiveStack(build);
+      const stack = await startSendReceiveStack(buildDir(engine, info.parallelIndex));
+      try {
+        await use(stack);
+      } finally {
+        await stack.close();
+      }
+    },
+    { scope: 'worker', timeout: 180_000 },
+  ],
+  // Over the demo sendStack built; Cryptify's chunk size, and a limit a large send fits.
+  largeStack: [
+    async ({ engine, sendStack }, use, info) => {
+      void sendStack;
+      const stack = await startSendReceiveStack(buildDir(engine, info.parallelIndex), {
+        built: true,
+        perUploadLimit: LARGE_LIMIT,
+        chunkSize: 5_000_000,
+      });
       try {
         await use(stack);
       } finally {
@@ -323,4 +345,62 @@ test('a file over the storage limit is refused before any QR, and the page names
   expect(await tab.evaluate(() => document.querySelector('.postguard-session, .postguard-session-qr') === null)).toBe(
     true,
   );
+});
+
+test('a reload at 30 % of sealing a large send: the page says what was lost, offers to start again, and keeps nothing of it', async ({
+  tab,
+  largeStack,
+}) => {
+  test.setTimeout(300_000);
+  const who = people('lost');
+  await open(tab, `${largeStack.demoUrl}send.html`);
+  await tab.evaluate(
+    ([bob, alice, size]) => {
+      sr.setFiles('#files', [{ name: 'large.bin', zeros: size }]);
+      sr.fill('#recipients', bob);
+      sr.fill('#sender-email', alice);
+      sr.fill('#message', 'The large file.');
+      sr.click('#send-button');
+    },
+    [who.bob, who.alice, LARGE_SEND] as const,
+  );
+  await scan(tab, who.alice);
+  // Sealing shows its progress, against the exact size.
+  const sealed = await until(
+    () =>
+      tab.evaluate(() => {
+        if (sr.shown('#error')) return -1;
+        const done = Number(sr.data('#progress-slot', 'sealed') ?? 0);
+        const total = Number(sr.data('#progress-slot', 'sealTotal') || 0);
+        return total > 0 && done / total >= 0.3 ? done / total : undefined;
+      }),
+    'sealing at 30 %',
+    180_000,
+  );
+  expect(sealed, 'the page showed an error').toBeGreaterThan(0);
+  expect(sealed).toBeLessThan(1);
+  // The send is recorded from the start of sealing: the control that the check below can fail.
+  const during = await tab.evaluate(() => sr.kept());
+  expect(during.keys.filter((k) => k.startsWith('record:'))).toHaveLength(1);
+
+  // The reload (a navigation the driver waits for).
+  await open(tab, `${largeStack.demoUrl}send.html`);
+  expect(await tab.evaluate(() => document.body.dataset.lost)).toBe('1');
+  expect(await tab.evaluate(() => document.body.dataset.pending)).toBe('0');
+  const notice = await tab.evaluate(() => sr.text('#resume-slot .lost'));
+  expect(notice).toContain('A send was lost');
+  expect(notice).toContain('large.bin');
+  expect(notice).toContain(who.bob);
+  expect(notice).toContain('Nothing was sent');
+  // Nothing of it is kept: no record, no piece, no file (of any name) in the uploads folder.
+  expect(await tab.evaluate(() => sr.kept())).toEqual({ files: [], keys: [] });
+  // Starting again fills the form but the files, which the person picks again.
+  await tab.evaluate(() => sr.click('#resume-slot .lost button'));
+  expect(await tab.evaluate(() => (document.querySelector('#recipients') as HTMLTextAreaElement).value)).toBe(who.bob);
+  expect(await tab.evaluate(() => (document.querySelector('#message') as HTMLTextAreaElement).value)).toBe(
+    'The large file.',
+  );
+  // Reported once: the next load has nothing to say.
+  await open(tab, `${largeStack.demoUrl}send.html`);
+  expect(await tab.evaluate(() => document.body.dataset.lost)).toBe('0');
 });
