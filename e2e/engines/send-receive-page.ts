@@ -91,7 +91,9 @@ export function installSendReceive(): void {
           all.onerror = () => reject(all.error);
           all.onsuccess = () => {
             db.close();
-            resolve(all.result.map(String).filter((k) => !k.startsWith('probe')));
+            // The device's wrapping key for recovery tokens (non-extractable, shared by every kept
+            // upload, docs/security.md "Keys at rest") is no part of any upload.
+            resolve(all.result.map(String).filter((k) => !k.startsWith('probe') && k !== 'pg|device-key'));
           };
         };
       });
