@@ -27,15 +27,15 @@
  * had) and the others still run; the exit status is then 1. Every wait has a timeout.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFile, cp, mkdir, rm, symlink } from 'node:fs/promises';
+import { cp, mkdir, rm, symlink } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { build, preview } from 'vite';
+import { preview } from 'vite';
 import { ENGINES, launch, type Engine, type EngineBrowser, type EnginePage } from '../e2e/engines/driver.js';
-import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import type { DownloadKind, DownloadRun, EnginesBench, StreamImpl, StreamRun } from './browser/engines.js';
 import type { BenchKeys } from './browser/main.js';
+import { buildEnginesPage, makeKeys } from './engines-page.js';
 import { writeResult, type EngineResult } from './report.js';
 
 const { values: args } = parseArgs({
@@ -65,7 +65,6 @@ if (!(STREAM_MIB > 0 && SW_MIB > 0 && REPEATS >= 1 && CHUNK > 0)) {
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const outDir = `${repo}tmp/bench-engines/`;
-const PG_WASM = `${repo}node_modules/@e4a/pg-wasm/web/index_bg.wasm`;
 
 declare const benchEngines: EnginesBench;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -97,25 +96,6 @@ async function withTimeout<T>(work: Promise<T>, ms: number, what: string, onLate
 /** Time allowed for a page call that moves `bytes`: a minute, plus the bytes at 2 MB/s. */
 const budget = (bytes: number) => 60_000 + (bytes / 2e6) * 1000;
 
-function makeKeys(): BenchKeys {
-  const kem = generateKemKeys();
-  const ibs = generateSigningKeys();
-  const ts = Math.floor(Date.now() / 1000);
-  const email = 'pbdf.sidn-pbdf.email.email';
-  const recipient = { ts, con: [{ t: email, v: 'alice@example.org' }] };
-  const sender = { ts, con: [{ t: email, v: 'bob@example.org' }] };
-  return {
-    mpk: kem.mpk,
-    vk: ibs.vk,
-    rid: 'alice@example.org',
-    usk: extractUsk(kem.msk, recipient),
-    options: {
-      policy: { 'alice@example.org': recipient },
-      pubSignKey: { key: extractSigningKey(ibs.sk, sender), policy: sender },
-    },
-  };
-}
-
 /**
  * The sources the page is built from: the working tree, or (--ref) lib/, worker/ and
  * scripts/source-aliases.ts of a commit, exported with git archive beside this benchmark's own page
@@ -143,34 +123,7 @@ async function sources(ref: string | undefined): Promise<{ tree: string; label: 
   return { tree, label: `commit ${sha.slice(0, 7)} (${ref})` };
 }
 
-async function buildPage(tree: string): Promise<void> {
-  const { sourceAliases } = (await import(
-    `${tree}scripts/source-aliases.ts`
-  )) as typeof import('../scripts/source-aliases.js');
-  const { postguardFromSources } = (await import(
-    `${tree}lib/build/bundles.ts`
-  )) as typeof import('../lib/build/bundles.js');
-  await rm(outDir, { recursive: true, force: true });
-  await build({
-    configFile: false,
-    root: `${tree}bench/browser/`,
-    logLevel: 'error', // not rolldown's plugin-timing notes
-    resolve: { alias: sourceAliases('portable') },
-    worker: { format: 'es' },
-    plugins: [postguardFromSources()],
-    build: {
-      outDir,
-      emptyOutDir: true,
-      target: 'es2022',
-      minify: false,
-      sourcemap: false,
-      rollupOptions: { input: `${tree}bench/browser/engines.html` },
-    },
-  });
-  // pg-wasm's web build fetches its module from a URL we give it: serve the package's own file.
-  await mkdir(outDir, { recursive: true });
-  await copyFile(PG_WASM, `${outDir}pg-wasm_bg.wasm`);
-}
+const buildPage = (tree: string) => buildEnginesPage(tree, outDir);
 
 interface Row {
   name: string;

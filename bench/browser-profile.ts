@@ -1,7 +1,7 @@
 import type { Browser, CDPSession, Page } from '@playwright/test';
 
 /**
- * Chromium CPU profiles of the page and its dedicated workers, taken over the DevTools protocol
+ * Chromium CPU profiles of the page, its dedicated workers and its service worker, taken over the DevTools protocol
  * while a benchmark step runs, and a bottom-up summary (self time by function). Workers are
  * reached from a browser-level CDP session: attach to the worker's target (non-flat mode, so
  * Playwright's own session handling is left alone) and speak to it through Target.sendMessageToTarget.
@@ -132,7 +132,9 @@ export async function profileDuring<T>(
     }
     const optional = name.startsWith('?');
     const wanted = optional ? name.slice(1) : name;
-    const target = targetInfos.find((t) => t.type === 'worker' && (t.title === wanted || t.url.includes(wanted)));
+    const target = targetInfos.find(
+      (t) => (t.type === 'worker' || t.type === 'service_worker') && (t.title === wanted || t.url.includes(wanted)),
+    );
     if (!target && optional) continue;
     if (!target) {
       const seen = targetInfos.map((t) => `${t.type}:${t.title || t.url}`).join(', ');

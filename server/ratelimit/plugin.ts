@@ -87,32 +87,23 @@ export interface RateLimitSettings {
 /** How a request's client is keyed: the peer, or X-Forwarded-For as far as trusted proxies wrote it. */
 export type ClientKeyOf = (request: FastifyRequest) => string | undefined;
 
-export function clientKeyResolver(
-  settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>,
-): ClientKeyOf {
+type TrustSettings = Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>;
+
+/** A request's peer and X-Forwarded-For, read through `pick` with the proxies `settings` trust. */
+function forwardedResolver(settings: TrustSettings, pick: typeof clientKey | typeof clientAddress): ClientKeyOf {
   const proxies = settings.trustedProxies;
   const trust = proxies !== undefined && proxies.length > 0 ? trustedProxies(proxies) : settings.trustForwardedFor;
   return (request) => {
     const forwarded = request.headers['x-forwarded-for'];
-    return clientKey(request.socket.remoteAddress, Array.isArray(forwarded) ? forwarded.join(',') : forwarded, trust);
+    return pick(request.socket.remoteAddress, Array.isArray(forwarded) ? forwarded.join(',') : forwarded, trust);
   };
 }
 
+export const clientKeyResolver = (settings: TrustSettings): ClientKeyOf => forwardedResolver(settings, clientKey);
+
 /** The client's whole address, found as the limiter finds its key (for the audit trail). */
-export function clientAddressResolver(
-  settings: Pick<RateLimitSettings, 'trustForwardedFor' | 'trustedProxies'>,
-): ClientKeyOf {
-  const proxies = settings.trustedProxies;
-  const trust = proxies !== undefined && proxies.length > 0 ? trustedProxies(proxies) : settings.trustForwardedFor;
-  return (request) => {
-    const forwarded = request.headers['x-forwarded-for'];
-    return clientAddress(
-      request.socket.remoteAddress,
-      Array.isArray(forwarded) ? forwarded.join(',') : forwarded,
-      trust,
-    );
-  };
-}
+export const clientAddressResolver = (settings: TrustSettings): ClientKeyOf =>
+  forwardedResolver(settings, clientAddress);
 
 /** Where clients are keyed, for the start-up log. */
 export function describeClientKeying(
