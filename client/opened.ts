@@ -1,4 +1,4 @@
-import { bounded, idleBounded, linked, PROGRESS_BYTES } from '../lib/bounded.js';
+import { bounded, idleBounded, linked, PROGRESS_BYTES } from '../lib/net/waits.js';
 import type { CiphertextInspection } from '../lib/detached.js';
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import type { Policy } from '../lib/policy.js';
@@ -152,7 +152,7 @@ const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
 // bundle): the header's inspection and random access are the library's crypto, the download and
 // the service worker's registration are needed only for their outputs.
 const detached = () => import('../lib/detached.js');
-const downloads = () => import('../lib/resumable-download.js');
+const downloads = () => import('../lib/net/resumable-download.js');
 const serviceWorker = () => import('../worker/download.js');
 const bundles = () => Promise.all([import('../lib/random-access.js'), import('./zip-entries.js')]);
 const registrations = new Map<string, Promise<unknown>>();

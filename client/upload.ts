@@ -1,4 +1,4 @@
-import { DEFAULT_STALL_MS } from '../lib/bounded.js';
+import { DEFAULT_STALL_MS } from '../lib/net/waits.js';
 import type { ByteSource } from '../lib/random-access.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';

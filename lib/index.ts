@@ -28,9 +28,9 @@ export type {
   SpanOptions,
 } from './random-access.js';
 export { inspectCiphertext, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
-export { resumableDownload, RESUME_DEFAULTS } from './resumable-download.js';
+export { resumableDownload, RESUME_DEFAULTS } from './net/resumable-download.js';
 export type { CredentialsMode, ElementLike, FileListLike, RequestHeaders } from './web-types.js';
-export type { ResumableDownload, ResumableDownloadOptions, ResumeBackoff } from './resumable-download.js';
+export type { ResumableDownload, ResumableDownloadOptions, ResumeBackoff } from './net/resumable-download.js';
 export type {
   CiphertextInspection,
   CiphertextSource,

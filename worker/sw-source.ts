@@ -1,5 +1,5 @@
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
-import { resumableDownload } from '../lib/resumable-download.js';
+import { resumableDownload } from '../lib/net/resumable-download.js';
 import { portToReadable } from './port-stream.js';
 import type { WireSource } from './sw-protocol.js';
 

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectSameBytes } from '../test/bytes.js';
+import { expectSameBytes } from '../../test/bytes.js';
 import { resumableDownload, type ResumableDownloadOptions } from './resumable-download.js';
 
 /**

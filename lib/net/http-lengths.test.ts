@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { expectLinearTime, repeated } from '../test/linear-time.js';
+import { expectLinearTime, repeated } from '../../test/linear-time.js';
 import { contentLength, contentRange, reencoded, strongEtag, unsatisfiedTotal } from './http-lengths.js';
 
 /** The headers a resume or a range read is judged by: read strictly, in time linear in their length. */

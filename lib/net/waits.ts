@@ -1,10 +1,16 @@
-import { ErrorCode, PostGuardError } from './errors.js';
+import { ErrorCode, InputError, PostGuardError } from '../errors.js';
 
 /**
  * Waits with a way out: every await on a network or a caller's source goes through `bounded`, so
  * it ends when its signal aborts or when nothing came for the stall timeout, whatever the awaited
- * promise does.
+ * promise does. The pauses between attempts (`sleep`, `fullJitter`) and the idle timer of a body
+ * (`idleBounded`) live here too, so that the library, the client and the service worker wait the
+ * same way. Each takes the error it ends with from its caller where layers name it differently
+ * (the library's CANCELLED, the client's ABORTED).
  */
+
+/** The error a wait ends with when its signal aborts. */
+export type OnAbort = (signal: AbortSignal) => unknown;
 
 /** setTimeout's largest delay: a longer one fires at once. */
 export const MAX_TIMER_MS = 0x7fff_ffff;
@@ -15,6 +21,14 @@ export const MAX_TIMER_MS = 0x7fff_ffff;
  * pull random access and the crypto it opens files with into a page's first chunk.
  */
 export const DEFAULT_STALL_MS = 30_000;
+
+/** `stallMs` as given (INVALID_INPUT unless a positive number), or {@link DEFAULT_STALL_MS}. */
+export function stallOption(stallMs: unknown): number {
+  if (stallMs === undefined) return DEFAULT_STALL_MS;
+  if (typeof stallMs !== 'number' || !(stallMs > 0))
+    throw new InputError(ErrorCode.INVALID_INPUT, 'stallMs must be a positive number of milliseconds');
+  return stallMs;
+}
 
 /** The CANCELLED error for an aborted `signal`, its reason as the cause. */
 export const cancelledBy = (signal: AbortSignal, what = 'the read was cancelled (its signal was aborted)') =>
@@ -28,11 +42,12 @@ export function bounded<T>(
   work: Promise<T>,
   signal: AbortSignal | undefined,
   stallMs: number | undefined,
-  stalled: () => PostGuardError,
+  stalled: () => Error,
+  onAbort: OnAbort = cancelledBy,
 ): Promise<T> {
   if (signal?.aborted) {
     work.catch(() => undefined); // nobody waits for it any more
-    return Promise.reject(cancelledBy(signal));
+    return Promise.reject(onAbort(signal));
   }
   // `work` is always handled below (its rejection after a timeout or an abort goes nowhere).
   return new Promise<T>((resolve, reject) => {
@@ -43,15 +58,15 @@ export function bounded<T>(
             reject(stalled());
           }, stallMs)
         : undefined;
-    const onAbort = () => {
+    const abort = () => {
       done();
-      reject(cancelledBy(signal!));
+      reject(onAbort(signal!));
     };
     const done = () => {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', abort);
     };
-    signal?.addEventListener('abort', onAbort, { once: true });
+    signal?.addEventListener('abort', abort, { once: true });
     work.then(
       (value) => {
         done();
@@ -83,23 +98,40 @@ export function linked(...signals: (AbortSignal | undefined)[]): { controller: A
   };
 }
 
-/** Resolves after `ms`, or rejects with CANCELLED as soon as `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(cancelledBy(signal));
+/** Resolves after `ms`, or rejects with `onAbort(signal)` (CANCELLED) as soon as `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal | undefined, onAbort: OnAbort = cancelledBy): Promise<void> {
+  if (signal?.aborted) return Promise.reject(onAbort(signal));
   return new Promise<void>((resolve, reject) => {
-    const onAbort = () => {
+    const abort = () => {
       clearTimeout(timer);
-      reject(cancelledBy(signal));
+      reject(onAbort(signal!));
     };
     const timer = setTimeout(
       () => {
-        signal.removeEventListener('abort', onAbort);
+        signal?.removeEventListener('abort', abort);
         resolve();
       },
       Math.min(ms, MAX_TIMER_MS),
     );
-    signal.addEventListener('abort', onAbort, { once: true });
+    signal?.addEventListener('abort', abort, { once: true });
   });
+}
+
+/**
+ * The wait before attempt number `attempt` of a run (1, 2, …): a uniform draw below
+ * `initialMs · 2^(attempt − 1)`, capped at `maxMs` ("full jitter"), so that clients that failed
+ * together do not try again together.
+ */
+export function fullJitter(attempt: number, initialMs: number, maxMs: number): number {
+  return Math.random() * Math.min(maxMs, initialMs * 2 ** (attempt - 1));
+}
+
+/**
+ * `promise`, or `onTimeout()` thrown when it takes longer than `ms`: for a wait that has no signal
+ * to heed (a storage probe, a port's read), which is left running but no longer waited for.
+ */
+export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  return bounded(promise, undefined, ms, onTimeout);
 }
 
 /**
