@@ -1,3 +1,4 @@
+import { fullJitter, sleep } from '../lib/net/waits.js';
 import { readLimitedText } from '../lib/pkg/index.js';
 import type { FetchLike, ResolvedConfig } from './config.js';
 import { ClientError, ClientErrorCode } from './errors.js';
@@ -108,34 +109,15 @@ export async function excerpt(response: Response): Promise<string> {
 /** Statuses after which the same request may succeed later. */
 export const isTransientStatus = (status: number): boolean => status >= 500 || status === 408 || status === 429;
 
-const sleepAborted = Symbol('aborted');
-
-/** Waits `ms`, or throws ABORTED as soon as `signal` fires. */
-export async function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  throwIfAborted(signal);
-  const outcome = await new Promise<typeof sleepAborted | undefined>((resolve) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(undefined);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(sleepAborted);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-  if (outcome === sleepAborted) throw aborted(signal?.reason);
-}
-
 /**
- * Waits before attempt `attempt` (2, 3, …): a uniform draw below initialDelayMs · 2^(attempt − 2),
- * capped at maxDelayMs ("full jitter"), so clients that failed together do not retry together.
+ * Waits before attempt `attempt` (2, 3, …): lib/net's full jitter below
+ * initialDelayMs · 2^(attempt − 2), capped at maxDelayMs, so clients that failed together do not
+ * retry together; ABORTED as soon as `signal` fires.
  */
 export function backoff(
   attempt: number,
   retry: ResolvedConfig['retry'],
   signal: AbortSignal | undefined,
 ): Promise<void> {
-  const ceiling = Math.min(retry.maxDelayMs, retry.initialDelayMs * 2 ** (attempt - 2));
-  return sleep(Math.random() * ceiling, signal);
+  return sleep(fullJitter(attempt - 1, retry.initialDelayMs, retry.maxDelayMs), signal, (s) => aborted(s.reason));
 }

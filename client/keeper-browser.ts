@@ -1,4 +1,5 @@
 import { del, get, set } from 'idb-keyval';
+import { withTimeout } from '../lib/net/waits.js';
 import { deviceKeyBox } from '../lib/pkg/secret-box.js';
 import { keeperOver, memoryKeeper, type KeeperOptions, type UploadKeeper } from './keeper.js';
 import { idbBytes, idbRecords, openUploadsStore, storesBlobs } from './keeper-idb.js';
@@ -25,17 +26,8 @@ export interface BrowserKeeper extends UploadKeeper {
 }
 
 /** `promise`, or a rejection after `ms`: a storage that never answers (a blocked database) is a storage we cannot use. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
+  withTimeout(promise, ms, () => new Error(`${what} did not answer within ${ms} ms`));
 
 /**
  * Unfinished uploads kept by this browser, for this origin, shared by its tabs: the sealed bytes in

@@ -1,5 +1,5 @@
 import { createStore, del, delMany, get, keys, set, type UseStore } from 'idb-keyval';
-import type { ByteSource } from '../lib/random-access.js';
+import type { ByteSource } from '../lib/net/sources.js';
 import type { KeeperBackend, KeptBytes, UploadRecord } from './keeper.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { ByteSource } from '../lib/random-access.js';
+import type { ByteSource } from '../lib/net/sources.js';
 import type { KeeperBackend, KeptBytes } from './keeper.js';
 
 /**

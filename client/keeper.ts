@@ -1,6 +1,6 @@
 import { fromBase64, toBase64 } from '../lib/base64.js';
 import type { SecretBox } from '../lib/pkg/secret-box.js';
-import type { ByteSource } from '../lib/random-access.js';
+import type { ByteSource } from '../lib/net/sources.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted } from './http.js';
 

@@ -1,12 +1,12 @@
-import { bounded, idleBounded, linked, PROGRESS_BYTES } from '../lib/net/waits.js';
+import { bounded, linked } from '../lib/net/waits.js';
 import type { CiphertextInspection } from '../lib/detached.js';
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import type { Policy } from '../lib/policy.js';
-import type { ByteSource, RangedUrl } from '../lib/random-access.js';
+import type { ByteSource, RangedUrl } from '../lib/net/sources.js';
 import { senderReport, type SenderReport } from '../lib/sender.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import type { ElementLike } from '../lib/web-types.js';
-import type { FetchLike, ResolvedConfig } from './config.js';
+import type { ResolvedConfig } from './config.js';
 import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted } from './http.js';
@@ -233,23 +233,6 @@ function mappedErrors(
     },
     { highWaterMark: 0 },
   );
-}
-
-/**
- * `fetchFn` whose bodies error when they go `idleMs` without 16 KiB: the random-access reader
- * bounds each read, which a server dripping a byte at a time satisfies for ever.
- */
-function idleFetch(fetchFn: FetchLike, idleMs: number): typeof fetch {
-  return (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const response = await fetchFn(input instanceof Request ? input.url : String(input), init ?? {});
-    if (response.body === null || response.type === 'opaque' || response.type === 'opaqueredirect') return response;
-    const body = idleBounded(
-      response.body,
-      idleMs,
-      () => new PostGuardError(ErrorCode.SOURCE_FAILED, `less than ${PROGRESS_BYTES} bytes came in ${idleMs} ms`),
-    );
-    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-  }) as typeof fetch;
 }
 
 /** The header read, shared by every caller while it runs; ended when the last one gives up. */
@@ -546,7 +529,8 @@ export class Opened {
     const source: ByteSource | RangedUrl =
       where === undefined
         ? blobSource(this.blob()!)
-        : { url: where.url, headers: where.headers, fetch: idleFetch(fetch, timeouts.idleMs) };
+        : // Each ranged read has the idle window of lib/net (16 KiB per stallMs): a drip ends it.
+          { url: where.url, headers: where.headers, fetch: fetch as typeof globalThis.fetch };
     const file = await openRandomAccess(source, {
       vk,
       recipientId,

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ByteSource } from '../lib/random-access.js';
+import type { ByteSource } from '../lib/net/sources.js';
 import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { expectSameBytes } from '../test/bytes.js';
 import { resolveConfig, type FetchLike, type PostGuardConfig } from './config.js';

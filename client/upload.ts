@@ -1,5 +1,5 @@
-import { DEFAULT_STALL_MS } from '../lib/net/waits.js';
-import type { ByteSource } from '../lib/random-access.js';
+import { DEFAULT_STALL_MS, bounded } from '../lib/net/waits.js';
+import type { ByteSource } from '../lib/net/sources.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
 import { isUploadId, isUploadToken, StorageClient, type UploadSession } from './storage.js';
@@ -102,23 +102,19 @@ async function readExactly(
   const stop = new AbortController();
   const failed = (message: string, cause?: unknown) =>
     new ClientError(ClientErrorCode.INPUT_FAILED, `reading the ciphertext: ${message}`, { cause });
-  let settle!: (error: ClientError) => void;
-  const cut = new Promise<never>((_, reject) => (settle = reject));
-  const onAbort = () => settle(aborted(signal.reason));
-  const timer = setTimeout(
-    () => settle(failed(`${length} bytes at ${offset} did not come within ${stallMs} ms`)),
-    stallMs,
-  );
-  signal.addEventListener('abort', onAbort, { once: true });
   let bytes: unknown;
   try {
-    bytes = await Promise.race([Promise.resolve().then(() => source.read(offset, length, stop.signal)), cut]);
+    bytes = await bounded(
+      Promise.resolve().then(() => source.read(offset, length, stop.signal)),
+      signal,
+      stallMs,
+      () => failed(`${length} bytes at ${offset} did not come within ${stallMs} ms`),
+      (s) => aborted(s.reason),
+    );
   } catch (error) {
     if (error instanceof ClientError) throw error;
     throw failed(`${length} bytes at ${offset}: ${error instanceof Error ? error.message : String(error)}`, error);
   } finally {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', onAbort);
     stop.abort();
   }
   if (!(bytes instanceof Uint8Array) || bytes.length !== length)

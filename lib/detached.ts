@@ -3,7 +3,7 @@ import { encodeFrame, readFrame, splitFrame, type FrameParts } from './frame.js'
 import { checkedSegmentSize, decodeHeader, type Mode } from './header.js';
 import { StreamReader } from './io.js';
 import { policyToJs, type Policy } from './policy.js';
-import type { ByteSource } from './random-access.js';
+import type { ByteSource } from './net/sources.js';
 import { claimedSenderReport, type SenderReport } from './sender.js';
 import { decodeSignatureExt } from './signatures.js';
 import { StreamUnsealer, Unsealer } from './unseal.js';
