@@ -1,5 +1,6 @@
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import { resumableDownload } from '../lib/net/resumable-download.js';
+import { withTimeout } from '../lib/net/waits.js';
 import { portToReadable } from './port-stream.js';
 import type { WireSource } from './sw-protocol.js';
 
@@ -74,7 +75,7 @@ async function rawSource(
     case 'relay':
       return { stream: portToReadable<Uint8Array>(source.port), size: declaredSize };
     case 'url': {
-      // A dropped or stalled connection is resumed where it stopped (lib/resumable-download.ts):
+      // A dropped or stalled connection is resumed where it stopped (lib/net/resumable-download.ts):
       // a save through the service worker survives it, the opener authenticating what was joined.
       const download = await resumableDownload(source.url, {
         fetch: pinnedFetch(doFetch, ifMatch),
@@ -182,13 +183,4 @@ export async function openSource(
       return failure;
     },
   };
-}
-
-/** `promise`, or `onTimeout()` thrown if it takes longer than `ms`. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -6,7 +6,8 @@ import { failureResponse, plaintextHeaders, type Verified } from './sw-headers.j
 import { MESSAGE_READ, type RegisterRequest } from './sw-protocol.js';
 import { post, type DownloadRegistry, type Registration } from './sw-registry.js';
 import type { DecrypterSettings } from './sw-settings.js';
-import { openSource, rereadable, withTimeout, type OpenedSource } from './sw-source.js';
+import { withTimeout } from '../lib/net/waits.js';
+import { openSource, rereadable, type OpenedSource } from './sw-source.js';
 
 /**
  * The whole file, answered 200: the plaintext of the registration's source, pulled from the
