@@ -1,3 +1,4 @@
+import { linked } from '../net/waits.js';
 import { PkgClientError, PkgClientErrorCode, aborted, badResponse } from './errors.js';
 
 /**
@@ -17,16 +18,6 @@ export interface HttpContext {
 /** Responses we read whole are small (keys, JWTs, error envelopes); anything bigger is not the PKG. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
-/** A controller that follows `signal` and can also be aborted on its own (deadline, stop). */
-export function linkedController(signal: AbortSignal | undefined): { controller: AbortController; unlink: () => void } {
-  const controller = new AbortController();
-  if (signal === undefined) return { controller, unlink: () => undefined };
-  const follow = () => controller.abort(signal.reason);
-  if (signal.aborted) follow();
-  else signal.addEventListener('abort', follow, { once: true });
-  return { controller, unlink: () => signal.removeEventListener('abort', follow) };
-}
-
 const TIMED_OUT = Symbol('timed out');
 
 /**
@@ -41,7 +32,7 @@ export async function withDeadline<T>(
   exchange: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   if (signal?.aborted) throw aborted(signal.reason);
-  const { controller, unlink } = linkedController(signal);
+  const { controller, release: unlink } = linked(signal);
   const timer = setTimeout(() => controller.abort(TIMED_OUT), ctx.timeoutMs);
   try {
     return await exchange(controller.signal);

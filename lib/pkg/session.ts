@@ -1,5 +1,6 @@
+import { linked, sleep } from '../net/waits.js';
 import { PkgClientError, PkgClientErrorCode, aborted, badResponse } from './errors.js';
-import { expectOk, linkedController, readText, withDeadline, type HttpContext } from './http.js';
+import { expectOk, readText, withDeadline, type HttpContext } from './http.js';
 import { isFinalStatus, isSessionStatus, readSessionClaims, type SessionStatus } from './jwt.js';
 import { qrLink, sameDeviceLink, universalLink, androidIntentLink, type SessionPointer } from './links.js';
 import { readEventStream } from './sse.js';
@@ -38,20 +39,6 @@ export interface SessionOptions {
   /** Called on every status change, starting with INITIALIZED. */
   onStatus?: ((status: SessionStatus) => void) | undefined;
 }
-
-const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', stop);
-      resolve();
-    }, ms);
-    const stop = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', stop, { once: true });
-  });
 
 /** The data of a status event: a JSON string (`"DONE"`), or, from a frontend channel, `{"status": …}`. */
 export function statusFromEventData(data: string): SessionStatus | undefined {
@@ -113,7 +100,7 @@ export class IdentitySession {
     readonly token: string,
     private readonly options: SessionOptions = {},
   ) {
-    const { controller, unlink } = linkedController(options.signal);
+    const { controller, release: unlink } = linked(options.signal);
     this.stop = controller;
     this.unlink = unlink;
     if (options.onStatus) this.listeners.add(options.onStatus);
@@ -298,7 +285,7 @@ export class IdentitySession {
   }
 
   private async watchWithFetch(url: string, stop: AbortSignal): Promise<Ending | undefined> {
-    const { controller, unlink } = linkedController(stop);
+    const { controller, release: unlink } = linked(stop);
     const timer = setTimeout(() => controller.abort(), this.transport.eventsConnectTimeoutMs);
     let ending: Ending | undefined;
     try {
@@ -392,7 +379,7 @@ export class IdentitySession {
           throw error;
         }
       }
-      await sleep(wait, stop);
+      await sleep(wait, stop, (signal) => signal.reason);
     }
   }
 }
