@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { abortLater, settled } from '../test/settled.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStorage, type RunningStorage } from '../devtools/storage/testing.js';
 import { PostGuard, type PostGuardOptions } from './index.js';
@@ -113,29 +114,12 @@ function opened(mode: Mode, by: 'url' | 'uuid', options: Partial<PostGuardOption
   return client(options, `${base}/${mode}`).open({ uuid, ...(signal ? { signal } : {}) });
 }
 
-/** How a promise settles, and how long after `from` it did. */
-async function settled(promise: Promise<unknown>, from: () => number): Promise<{ error: unknown; ms: number }> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  return { error, ms: Date.now() - from() };
-}
-
 describe.each(['url', 'uuid'] as const)('open({%s}) against a server that misbehaves', (by) => {
   it.each(['silent', 'midheader', 'drip'] as const)(
     'decrypt({ signal }) aborted during the header read (%s) settles within a second with ABORTED',
     async (mode) => {
-      const stop = new AbortController();
-      let abortedAt = Infinity;
-      setTimeout(() => {
-        abortedAt = Date.now();
-        stop.abort(new Error('the user went away'));
-      }, 300);
-      const { error, ms } = await settled(
-        opened(mode, by).decrypt({ session, output: 'bytes', signal: stop.signal }),
-        () => abortedAt,
-      );
+      const { signal, abortedAt } = abortLater(300);
+      const { error, ms } = await settled(opened(mode, by).decrypt({ session, output: 'bytes', signal }), abortedAt);
       expect(error).toMatchObject({ name: 'ClientError', code: 'ABORTED' });
       expect(ms).toBeLessThan(1000);
     },

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import { abortLater, settled } from '../../test/settled.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRandomAccess } from '../random-access.js';
 import { rangedUrlSource } from './ranged-url.js';
@@ -85,26 +86,12 @@ const ENTRIES: Record<string, (url: string, options: { signal?: AbortSignal; sta
   },
 };
 
-/** How a promise settles, and how long after `from()` it did. */
-async function settled(promise: Promise<unknown>, from: () => number): Promise<{ error: unknown; ms: number }> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  return { error, ms: Date.now() - from() };
-}
-
 describe.each(Object.keys(ENTRIES))('%s against a server that misbehaves', (name) => {
   const entry = ENTRIES[name]!;
 
   it.each(MODES)('an abort during the header read (%s) settles within a second: CANCELLED', async (mode) => {
-    const stop = new AbortController();
-    let abortedAt = Infinity;
-    setTimeout(() => {
-      abortedAt = Date.now();
-      stop.abort(new Error('the user went away'));
-    }, 150);
-    const { error, ms } = await settled(entry(urlOf(mode), { signal: stop.signal, stallMs: 60_000 }), () => abortedAt);
+    const { signal, abortedAt } = abortLater(150);
+    const { error, ms } = await settled(entry(urlOf(mode), { signal, stallMs: 60_000 }), abortedAt);
     expect(error).toMatchObject({ name: 'PostGuardError', code: 'CANCELLED' });
     expect(ms).toBeLessThan(1000);
   });
