@@ -1,7 +1,7 @@
 import { fullJitter, sleep } from '../lib/net/waits.js';
 import { readLimitedText } from '../lib/pkg/index.js';
 import type { FetchLike, ResolvedConfig } from './config.js';
-import { ClientError, ClientErrorCode } from './errors.js';
+import { ClientError, ClientErrorCode, type ClientErrorDetails } from './errors.js';
 
 /**
  * One HTTP exchange with a deadline. Failures before an answer arrives are sorted into the
@@ -82,12 +82,28 @@ export async function exchange(
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
- * The body as JSON; undefined when it cannot be read, is over 64 KiB, or does not parse (the
- * request's deadline still applies).
+ * The body as JSON; undefined when it is over 64 KiB or does not parse (the request's deadline still
+ * applies). A body that breaks off is no answer at all: ABORTED when `signal` cut it, else
+ * STORAGE_UNAVAILABLE (the deadline, or the network), never a bad answer.
  */
-export async function readJson(response: Response): Promise<unknown> {
+export async function readJson(
+  response: Response,
+  signal: AbortSignal | undefined,
+  what: string,
+  details: ClientErrorDetails & { url: string },
+): Promise<unknown> {
+  let text: string | undefined;
   try {
-    const text = await readLimitedText(response, MAX_ANSWER_BYTES);
+    text = await readLimitedText(response, MAX_ANSWER_BYTES);
+  } catch (cause) {
+    if (signal?.aborted) throw aborted(signal.reason);
+    throw new ClientError(
+      ClientErrorCode.STORAGE_UNAVAILABLE,
+      `${what}: the answer broke off before its end (the request's timeout, or the network)`,
+      { ...details, cause },
+    );
+  }
+  try {
     return text === undefined ? undefined : JSON.parse(text);
   } catch {
     return undefined;

@@ -244,7 +244,7 @@ export class StorageClient {
       await discard(response);
       return undefined;
     }
-    const json = (await readJson(response)) as Record<string, unknown> | undefined;
+    const json = (await readJson(response, signal, 'upload limits', { url })) as Record<string, unknown> | undefined;
     const perUpload = json?.['per_upload_limit_bytes'];
     const rolling = json?.['rolling_limit_bytes'];
     const days = json?.['window_days'];
@@ -282,7 +282,7 @@ export class StorageClient {
     const { response } = result;
     if (!response.ok) throw await statusError(response, url, 'upload init', {});
     const token = readToken(response, url, {});
-    const json = (await readJson(response)) as Record<string, unknown> | undefined;
+    const json = (await readJson(response, signal, 'upload init', { url })) as Record<string, unknown> | undefined;
     const uuid = json?.['uuid'];
     if (!isUploadId(uuid)) {
       throw new ClientError(
@@ -330,7 +330,8 @@ export class StorageClient {
       signal,
       details,
     );
-    const json = (await readJson(response)) as Record<string, unknown> | undefined;
+    const json = (await readJson(response, signal, 'upload status', { ...details, url })) as
+      Record<string, unknown> | undefined;
     const uploaded = json?.['uploaded'];
     const token = json?.['cryptify_token'];
     const prevToken = json?.['prev_token'];

@@ -1,0 +1,121 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { abortLater, settled } from '../test/settled.js';
+import { PostGuard } from './index.js';
+import { startFakePkg, type FakePkg } from './testing.js';
+
+/**
+ * Every wait of the sending side has a way out, against a storage service on loopback that
+ * misbehaves on purpose: at the upload's first request (init), or only from its chunk PUTs on (init
+ * answered as Cryptify does). Each misbehaviour is a silence, an HTTP header cut in the middle, or
+ * an answer whose body drips a byte every N ms (a PUT's answer body is not read: its drip does not
+ * stall an upload). An abort settles within a second with ABORTED;
+ * with no signal, the per-request timeout (`timeouts.storageMs`) ends it with STORAGE_UNAVAILABLE.
+ */
+
+const UUID = '00000000-0000-4000-8000-000000000000';
+/** Milliseconds between two dripped bytes. */
+const DRIP_MS = 20;
+const STORAGE_MS = 300;
+
+let pkg: FakePkg;
+let http: Server;
+let tcp: TcpServer;
+let base = '';
+let cutBase = '';
+const sockets = new Set<Socket>();
+
+type Mode = 'silent' | 'drip';
+
+/** /{when}/{mode}/fileupload/…: `when` is 'init' (misbehave at once) or 'put' (init answers). */
+function answer(req: IncomingMessage, res: ServerResponse): void {
+  const [, when, mode] = (req.url ?? '').split('/') as [string, string, Mode];
+  req.resume();
+  if (when === 'put' && (req.url ?? '').endsWith('/fileupload/init')) {
+    return void res
+      .writeHead(200, { 'content-type': 'application/json', cryptifytoken: 'a'.repeat(64) })
+      .end(JSON.stringify({ uuid: UUID }));
+  }
+  if (mode === 'silent') return;
+  res.writeHead(200, { 'content-type': 'application/json', cryptifytoken: 'b'.repeat(64) });
+  const body = Buffer.from(JSON.stringify({ uuid: UUID, padding: 'x'.repeat(4096) }));
+  let at = 0;
+  const timer = setInterval(() => (at < body.length ? res.write(body.subarray(at, ++at)) : res.end()), DRIP_MS);
+  res.on('close', () => clearInterval(timer));
+}
+
+beforeAll(async () => {
+  pkg = await startFakePkg();
+  http = createServer(answer);
+  // An HTTP header cut in the middle, after init where asked: the status line, half a header name.
+  tcp = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('data', (data) => {
+      const line = /^[A-Z]+ (\S+) HTTP/.exec(data.toString('latin1'));
+      if (line === null) return; // a request body's bytes
+      if (!line[1]!.startsWith('/put/') || !line[1]!.endsWith('/fileupload/init'))
+        return void socket.write('HTTP/1.1 200 OK\r\nContent-Le');
+      const body = JSON.stringify({ uuid: UUID });
+      socket.write(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncryptifytoken: ${'a'.repeat(64)}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+      );
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  cutBase = `http://127.0.0.1:${(tcp.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  http.closeAllConnections();
+  for (const socket of sockets) socket.destroy();
+  await new Promise((resolve) => http.close(resolve));
+  await new Promise((resolve) => tcp.close(resolve));
+  await pkg.close();
+});
+
+const CASES = [
+  ['init', 'silent'],
+  ['init', 'mid-http-header'],
+  ['init', 'drip'],
+  ['put', 'silent'],
+  ['put', 'mid-http-header'],
+] as const;
+
+function upload(when: string, mode: string, signal?: AbortSignal) {
+  const cryptifyUrl = `${mode === 'mid-http-header' ? cutBase : base}/${when}/${mode}`;
+  const pg = new PostGuard({
+    pkgUrl: pkg.url,
+    cryptifyUrl,
+    allowInsecureUrls: true,
+    timeouts: { storageMs: signal === undefined ? STORAGE_MS : 60_000 },
+    retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 },
+  });
+  return pg
+    .encrypt({
+      files: [{ name: 'a.bin', content: new Uint8Array(100_000).fill(7) }],
+      recipients: [pg.recipient.email('bob@example.com')],
+      sign: pg.sign.apiKey(pkg.apiKey),
+    })
+    .upload(signal === undefined ? {} : { signal });
+}
+
+describe.each(CASES)('upload() against a storage service that misbehaves at %s (%s)', (when, mode) => {
+  it('an abort settles within a second: ABORTED', async () => {
+    const { signal, abortedAt } = abortLater(300);
+    const { error, ms } = await settled(upload(when, mode, signal), abortedAt);
+    expect(error).toMatchObject({ name: 'ClientError', code: 'ABORTED' });
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it('with no signal, the per-request timeout ends it: STORAGE_UNAVAILABLE', async () => {
+    const started = Date.now();
+    const { error, ms } = await settled(upload(when, mode), () => started);
+    expect(error).toMatchObject({ name: 'ClientError', code: 'STORAGE_UNAVAILABLE' });
+    // Two attempts of a chunk at most (retry.maxAttempts), each its own timeout.
+    expect(ms).toBeLessThan(2 * STORAGE_MS + 2000);
+  });
+});
