@@ -1,8 +1,12 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { abortLater, settled } from '../test/settled.js';
-import { PostGuard } from './index.js';
+import { fileKeeper } from '../sdk/file-keeper.js';
+import { PostGuard, type UploadKeeper } from './index.js';
 import { startFakePkg, type FakePkg } from './testing.js';
 
 /**
@@ -10,7 +14,8 @@ import { startFakePkg, type FakePkg } from './testing.js';
  * misbehaves on purpose: at the upload's first request (init), or only from its chunk PUTs on (init
  * answered as Cryptify does). Each misbehaviour is a silence, an HTTP header cut in the middle, or
  * an answer whose body drips a byte every N ms (a PUT's answer body is not read: its drip does not
- * stall an upload). An abort settles within a second with ABORTED;
+ * stall an upload). resume() of a kept upload meets the same service at its first request (the
+ * upload's status). An abort settles within a second with ABORTED;
  * with no signal, the per-request timeout (`timeouts.storageMs`) ends it with STORAGE_UNAVAILABLE.
  */
 
@@ -25,6 +30,10 @@ let tcp: TcpServer;
 let base = '';
 let cutBase = '';
 const sockets = new Set<Socket>();
+/** Told of each chunk PUT that reaches the server. */
+let onPut = () => {};
+/** Folders of the kept uploads, removed at the end. */
+const dirs: string[] = [];
 
 type Mode = 'silent' | 'drip';
 
@@ -32,10 +41,11 @@ type Mode = 'silent' | 'drip';
 function answer(req: IncomingMessage, res: ServerResponse): void {
   const [, when, mode] = (req.url ?? '').split('/') as [string, string, Mode];
   req.resume();
+  if (req.method === 'PUT') onPut();
   if (when === 'put' && (req.url ?? '').endsWith('/fileupload/init')) {
     return void res
       .writeHead(200, { 'content-type': 'application/json', cryptifytoken: 'a'.repeat(64) })
-      .end(JSON.stringify({ uuid: UUID }));
+      .end(JSON.stringify({ uuid: UUID, recovery_token: 'c'.repeat(64) }));
   }
   if (mode === 'silent') return;
   res.writeHead(200, { 'content-type': 'application/json', cryptifytoken: 'b'.repeat(64) });
@@ -57,7 +67,7 @@ beforeAll(async () => {
       if (line === null) return; // a request body's bytes
       if (!line[1]!.startsWith('/put/') || !line[1]!.endsWith('/fileupload/init'))
         return void socket.write('HTTP/1.1 200 OK\r\nContent-Le');
-      const body = JSON.stringify({ uuid: UUID });
+      const body = JSON.stringify({ uuid: UUID, recovery_token: 'c'.repeat(64) });
       socket.write(
         `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncryptifytoken: ${'a'.repeat(64)}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
       );
@@ -75,6 +85,7 @@ afterAll(async () => {
   await new Promise((resolve) => http.close(resolve));
   await new Promise((resolve) => tcp.close(resolve));
   await pkg.close();
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
 const CASES = [
@@ -85,15 +96,19 @@ const CASES = [
   ['put', 'mid-http-header'],
 ] as const;
 
-function upload(when: string, mode: string, signal?: AbortSignal) {
-  const cryptifyUrl = `${mode === 'mid-http-header' ? cutBase : base}/${when}/${mode}`;
-  const pg = new PostGuard({
+function client(when: string, mode: string, signal?: AbortSignal, keeper?: UploadKeeper) {
+  return new PostGuard({
     pkgUrl: pkg.url,
-    cryptifyUrl,
+    cryptifyUrl: `${mode === 'mid-http-header' ? cutBase : base}/${when}/${mode}`,
     allowInsecureUrls: true,
     timeouts: { storageMs: signal === undefined ? STORAGE_MS : 60_000 },
     retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 },
+    ...(keeper === undefined ? {} : { keeper }),
   });
+}
+
+function upload(when: string, mode: string, signal?: AbortSignal, keeper?: UploadKeeper) {
+  const pg = client(when, mode, signal, keeper);
   return pg
     .encrypt({
       files: [{ name: 'a.bin', content: new Uint8Array(100_000).fill(7) }],
@@ -119,3 +134,35 @@ describe.each(CASES)('upload() against a storage service that misbehaves at %s (
     expect(ms).toBeLessThan(2 * STORAGE_MS + 2000);
   });
 });
+
+/** A kept upload that stopped after init (its chunk PUTs never answered), in a keeper of its own. */
+async function stoppedUpload(): Promise<UploadKeeper> {
+  const dir = await mkdtemp(join(tmpdir(), 'pg-keeper-'));
+  dirs.push(dir);
+  const keeper = fileKeeper(dir);
+  const stop = new AbortController();
+  onPut = () => stop.abort(); // the bytes are kept once a chunk is being sent
+  await expect(upload('put', 'silent', stop.signal, keeper)).rejects.toMatchObject({ code: 'ABORTED' });
+  return keeper;
+}
+
+describe.each(['silent', 'mid-http-header', 'drip'] as const)(
+  'resume() against a storage service that misbehaves (%s)',
+  (mode) => {
+    it('an abort settles within a second: ABORTED; with no signal, the timeout ends it: STORAGE_UNAVAILABLE', async () => {
+      const keeper = await stoppedUpload();
+      const [pending] = await client('init', mode, undefined, keeper).resumeUploads();
+      expect(pending).toBeDefined();
+      const { signal, abortedAt } = abortLater(300);
+      const aborted = await settled(pending!.resume({ signal }), abortedAt);
+      expect(aborted.error).toMatchObject({ name: 'ClientError', code: 'ABORTED' });
+      expect(aborted.ms).toBeLessThan(1000);
+
+      const started = Date.now();
+      const [again] = await client('init', mode, undefined, keeper).resumeUploads();
+      const timedOut = await settled(again!.resume(), () => started);
+      expect(timedOut.error).toMatchObject({ name: 'ClientError', code: 'STORAGE_UNAVAILABLE' });
+      expect(timedOut.ms).toBeLessThan(2 * STORAGE_MS + 2000);
+    });
+  },
+);
