@@ -1,4 +1,4 @@
-import { fullJitter, sleep } from '../lib/net/waits.js';
+import { fullJitter, sleep, withDeadlineSignal } from '../lib/net/waits.js';
 import { readLimitedText } from '../lib/pkg/index.js';
 import type { FetchLike, ResolvedConfig } from './config.js';
 import { ClientError, ClientErrorCode, type ClientErrorDetails } from './errors.js';
@@ -67,14 +67,13 @@ export async function exchange(
   signal: AbortSignal | undefined,
 ): Promise<Exchange> {
   throwIfAborted(signal);
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
+  const deadline = withDeadlineSignal(signal, timeoutMs);
   try {
-    return { ok: true, response: await fetchFn(url, { ...init, signal: combined }) };
+    return { ok: true, response: await fetchFn(url, { ...init, signal: deadline.signal! }) };
   } catch (cause) {
     if (signal?.aborted) throw aborted(signal.reason);
     if (cause instanceof ClientError) throw cause;
-    return { ok: false, reason: deadline.aborted ? 'timeout' : 'network', cause };
+    return { ok: false, reason: deadline.expired() ? 'timeout' : 'network', cause };
   }
 }
 

@@ -1,4 +1,4 @@
-import { bounded, linked } from '../lib/net/waits.js';
+import { bounded, linked, withDeadlineSignal, type DeadlineSignal } from '../lib/net/waits.js';
 import type { CiphertextInspection } from '../lib/detached.js';
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import type { Policy } from '../lib/policy.js';
@@ -158,21 +158,12 @@ const bundles = () => Promise.all([import('../lib/random-access.js'), import('./
 const registrations = new Map<string, Promise<unknown>>();
 
 /** A download's ways out: the caller's signal and the optional overall deadline, as one signal. */
-interface Transfer {
-  signal: AbortSignal | undefined;
-  /** Whether the deadline (not the caller) ended it. */
-  expired(): boolean;
+interface Transfer extends DeadlineSignal {
   ms: number;
 }
 
 function transferOf(signal: AbortSignal | undefined, ms: number): Transfer {
-  if (ms === 0) return { signal, expired: () => false, ms };
-  const deadline = AbortSignal.timeout(ms);
-  return {
-    signal: signal === undefined ? deadline : AbortSignal.any([signal, deadline]),
-    expired: () => deadline.aborted && signal?.aborted !== true,
-    ms,
-  };
+  return { ...withDeadlineSignal(signal, ms), ms };
 }
 
 /** The library's codes that say the bytes could not be fetched (not that they were wrong). */

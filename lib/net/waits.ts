@@ -98,6 +98,28 @@ export function linked(...signals: (AbortSignal | undefined)[]): { controller: A
   };
 }
 
+/** A signal with a deadline: see {@link withDeadlineSignal}. */
+export interface DeadlineSignal {
+  /** Aborts when the caller's signal does or the deadline passes; the caller's own when there is no deadline. */
+  readonly signal: AbortSignal | undefined;
+  /** Whether the deadline, not the caller, ended it. */
+  expired(): boolean;
+}
+
+/**
+ * `signal` that also aborts `ms` from now (no deadline when `ms` is 0). The timer needs no release
+ * (`AbortSignal.timeout`: it keeps no process alive), so the deadline can outlive the call that
+ * set it, as an answer's body is read after its headers came.
+ */
+export function withDeadlineSignal(signal: AbortSignal | undefined, ms: number): DeadlineSignal {
+  if (!(ms > 0)) return { signal, expired: () => false };
+  const timeout = AbortSignal.timeout(Math.min(ms, MAX_TIMER_MS));
+  return {
+    signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    expired: () => timeout.aborted && signal?.aborted !== true,
+  };
+}
+
 /** Resolves after `ms`, or rejects with `onAbort(signal)` (CANCELLED) as soon as `signal` aborts. */
 export function sleep(ms: number, signal: AbortSignal | undefined, onAbort: OnAbort = cancelledBy): Promise<void> {
   if (signal?.aborted) return Promise.reject(onAbort(signal));

@@ -1,4 +1,4 @@
-import { linked } from '../net/waits.js';
+import { withDeadlineSignal } from '../net/waits.js';
 import { PkgClientError, PkgClientErrorCode, aborted, badResponse } from './errors.js';
 
 /**
@@ -18,8 +18,6 @@ export interface HttpContext {
 /** Responses we read whole are small (keys, JWTs, error envelopes); anything bigger is not the PKG. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
-const TIMED_OUT = Symbol('timed out');
-
 /**
  * Runs `exchange` under a deadline and the caller's signal. A rejection caused by either becomes
  * ABORTED (the caller's signal) or PKG_UNAVAILABLE (the deadline); a fetch TypeError (network,
@@ -32,13 +30,12 @@ export async function withDeadline<T>(
   exchange: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   if (signal?.aborted) throw aborted(signal.reason);
-  const { controller, release: unlink } = linked(signal);
-  const timer = setTimeout(() => controller.abort(TIMED_OUT), ctx.timeoutMs);
+  const deadline = withDeadlineSignal(signal, ctx.timeoutMs);
   try {
-    return await exchange(controller.signal);
+    return await exchange(deadline.signal ?? new AbortController().signal);
   } catch (cause) {
     if (signal?.aborted) throw aborted(signal.reason);
-    if (controller.signal.aborted && controller.signal.reason === TIMED_OUT) {
+    if (deadline.expired()) {
       throw new PkgClientError(PkgClientErrorCode.PKG_UNAVAILABLE, `no answer within ${ctx.timeoutMs} ms (${url})`, {
         url,
         cause,
@@ -49,9 +46,6 @@ export async function withDeadline<T>(
       url,
       cause,
     });
-  } finally {
-    clearTimeout(timer);
-    unlink();
   }
 }
 
