@@ -6,10 +6,18 @@ import { DEFAULT_STALL_MS, cancelledBy, linked, stallOption } from './net/waits.
 import type { PreparedUserSecretKey } from './keys.js';
 import { decodeSignerBlock, senderBound } from './payload.js';
 import { policyToJs, type Policy } from './policy.js';
-import { isFinal, messageBytes, rangePieces, segmentLayout, wireSpan, type SegmentPiece } from './segment-map.js';
+import {
+  isFinal,
+  messageBytes,
+  rangePieces,
+  segmentLayout,
+  wireSpan,
+  type SegmentLayout,
+  type SegmentPiece,
+} from './segment-map.js';
 import { openSegmentAlone } from './segments.js';
 import { claimedSenderReport, type SenderReport } from './sender.js';
-import { openSegmentAccess } from './unseal.js';
+import { openSegmentAccess, type SegmentAccess } from './unseal.js';
 
 /**
  * Random access into a streaming ciphertext (one made by `sealStream`): any span of its plaintext,
@@ -145,6 +153,163 @@ export async function openRandomAccess(
   return openByteSource(source, options);
 }
 
+/** An opened file: what every span of it reads with. */
+interface Opened {
+  read: ReturnType<typeof checkedReader>;
+  layout: SegmentLayout;
+  key: SegmentAccess['key'];
+  iv: SegmentAccess['iv'];
+  /** Segment 0 and the final segment, opened at the start and kept. */
+  first: Uint8Array;
+  last: Uint8Array | undefined;
+  prefixBytes: number;
+  /** Plaintext bytes. */
+  total: number;
+  /** The reader's own signal (options.signal). */
+  signal: AbortSignal | undefined;
+}
+
+/** Opens the segments `indices` of one run, read in one request. */
+async function openRun(
+  file: Pick<Opened, 'read' | 'layout' | 'key' | 'iv'>,
+  indices: readonly number[],
+  wire: { offset: number; length: number },
+  signal: AbortSignal | undefined,
+): Promise<Uint8Array[]> {
+  const bytes = await file.read(wire.offset, wire.length, signal);
+  return Promise.all(
+    indices.map((index) => {
+      const span = wireSpan(file.layout, index);
+      const at = span.offset - wire.offset;
+      const final = isFinal(file.layout, index);
+      return openSegmentAlone(file.key, file.iv, index, final, bytes.subarray(at, at + span.length));
+    }),
+  );
+}
+
+/** The segment `index` when it is kept (segment 0, the final one), else undefined. */
+const cached = (file: Opened, index: number) =>
+  index === 0 ? file.first : index === file.layout.count - 1 ? (file.last ?? file.first) : undefined;
+
+/** `start`..`end` (exclusive; default the end) checked against a plaintext of `total` bytes. */
+function spanOf(total: number, start: unknown, end: unknown): [number, number] {
+  const to = end === undefined ? total : end;
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(to))
+    throw invalid('a span is two integer offsets into the plaintext');
+  const [a, b] = [start as number, to as number];
+  if (a < 0 || b < a || b > total)
+    throw invalid(`bytes ${a} to ${b} (exclusive) are not within a plaintext of ${total} bytes`);
+  return [a, b];
+}
+
+/**
+ * The span's pieces in runs: cached segments alone, others grouped up to RUN_BYTES of ciphertext.
+ * Pulled one run at a time, so what a span holds in memory before its first byte does not grow
+ * with the span (a run of 1 MiB of 256-byte segments is some four thousand pieces; the whole span
+ * planned up front was a quarter of a million for 64 MiB).
+ */
+function* plan(file: Opened, start: number, end: number): Generator<Run, void, undefined> {
+  if (start === end) return;
+  let current: Run | undefined;
+  for (const piece of rangePieces(file.layout, file.prefixBytes, start, end - 1)) {
+    if (cached(file, piece.index) !== undefined) {
+      if (current !== undefined) yield current;
+      current = undefined;
+      yield { pieces: [piece] };
+      continue;
+    }
+    const wire = wireSpan(file.layout, piece.index);
+    if (
+      current?.wire !== undefined &&
+      current.wire.length + wire.length <= RUN_BYTES &&
+      current.pieces.length < RUN_SEGMENTS
+    ) {
+      current.pieces.push(piece);
+      current.wire.length += wire.length;
+    } else {
+      if (current !== undefined) yield current;
+      current = { pieces: [piece], wire: { ...wire } };
+    }
+  }
+  if (current !== undefined) yield current;
+}
+
+/** A run's plaintext pieces: from the cache, or read and opened. */
+function fetchRun(file: Opened, run: Run, signal: AbortSignal): Promise<Uint8Array[]> {
+  if (run.wire === undefined)
+    return Promise.resolve(run.pieces.map(({ index, from, to }) => cached(file, index)!.slice(from, to)));
+  const indices = run.pieces.map((p) => p.index);
+  return openRun(file, indices, run.wire, signal).then((regions) =>
+    regions.map((region, i) => region.subarray(run.pieces[i]!.from, run.pieces[i]!.to)),
+  );
+}
+
+/** The span's authenticated pieces, one run read ahead of the one handed out. */
+async function* pieces(
+  file: Opened,
+  start: number,
+  end: number | undefined,
+  ...signals: (AbortSignal | undefined)[]
+): AsyncGenerator<Uint8Array, void, undefined> {
+  const [a, b] = spanOf(file.total, start, end);
+  const runs = plan(file, a, b);
+  const { controller, release } = linked(file.signal, ...signals);
+  try {
+    // The plan is pulled as the runs are read.
+    const ahead = (): Promise<Uint8Array[]> | undefined => {
+      const run = runs.next();
+      return run.done === true ? undefined : quiet(fetchRun(file, run.value, controller.signal));
+    };
+    for (let current = ahead(); current !== undefined;) {
+      const next = ahead();
+      for (const piece of await current) yield piece;
+      current = next;
+    }
+  } finally {
+    controller.abort(); // a read ahead that nobody will take
+    release();
+  }
+}
+
+/** The public face of an opened file. */
+function fileReader(file: Opened, ciphertextSize: number, sender: Policy): RandomAccessFile {
+  return {
+    size: file.total,
+    ciphertextSize,
+    trust: 'segments-authenticated',
+    sender,
+    claimedSender: () => claimedSenderReport(sender, 'range'),
+    range: (start, end, spanOptions) => pieces(file, start, end, spanOptions?.signal),
+    async slice(start, end, spanOptions) {
+      const [a, b] = spanOf(file.total, start, end);
+      const out = new Uint8Array(b - a);
+      let at = 0;
+      for await (const piece of pieces(file, a, b, spanOptions?.signal)) {
+        out.set(piece, at);
+        at += piece.length;
+      }
+      return out;
+    },
+    stream(start = 0, end, spanOptions) {
+      const [a, b] = spanOf(file.total, start, end);
+      // Cancelling ends a read in flight at once (the generator's return would wait for it).
+      const stop = new AbortController();
+      const parts = pieces(file, a, b, spanOptions?.signal, stop.signal);
+      return new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const next = await parts.next();
+          if (next.done) controller.close();
+          else controller.enqueue(next.value);
+        },
+        async cancel(reason) {
+          stop.abort(reason);
+          await parts.return();
+        },
+      });
+    },
+  };
+}
+
 /** {@link openRandomAccess} once its input is a {@link ByteSource}. */
 async function openByteSource(source: ByteSource, options: RandomAccessOptions): Promise<RandomAccessFile> {
   if (options === null || typeof options !== 'object')
@@ -162,144 +327,18 @@ async function openByteSource(source: ByteSource, options: RandomAccessOptions):
       ErrorCode.TRUNCATED,
       `a ciphertext of ${size} bytes does not end with a whole final segment: it was cut`,
     );
-
-  /** Opens the segments of one run, read in one request. */
-  const openRun = async (indices: readonly number[], wire: { offset: number; length: number }, s?: AbortSignal) => {
-    const bytes = await read(wire.offset, wire.length, s);
-    return Promise.all(
-      indices.map((index) => {
-        const span = wireSpan(layout, index);
-        const at = span.offset - wire.offset;
-        return openSegmentAlone(
-          access.key,
-          access.iv,
-          index,
-          isFinal(layout, index),
-          bytes.subarray(at, at + span.length),
-        );
-      }),
-    );
-  };
+  const segments = { read, layout, key: access.key, iv: access.iv };
   const finalIndex = layout.count - 1;
   const [first, last] = await Promise.all([
-    openRun([0], wireSpan(layout, 0), signal).then(([region]) => region!),
-    finalIndex === 0 ? undefined : openRun([finalIndex], wireSpan(layout, finalIndex), signal).then(([r]) => r!),
+    openRun(segments, [0], wireSpan(layout, 0), signal).then(([region]) => region!),
+    finalIndex === 0
+      ? undefined
+      : openRun(segments, [finalIndex], wireSpan(layout, finalIndex), signal).then(([r]) => r!),
   ]);
   const { senderCopy, length: prefixBytes } = decodeSignerBlock(first);
   senderBound(senderCopy, access.publicPolicy); // a copy that differs is refused; an equal one proves nothing yet
   const total = messageBytes(layout, prefixBytes);
   if (total === undefined) throw malformed('the signer policy does not fit in segment 0');
-  const cached = (index: number) => (index === 0 ? first : index === finalIndex ? (last ?? first) : undefined);
-  const sender = policyToJs(access.publicPolicy);
-
-  const span = (start: unknown, end: unknown): [number, number] => {
-    const to = end === undefined ? total : end;
-    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(to))
-      throw invalid('a span is two integer offsets into the plaintext');
-    const [a, b] = [start as number, to as number];
-    if (a < 0 || b < a || b > total)
-      throw invalid(`bytes ${a} to ${b} (exclusive) are not within a plaintext of ${total} bytes`);
-    return [a, b];
-  };
-
-  /**
-   * The span's pieces in runs: cached segments alone, others grouped up to RUN_BYTES of ciphertext.
-   * Pulled one run at a time, so what a span holds in memory before its first byte does not grow
-   * with the span (a run of 1 MiB of 256-byte segments is some four thousand pieces; the whole span
-   * planned up front was a quarter of a million for 64 MiB).
-   */
-  const plan = function* (start: number, end: number): Generator<Run, void, undefined> {
-    if (start === end) return;
-    let current: Run | undefined;
-    for (const piece of rangePieces(layout, prefixBytes, start, end - 1)) {
-      if (cached(piece.index) !== undefined) {
-        if (current !== undefined) yield current;
-        current = undefined;
-        yield { pieces: [piece] };
-        continue;
-      }
-      const wire = wireSpan(layout, piece.index);
-      if (
-        current?.wire !== undefined &&
-        current.wire.length + wire.length <= RUN_BYTES &&
-        current.pieces.length < RUN_SEGMENTS
-      ) {
-        current.pieces.push(piece);
-        current.wire.length += wire.length;
-      } else {
-        if (current !== undefined) yield current;
-        current = { pieces: [piece], wire: { ...wire } };
-      }
-    }
-    if (current !== undefined) yield current;
-  };
-
-  async function* pieces(
-    start: number,
-    end: number | undefined,
-    ...signals: (AbortSignal | undefined)[]
-  ): AsyncGenerator<Uint8Array, void, undefined> {
-    const [a, b] = span(start, end);
-    const runs = plan(a, b);
-    const { controller, release } = linked(signal, ...signals);
-    const fetchRun = (run: Run): Promise<Uint8Array[]> =>
-      run.wire === undefined
-        ? Promise.resolve(run.pieces.map(({ index, from, to }) => cached(index)!.slice(from, to)))
-        : openRun(
-            run.pieces.map((p) => p.index),
-            run.wire,
-            controller.signal,
-          ).then((regions) => regions.map((region, i) => region.subarray(run.pieces[i]!.from, run.pieces[i]!.to)));
-    try {
-      // One run read ahead of the one being handed out; the plan is pulled as the runs are read.
-      const ahead = (): Promise<Uint8Array[]> | undefined => {
-        const run = runs.next();
-        return run.done === true ? undefined : quiet(fetchRun(run.value));
-      };
-      for (let current = ahead(); current !== undefined;) {
-        const next = ahead();
-        for (const piece of await current) yield piece;
-        current = next;
-      }
-    } finally {
-      controller.abort(); // a read ahead that nobody will take
-      release();
-    }
-  }
-
-  return {
-    size: total,
-    ciphertextSize: size,
-    trust: 'segments-authenticated',
-    sender,
-    claimedSender: () => claimedSenderReport(sender, 'range'),
-    range: (start, end, spanOptions) => pieces(start, end, spanOptions?.signal),
-    async slice(start, end, spanOptions) {
-      const [a, b] = span(start, end);
-      const out = new Uint8Array(b - a);
-      let at = 0;
-      for await (const piece of pieces(a, b, spanOptions?.signal)) {
-        out.set(piece, at);
-        at += piece.length;
-      }
-      return out;
-    },
-    stream(start = 0, end, spanOptions) {
-      const [a, b] = span(start, end);
-      // Cancelling ends a read in flight at once (the generator's return would wait for it).
-      const stop = new AbortController();
-      const parts = pieces(a, b, spanOptions?.signal, stop.signal);
-      return new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          const next = await parts.next();
-          if (next.done) controller.close();
-          else controller.enqueue(next.value);
-        },
-        async cancel(reason) {
-          stop.abort(reason);
-          await parts.return();
-        },
-      });
-    },
-  };
+  const file: Opened = { ...segments, first, last, prefixBytes, total, signal };
+  return fileReader(file, size, policyToJs(access.publicPolicy));
 }
