@@ -157,11 +157,31 @@ export class DownloadRegistry {
     const found = this.entries.get(id);
     const entry = found?.seekable === true ? found : this.drop(id);
     entry?.renew?.();
+    if (entry !== undefined && !entry.seekable) this.answer(entry);
     return entry;
+  }
+
+  /**
+   * Keeps a one-shot download that is being answered within reach of its page's revoke (what its
+   * caller's abort sends), from the first byte of the source on: until it ends, or for the longest
+   * a fetch event lives.
+   */
+  private answer(entry: Registration): void {
+    const forget = () => {
+      clearTimeout(timer);
+      if (this.answering.get(entry.id) === entry) this.answering.delete(entry.id);
+    };
+    const timer = setTimeout(forget, this.settings.maxEventMs);
+    entry.abort.signal.addEventListener('abort', forget, { once: true });
+    this.answering.set(entry.id, entry);
   }
 
   /** The page no longer wants it: it ends, and its source is let go. */
   revoke(id: string): void {
+    const answering = this.answering.get(id);
+    // Being answered: its response ends and tells the page why (sw-whole.ts), its source let go.
+    if (answering !== undefined)
+      answering.abort.abort(new PostGuardError(ErrorCode.CANCELLED, 'the download was revoked'));
     const entry = this.entries.get(id);
     if (entry === undefined) return;
     this.end(entry, new PostGuardError(ErrorCode.INVALID_STATE, 'the download was revoked'));
@@ -174,6 +194,9 @@ export class DownloadRegistry {
     post(entry.reply, { type: 'error', error: encodeError(error) });
     entry.abort.abort(error);
   }
+
+  /** One-shot downloads claimed and being answered, by id. */
+  private readonly answering = new Map<string, Registration>();
 
   private drop(id: string): Entry | undefined {
     const entry = this.entries.get(id);

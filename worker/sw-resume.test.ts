@@ -5,8 +5,9 @@ import { DEFAULT_SEGMENT_SIZE, sealStream, type SealOptions } from '../lib/index
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import { expectSameBytes } from '../test/bytes.js';
 import { chunkedSource, collector } from '../test/streams.js';
-import { installDecrypter, type DecrypterOptions } from './sw-core.js';
-import { MESSAGE_REGISTER, type DownloadEvent, type RegisterRequest } from './sw-protocol.js';
+import type { DecrypterOptions } from './sw-core.js';
+import type { RegisterRequest } from './sw-protocol.js';
+import { startSave } from './test/sw-node.js';
 
 /**
  * A service-worker save of a URL survives a dropped connection: the decrypter (driven in Node
@@ -19,7 +20,6 @@ import { MESSAGE_REGISTER, type DownloadEvent, type RegisterRequest } from './sw
 const TS = 1_700_000_000;
 const EMAIL = 'pbdf.sidn-pbdf.email.email';
 const ALICE = 'alice@example.org';
-const SCOPE = 'https://app.example/';
 
 let vk: string;
 let usk: string;
@@ -79,41 +79,14 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-/** A decrypter behind a minimal ServiceWorkerGlobalScope: registers a download, then GETs it. */
+/** Registers a download with a fresh decrypter, GETs it, and reads it to its end. */
 async function save(request: Partial<RegisterRequest>, options: DecrypterOptions) {
-  const scope = Object.assign(new EventTarget(), { registration: { scope: SCOPE }, fetch: globalThis.fetch });
-  installDecrypter(scope as unknown as ServiceWorkerGlobalScope, { progressIntervalMs: 0, ...options });
-  const { port1, port2 } = new MessageChannel();
-  const events: DownloadEvent[] = [];
-  const registered = new Promise<DownloadEvent>((resolve) => {
-    port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
-      events.push(data);
-      if (data.type === 'registered') resolve(data);
-    };
-  });
-  const full = { recipientId: ALICE, usk, vk, filename: 'report.bin', ...request };
-  scope.dispatchEvent(
-    Object.assign(new Event('message'), {
-      data: { type: MESSAGE_REGISTER, request: full },
-      ports: [port2],
-      waitUntil() {},
-    }),
-  );
-  const reply = await registered;
-  if (reply.type !== 'registered' || !reply.ok) throw new Error(`not registered: ${JSON.stringify(reply)}`);
-  let response: Promise<Response> | undefined;
-  scope.dispatchEvent(
-    Object.assign(new Event('fetch'), {
-      request: new Request(reply.url),
-      respondWith: (r: Response | Promise<Response>) => (response = Promise.resolve(r)),
-      waitUntil: () => undefined,
-    }),
-  );
-  const res = await response!;
+  const run = await startSave({ recipientId: ALICE, usk, vk, ...request }, options);
+  const res = await run.response;
   const bytes = new Uint8Array(await res.arrayBuffer());
-  await expect.poll(() => events.some((e) => e.type === 'done' || e.type === 'error')).toBe(true);
-  port1.close();
-  return { res, bytes, events };
+  await expect.poll(() => run.events.some((e) => e.type === 'done' || e.type === 'error')).toBe(true);
+  run.close();
+  return { res, bytes, events: run.events };
 }
 
 describe('a service-worker save of a URL', () => {
