@@ -303,7 +303,7 @@ export class Opened {
     try {
       switch (output) {
         case 'save':
-          return await this.save(recipientId, usk, vk, options);
+          return await this.save(recipientId, usk, vk, options, signal);
         case 'entries':
           return await this.entries(recipientId, usk, vk, transfer);
         case 'stream':
@@ -490,26 +490,53 @@ export class Opened {
     return { output: 'bytes', plaintext, sender: await sender };
   }
 
-  private async save(recipientId: string, usk: string, vk: string, options: DecryptInput): Promise<SavedResult> {
+  private async save(
+    recipientId: string,
+    usk: string,
+    vk: string,
+    options: DecryptInput,
+    signal: AbortSignal | undefined,
+  ): Promise<SavedResult> {
     const script = String(this.parts.serviceWorker);
     const { prepareDownload, registerDecryptingServiceWorker, triggerDownload } = await serviceWorker();
     const registration = registrations.get(script) ?? registerDecryptingServiceWorker(script);
     registrations.set(script, registration);
-    await registration;
+    const untilAborted = <T>(work: Promise<T>) =>
+      bounded(
+        work,
+        signal,
+        undefined,
+        () => aborted(),
+        (s) => aborted(s.reason),
+      );
+    await untilAborted(registration);
     const where = this.location();
     const source = where?.url ?? this.blob()!;
     const bundle = 'uuid' in this.input;
-    const download = await prepareDownload({
-      source,
-      ...(where === undefined || Object.keys(where.headers).length === 0 ? {} : { headers: where.headers }),
-      recipientId,
-      usk,
-      vk,
-      filename: options.filename ?? (bundle ? 'postguard-files.zip' : 'postguard-file'),
-      ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-    });
+    const download = await untilAborted(
+      prepareDownload({
+        source,
+        ...(where === undefined || Object.keys(where.headers).length === 0 ? {} : { headers: where.headers }),
+        recipientId,
+        usk,
+        vk,
+        filename: options.filename ?? (bundle ? 'postguard-files.zip' : 'postguard-file'),
+        ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+      }),
+    );
+    if (signal?.aborted) {
+      download.revoke();
+      throw aborted(signal.reason);
+    }
     triggerDownload(download.url, download.done);
-    return { output: 'save', sender: senderReport(await download.done) };
+    // The caller's abort reaches the worker (a revoke ends the save from its source's first byte on).
+    const revoke = () => download.revoke();
+    signal?.addEventListener('abort', revoke, { once: true });
+    try {
+      return { output: 'save', sender: senderReport(await untilAborted(download.done)) };
+    } finally {
+      signal?.removeEventListener('abort', revoke);
+    }
   }
 
   private async entries(recipientId: string, usk: string, vk: string, transfer: Transfer): Promise<EntriesResult> {
