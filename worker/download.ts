@@ -77,7 +77,10 @@ export interface PreparedDownload {
    * `revoke()`) before a full response did.
    */
   done: Promise<VerificationResult>;
-  /** Forgets the registration (if it was not fetched yet). */
+  /**
+   * Forgets the registration, or ends its answer if it is being fetched (the worker stops reading
+   * the source; `done` rejects with CANCELLED): what a caller's abort sends.
+   */
   revoke(): void;
   /**
    * `fetch(url)`, whose body acknowledges to the worker what it has read (the `paced` protocol;
