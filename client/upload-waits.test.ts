@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CUT_HEADER, startHostileServers, type HostileServers } from '../test/hostile-servers.js';
 import { abortLater, settled } from '../test/settled.js';
 import { fileKeeper } from '../sdk/file-keeper.js';
 import { PostGuard, type UploadKeeper } from './index.js';
@@ -25,11 +25,7 @@ const DRIP_MS = 20;
 const STORAGE_MS = 300;
 
 let pkg: FakePkg;
-let http: Server;
-let tcp: TcpServer;
-let base = '';
-let cutBase = '';
-const sockets = new Set<Socket>();
+let servers: HostileServers;
 /** Told of each chunk PUT that reaches the server. */
 let onPut = () => {};
 /** Folders of the kept uploads, removed at the end. */
@@ -55,35 +51,21 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
   res.on('close', () => clearInterval(timer));
 }
 
+/** Init answered whole (from /put/ on), so the cut comes at the chunk PUTs; else the header is cut. */
+function cutAnswer({ path }: { path: string }): string {
+  if (!path.startsWith('/put/') || !path.endsWith('/fileupload/init')) return CUT_HEADER;
+  const body = JSON.stringify({ uuid: UUID, recovery_token: 'c'.repeat(64) });
+  const token = 'a'.repeat(64);
+  return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncryptifytoken: ${token}\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+}
+
 beforeAll(async () => {
   pkg = await startFakePkg();
-  http = createServer(answer);
-  // An HTTP header cut in the middle, after init where asked: the status line, half a header name.
-  tcp = createTcpServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('data', (data) => {
-      const line = /^[A-Z]+ (\S+) HTTP/.exec(data.toString('latin1'));
-      if (line === null) return; // a request body's bytes
-      if (!line[1]!.startsWith('/put/') || !line[1]!.endsWith('/fileupload/init'))
-        return void socket.write('HTTP/1.1 200 OK\r\nContent-Le');
-      const body = JSON.stringify({ uuid: UUID, recovery_token: 'c'.repeat(64) });
-      socket.write(
-        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncryptifytoken: ${'a'.repeat(64)}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
-      );
-    });
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  cutBase = `http://127.0.0.1:${(tcp.address() as AddressInfo).port}`;
+  servers = await startHostileServers(answer, cutAnswer);
 });
 
 afterAll(async () => {
-  http.closeAllConnections();
-  for (const socket of sockets) socket.destroy();
-  await new Promise((resolve) => http.close(resolve));
-  await new Promise((resolve) => tcp.close(resolve));
+  await servers.close();
   await pkg.close();
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
@@ -99,7 +81,7 @@ const CASES = [
 function client(when: string, mode: string, signal?: AbortSignal, keeper?: UploadKeeper) {
   return new PostGuard({
     pkgUrl: pkg.url,
-    cryptifyUrl: `${mode === 'mid-http-header' ? cutBase : base}/${when}/${mode}`,
+    cryptifyUrl: `${mode === 'mid-http-header' ? servers.cutBase : servers.httpBase}/${when}/${mode}`,
     allowInsecureUrls: true,
     timeouts: { storageMs: signal === undefined ? STORAGE_MS : 60_000 },
     retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 },

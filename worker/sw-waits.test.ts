@@ -1,8 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sealStream } from '../lib/index.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
+import { startHostileServers, type HostileServers } from '../test/hostile-servers.js';
 import { chunkedSource, collector } from '../test/streams.js';
 import { startSave } from './test/sw-node.js';
 
@@ -22,11 +22,7 @@ const STALL_MS = 300;
 const ALICE = 'alice@example.org';
 
 let keys: { vk: string; usk: string; recipientId: string };
-let http: Server;
-let tcp: TcpServer;
-let httpBase = '';
-let tcpBase = '';
-const sockets = new Set<Socket>();
+let servers: HostileServers;
 
 function answer(req: IncomingMessage, res: ServerResponse): void {
   const [, mode] = (req.url ?? '').split('/');
@@ -53,27 +49,14 @@ beforeAll(async () => {
     out.writable,
   );
   file = out.bytes();
-  http = createServer(answer);
-  tcp = createTcpServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Le'));
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
-  httpBase = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  tcpBase = `http://127.0.0.1:${(tcp.address() as AddressInfo).port}`;
+  servers = await startHostileServers(answer);
 });
 
-afterAll(async () => {
-  http.closeAllConnections();
-  for (const socket of sockets) socket.destroy();
-  await new Promise((resolve) => http.close(resolve));
-  await new Promise((resolve) => tcp.close(resolve));
-});
+afterAll(() => servers.close());
 
 const MODES = ['silent', 'mid-http-header', 'midheader', 'drip'] as const;
-const urlOf = (mode: (typeof MODES)[number]) => (mode === 'mid-http-header' ? `${tcpBase}/f` : `${httpBase}/${mode}`);
+const urlOf = (mode: (typeof MODES)[number]) =>
+  mode === 'mid-http-header' ? `${servers.cutBase}/f` : `${servers.httpBase}/${mode}`;
 
 /** When the save ended for the page: the response failed, or its body errored, and the worker said why. */
 async function ended(run: Awaited<ReturnType<typeof startSave>>): Promise<{ status: number; error: unknown }> {

@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startHostileServers, type HostileServers } from '../../test/hostile-servers.js';
 import { abortLater, settled } from '../../test/settled.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRandomAccess } from '../random-access.js';
@@ -21,11 +21,7 @@ const DRIP_MS = 20;
 /** The idle timeout of the tests that wait for it. */
 const IDLE_MS = 300;
 
-let http: Server;
-let tcp: TcpServer;
-let httpBase = '';
-let tcpBase = '';
-const sockets = new Set<Socket>();
+let servers: HostileServers;
 
 function answer(req: IncomingMessage, res: ServerResponse): void {
   const [, mode, drip] = (req.url ?? '').split('/');
@@ -48,30 +44,14 @@ function answer(req: IncomingMessage, res: ServerResponse): void {
   res.on('close', () => clearInterval(timer));
 }
 
-beforeAll(async () => {
-  http = createServer(answer);
-  // An HTTP header cut in the middle: the status line and half a header name, then silence.
-  tcp = createTcpServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.once('data', () => socket.write('HTTP/1.1 206 Partial Content\r\nContent-Le'));
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
-  httpBase = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  tcpBase = `http://127.0.0.1:${(tcp.address() as AddressInfo).port}`;
-});
-
-afterAll(async () => {
-  http.closeAllConnections();
-  for (const socket of sockets) socket.destroy();
-  await new Promise((resolve) => http.close(resolve));
-  await new Promise((resolve) => tcp.close(resolve));
-});
+// An HTTP header cut in the middle: the status line and half a header name, then silence.
+beforeAll(async () => void (servers = await startHostileServers(answer)));
+afterAll(() => servers.close());
 
 const MODES = ['silent', 'mid-http-header', 'midheader', 'drip'] as const;
 type Mode = (typeof MODES)[number];
-const urlOf = (mode: Mode) => (mode === 'mid-http-header' ? `${tcpBase}/f` : `${httpBase}/${mode}/${DRIP_MS}`);
+const urlOf = (mode: Mode) =>
+  mode === 'mid-http-header' ? `${servers.cutBase}/f` : `${servers.httpBase}/${mode}/${DRIP_MS}`;
 
 /** Keys that are never reached: every mode fails before the header is whole. */
 const keys = { vk: 'unused', recipientId: 'alice', usk: 'unused' };
