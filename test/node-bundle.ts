@@ -8,18 +8,20 @@ import { buildSync } from 'esbuild';
  * a process many times. Under the tsx loader each start compiles the sources again (about a
  * second on CI's two cores, most of a CLI test file's time); the bundle starts in a fifth of
  * that. The bundle sees the library's sources through the root tsconfig.json's paths, as tsx
- * does, and is written beside the entry (in a git-ignored `.test-build/`) so that what the entry
- * reads relative to itself (its package.json) resolves as it does from the sources.
+ * does, and is written where what the entry reads relative to its own module resolves as it
+ * does from the sources: by default beside the entry (in a git-ignored `.test-build/`, for a
+ * `../package.json`), or in the folder given (pg-pkg's migrations are read from beside
+ * server/db/migrate.ts). Its name starts with `.test-build` (git-ignored).
  */
 
 const ROOT_TSCONFIG = fileURLToPath(new URL('../tsconfig.json', import.meta.url));
 const built = new Map<string, string>();
 
-export function bundledEntry(entry: string): string {
+export function bundledEntry(entry: string, besideFilesIn?: string): string {
   const known = built.get(entry);
   if (known !== undefined) return known;
-  const dir = join(dirname(entry), '.test-build');
-  const outfile = join(dir, `main.${process.pid}.mjs`);
+  const dir = besideFilesIn ?? join(dirname(entry), '.test-build');
+  const outfile = join(dir, `.test-build.${process.pid}.mjs`);
   mkdirSync(dir, { recursive: true });
   buildSync({
     entryPoints: [entry],
