@@ -200,10 +200,16 @@ test('send (Yivi-signed) → link → receive: the recipient saves each file wit
   const who = people('send');
   const report = randomBytes(300_000);
   const note = Buffer.from('Hello Bob,\nthe report is attached.\n');
+  // Chromium's network panel: a chunk PUT that succeeded is never listed as cancelled.
+  const cancelled = await tab.watchCancelled?.();
   await startSend(tab, sendStack, [file('report.bin', report), file('note.txt', note)], who);
   await check(tab, `${engine}-send-scan`);
   await scan(tab, who.alice);
   const link = await sentLink(tab);
+  if (cancelled !== undefined) {
+    expect(cancelled.list().filter((r) => r.includes('/fileupload/'))).toEqual([]);
+    await cancelled.stop();
+  }
   await check(tab, `${engine}-send-done`);
   await receive(tab, link, who, 2);
   await check(tab, `${engine}-receive-files`);
