@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Download, Page } from '@playwright/test';
-import { discloseInWallet, expect, type Stack } from './fixtures.js';
+import { discloseDirectly, discloseInWallet, expect, type Stack } from './fixtures.js';
 
 /**
  * What a person does in the demo, step by step, through labels and roles (the way assistive
@@ -24,6 +24,8 @@ export type Content =
  */
 export interface Sender {
   yivi: { email?: string; mobile?: string };
+  /** How the phone is played: the wallet page (default), or directly from Node (discloseDirectly). */
+  wallet?: 'page' | 'direct';
 }
 
 export interface EncryptRequest {
@@ -72,7 +74,8 @@ export async function encrypt(
   if (request.sender.yivi.email === undefined) values['pbdf.sidn-pbdf.email.email'] = 'sender@example.org';
   if (request.sender.yivi.mobile !== undefined)
     values['pbdf.sidn-pbdf.mobilenumber.mobilenumber'] = request.sender.yivi.mobile;
-  await discloseInWallet(context, page, stack, values);
+  if (request.sender.wallet === 'direct') await discloseDirectly(page, values);
+  else await discloseInWallet(context, page, stack, values);
   const saved = await download;
   await settled(page, '#result');
   await expect(page.locator('#result')).toContainText('Encrypted');
