@@ -2,6 +2,7 @@ import type { Policy } from '../lib/policy.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import { reviveError } from './errors.js';
+import { pageDecrypterPort } from './page-decrypter.js';
 import { readableToPort } from './port-stream.js';
 import {
   MESSAGE_KEEPALIVE,
@@ -43,6 +44,12 @@ export interface DownloadOptions extends DownloadFields {
   onVerifying?: (bytes: number) => void;
   /** How long to wait for the service worker to accept the registration. 10 s. */
   registrationTimeoutMs?: number;
+  /**
+   * Let this page's crypto worker (a `PostGuardWorker` it started) decrypt a Blob or URL download
+   * for the service worker, which then only moves plaintext; it takes over by itself if the page
+   * goes away mid-file (worker/README.md). Default true; false keeps the decryption in the service worker.
+   */
+  offload?: boolean;
 }
 
 /** A range of the plaintext that a seekable download served without verifying the sender's signatures. */
@@ -207,6 +214,14 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   if (options.verifyFirst !== undefined) request.verifyFirst = options.verifyFirst;
   if (options.paced !== undefined) request.paced = options.paced;
   if (options.seekable !== undefined) request.seekable = options.seekable;
+  // A source the service worker can read again, should this page go away mid-file, is decrypted by
+  // this page's crypto worker, if it has one: the service worker then only moves plaintext.
+  const rereadable = source.kind === 'blob' || source.kind === 'url';
+  const decrypter = rereadable && options.offload !== false ? await pageDecrypterPort() : undefined;
+  if (decrypter !== undefined) {
+    request.decrypter = decrypter;
+    transfer.push(decrypter);
+  }
 
   const channel = new MessageChannel();
   let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };

@@ -4,6 +4,7 @@ import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
 import { ownedBytes } from '../lib/owned-bytes.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
+import { serveDecrypter } from './offload-serve.js';
 import { spendChunksOnRead } from './port-stream.js';
 import { installTransferHandlers } from './transfer.js';
 
@@ -75,5 +76,10 @@ export function cryptoWorkerApi(): CryptoWorkerApi {
       return shakeBackend;
     },
     hashesOnOwnThread: () => startHashThread(),
+    async decrypterPort() {
+      const { port1, port2 } = new MessageChannel();
+      serveDecrypter(port1);
+      return transfer(port2, [port2]);
+    },
   };
 }
