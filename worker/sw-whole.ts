@@ -385,5 +385,7 @@ export async function respondWhole(
 
   const headers = plaintextHeaders(r, how.verified, acceptRanges);
   if (how.length !== undefined) headers.set('content-length', String(how.length));
+  // Who decrypts the bytes that go out (this worker takes over should the page's go away mid-file).
+  headers.set('x-postguard-decrypted-by', 'job' in sending.pass ? 'page-worker' : 'service-worker');
   return new Response(stream, { status: 200, headers });
 }

@@ -82,7 +82,12 @@ test('a file through the service worker: fetched with its Content-Length, and sa
     const probe = await tab.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'probe.bin'), [keys] as const);
     const fetched = await tab.evaluate((url) => pgt.swFetch(url), probe.url);
     expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
-    expect(fetched.headers).toMatchObject({ 'content-length': String(size), 'x-postguard-verified': 'complete' });
+    // Decrypted by the page's crypto worker; the service worker only moved plaintext (sw-offload.ts).
+    expect(fetched.headers).toMatchObject({
+      'content-length': String(size),
+      'x-postguard-verified': 'complete',
+      'x-postguard-decrypted-by': 'page-worker',
+    });
     expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({
       sender: { public: keys.sender, contentSigner: 'public', bound: true },
     });

@@ -139,6 +139,8 @@ test('a Blob source: Content-Length, file name, and a real download with the sam
   const fetched = await page.evaluate((url) => pgt.swFetch(url), probe.url);
   expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
   expect(fetched.headers['content-length']).toBe(String(size));
+  // The page has a crypto worker: it decrypted, the service worker moved plaintext (sw-offload.ts).
+  expect(fetched.headers['x-postguard-decrypted-by']).toBe('page-worker');
   expect(fetched.headers['content-disposition']).toBe(
     `attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`,
   );
@@ -161,6 +163,29 @@ test('a Blob source: Content-Length, file name, and a real download with the sam
   expect(download.suggestedFilename()).toBe('report.pdf');
   expect(await download.failure()).toBeNull();
   expect(sha(await readFile(await download.path()))).toBe(made.sha);
+});
+
+test('the page that registered a download closes mid-file: the service worker takes over, same bytes', async ({
+  page,
+  keys,
+  app,
+}) => {
+  const size = 24 * MiB + 777;
+  const made = await page.evaluate(([k, n]) => pgt.makeBlob('big', k.mpk, k.options, n), [keys, size] as const);
+  const prepared = await page.evaluate(
+    ([k]) => pgt.swPrepare('big', k.id, k.usk, k.vk, 'big.bin', { verifyFirst: false }),
+    [keys] as const,
+  );
+  // Another tab of the app reads the download; the page that registered it (and its crypto worker) goes.
+  const reader = await page.context().newPage();
+  await reader.goto(app);
+  await reader.waitForFunction(() => 'pgt' in window && navigator.serviceWorker.controller !== null);
+  const started = await reader.evaluate(([url, n]) => pgt.swFetchStart(url, n), [prepared.url, 2 * MiB] as const);
+  expect(started.status).toBe(200);
+  await page.close();
+  const rest = await reader.evaluate(() => pgt.swFetchRest());
+  expect(rest).toMatchObject({ sha: made.sha, bytes: size, headers: { 'x-postguard-decrypted-by': 'page-worker' } });
+  await reader.close();
 });
 
 async function sealedInPage(page: import('@playwright/test').Page, keys: Keys, size: number): Promise<Uint8Array> {
