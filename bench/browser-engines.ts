@@ -165,7 +165,9 @@ function printTable(engine: string, theirs: string, rows: Row[]): void {
 /** One page, with a timeout on every call. */
 function caller(page: EnginePage) {
   return <R, A>(what: string, ms: number, fn: (arg: A) => R | Promise<R>, arg: A): Promise<Awaited<R>> =>
-    withTimeout(page.evaluate(fn, arg), ms, what);
+    withTimeout(page.evaluate(fn, arg), ms, what).catch((error: unknown) => {
+      throw new Error(`${what}: ${String(error)}`, { cause: error });
+    });
 }
 type Call = ReturnType<typeof caller>;
 

@@ -47,7 +47,8 @@ export interface DownloadOptions extends DownloadFields {
   /**
    * Let this page's crypto worker (a `PostGuardWorker` it started) decrypt a Blob or URL download
    * for the service worker, which then only moves plaintext; it takes over by itself if the page
-   * goes away mid-file (worker/README.md). Default true; false keeps the decryption in the service worker.
+   * goes away mid-file. Default false: measured, it was no faster (worker/README.md, "Where a
+   * service-worker download's time goes").
    */
   offload?: boolean;
 }
@@ -92,6 +93,13 @@ export interface PreparedDownload {
    */
   fetch(init?: RequestInit): Promise<Response>;
 }
+
+/**
+ * Whether a page's crypto worker decrypts its Blob and URL downloads unless told otherwise
+ * (`offload`). Off: on the 2-core test machine it was never faster than the service worker
+ * decrypting on its own thread, in any engine (worker/README.md).
+ */
+const OFFLOAD_BY_DEFAULT = false;
 
 /** Longest silence from a worker answering a download (it sends a heartbeat every 10 s). */
 const SILENCE_MS = 45_000;
@@ -217,7 +225,7 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   // A source the service worker can read again, should this page go away mid-file, is decrypted by
   // this page's crypto worker, if it has one: the service worker then only moves plaintext.
   const rereadable = source.kind === 'blob' || source.kind === 'url';
-  const decrypter = rereadable && options.offload !== false ? await pageDecrypterPort() : undefined;
+  const decrypter = rereadable && (options.offload ?? OFFLOAD_BY_DEFAULT) ? await pageDecrypterPort() : undefined;
   if (decrypter !== undefined) {
     request.decrypter = decrypter;
     transfer.push(decrypter);

@@ -21,6 +21,9 @@ import type { Authenticated, Unsealing } from './sw-whole.js';
  * download's failure, as if the service worker had found it.
  */
 
+/** Plaintext the crypto worker may have in flight to this worker. */
+const PLAIN_WINDOW_BYTES = 4 << 20;
+
 /** The crypto worker went silent: not a failure of the download, a reason to take it over. */
 class DecrypterLost extends Error {}
 
@@ -165,7 +168,9 @@ export async function offloadedUnsealing(
     throw error;
   }
 
-  const reader = portToReadable<Uint8Array>(head.plain).getReader();
+  // A window of 16 segments: each hop between three threads waits for a time slice on a busy machine,
+  // and the window, not the work, then sets the pace (4 MiB, the pacing window's size).
+  const reader = portToReadable<Uint8Array>(head.plain, { windowBytes: PLAIN_WINDOW_BYTES }).getReader();
   let delivered = 0;
   let takenOver: Unsealing | undefined;
   let settle!: { resolve(r: VerificationResult): void; reject(e: unknown): void };

@@ -33,16 +33,20 @@ export async function cancelWireSource(source: WireSource): Promise<void> {
 export const rereadable = (source: WireSource): boolean => source.kind === 'blob' || source.kind === 'url';
 
 /**
- * Blob.stream() in Firefox and WebKit reads the whole Blob before it hands over its first chunk, all
- * of it at once (128 MiB: 0.9 s in Firefox ESR, 2.4 s in WebKitGTK before the first byte, and the
- * file in memory), so there a Blob is read in slices; Chromium's stream comes in pieces and reads
- * ahead, faster than slices (worker/README.md, "Where a service-worker download's time goes").
+ * Blob.stream() in WebKit reads the whole Blob before it hands over its first chunk, all of it at
+ * once (128 MiB in WebKitGTK: 2-3 s before the first byte, and the file in memory), so there a Blob
+ * is read in slices. Chromium's stream comes in pieces and reads ahead, faster than slices; so does
+ * Firefox's for a Blob a page sent to a worker (in the page it too reads it whole), and slices of a
+ * 128 MiB Blob failed there now and then (worker/README.md, "Where a service-worker download's time goes").
  */
-const WHOLE_BLOB_STREAMS = typeof navigator !== 'undefined' && !/\bChrome\//.test(navigator.userAgent ?? '');
+const WHOLE_BLOB_STREAMS =
+  typeof navigator !== 'undefined' &&
+  /\bAppleWebKit\//.test(navigator.userAgent ?? '') &&
+  !/\bChrome\//.test(navigator.userAgent ?? '');
 /** The slices a Blob is read in where Blob.stream() would read it whole. */
 const BLOB_SLICE_BYTES = 1 << 20;
 
-/** A Blob's bytes as a stream: its own stream, or slices (one read ahead) where that reads it whole. */
+/** A Blob's bytes as a stream: its own stream, or slices (one read ahead) where that reads it whole (WebKit). */
 export function blobStream(blob: Blob, sliced = WHOLE_BLOB_STREAMS): ReadableStream<Uint8Array> {
   if (!sliced || blob.size <= BLOB_SLICE_BYTES) return blob.stream();
   let offset = 0;

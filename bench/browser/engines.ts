@@ -225,7 +225,7 @@ async function download(kind: DownloadKind): Promise<DownloadRun> {
       vk: keys.vk,
       filename: 'bench.bin',
       ...(kind.startsWith('sw-stream') ? { verifyFirst: false } : {}),
-      ...(kind.endsWith('-self') ? { offload: false } : {}),
+      offload: !kind.endsWith('-self'),
     });
     prepareMs = performance.now() - start;
     done = prepared.done;

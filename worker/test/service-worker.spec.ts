@@ -133,13 +133,14 @@ test('a cancelled download stops the sealing behind it: the cancel crosses every
 test('a Blob source: Content-Length, file name, and a real download with the same bytes', async ({ page, keys }) => {
   const size = 2 * MiB + 333;
   const made = await page.evaluate(([k, n]) => pgt.makeBlob('plain', k.mpk, k.options, n), [keys, size] as const);
-  const probe = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'naïve report.pdf'), [
-    keys,
-  ] as const);
+  const probe = await page.evaluate(
+    ([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'naïve report.pdf', { offload: true }),
+    [keys] as const,
+  );
   const fetched = await page.evaluate((url) => pgt.swFetch(url), probe.url);
   expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
   expect(fetched.headers['content-length']).toBe(String(size));
-  // The page has a crypto worker: it decrypted, the service worker moved plaintext (sw-offload.ts).
+  // Asked to, the page's crypto worker decrypted, the service worker moved plaintext (sw-offload.ts).
   expect(fetched.headers['x-postguard-decrypted-by']).toBe('page-worker');
   expect(fetched.headers['content-disposition']).toBe(
     `attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`,
@@ -173,7 +174,7 @@ test('the page that registered a download closes mid-file: the service worker ta
   const size = 24 * MiB + 777;
   const made = await page.evaluate(([k, n]) => pgt.makeBlob('big', k.mpk, k.options, n), [keys, size] as const);
   const prepared = await page.evaluate(
-    ([k]) => pgt.swPrepare('big', k.id, k.usk, k.vk, 'big.bin', { verifyFirst: false }),
+    ([k]) => pgt.swPrepare('big', k.id, k.usk, k.vk, 'big.bin', { verifyFirst: false, offload: true }),
     [keys] as const,
   );
   // Another tab of the app reads the download; the page that registered it (and its crypto worker) goes.

@@ -551,7 +551,7 @@ const pgt = {
     usk: string,
     vk: string,
     filename: string,
-    options: { verifyFirst?: boolean } = {},
+    options: { verifyFirst?: boolean; offload?: boolean } = {},
   ) {
     const download = await prepareDownload({
       source: pgt.blobs.get(name)!,
