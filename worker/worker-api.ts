@@ -4,7 +4,6 @@ import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
 import { ownedBytes } from '../lib/owned-bytes.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { CryptoWorkerApi, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
-import { serveDecrypter } from './offload-serve.js';
 import { spendChunksOnRead } from './port-stream.js';
 import { installTransferHandlers } from './transfer.js';
 
@@ -77,6 +76,8 @@ export function cryptoWorkerApi(): CryptoWorkerApi {
     },
     hashesOnOwnThread: () => startHashThread(),
     async decrypterPort() {
+      // Loaded on first use: a page that never hands this worker a download does not load it.
+      const { serveDecrypter } = await import('./offload-serve.js');
       const { port1, port2 } = new MessageChannel();
       serveDecrypter(port1);
       return transfer(port2, [port2]);
