@@ -68,7 +68,7 @@ export function scriptBuild(entry: string, format: 'iife' | 'es', fileName: stri
       lib: { entry, formats: [format], name: 'PostGuard', fileName: () => fileName },
       // One file, whatever the sources load on first use (the crypto worker's offload-serve.ts); an
       // iife is one file anyway.
-      ...(format === 'es' ? { rollupOptions: { output: { inlineDynamicImports: true } } } : {}),
+      ...(format === 'es' ? { rollupOptions: { output: { codeSplitting: false } } } : {}),
     },
   };
 }
