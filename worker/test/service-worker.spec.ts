@@ -231,6 +231,22 @@ for (const [name, code, edit, streamedFails] of [
     const outcome = await page.evaluate((id) => pgt.swOutcome(id), probe.id);
     expect(outcome?.error).toMatchObject({ code, postguard: true });
 
+    // Decrypted by the page's crypto worker (offload), the same outcomes: refused before any byte, or a body that errors.
+    for (const verifyFirst of [true, false]) {
+      const off = await page.evaluate(
+        ([k, v]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, 'bad.bin', { verifyFirst: v, offload: true }),
+        [keys, verifyFirst] as const,
+      );
+      const got = await page.evaluate((url) => pgt.swFetch(url), off.url);
+      if (verifyFirst || streamedFails === 'before any byte')
+        expect([got.status, got.headers['x-postguard-error']]).toEqual([422, code]);
+      else {
+        expect([got.status, got.headers['x-postguard-decrypted-by']]).toEqual([200, 'page-worker']);
+        expect(got.readError).toBeDefined();
+      }
+      expect((await page.evaluate((id) => pgt.swOutcome(id), off.id))?.error?.code).toBe(code);
+    }
+
     // As a download: the browser gets an error page in the hidden frame, never a file.
     let downloads = 0;
     page.on('download', () => downloads++);
