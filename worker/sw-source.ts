@@ -36,8 +36,8 @@ export const rereadable = (source: WireSource): boolean => source.kind === 'blob
  * Blob.stream() in WebKit reads the whole Blob before it hands over its first chunk, all of it at
  * once (128 MiB in WebKitGTK: 2-3 s before the first byte, and the file in memory), so there a Blob
  * is read in slices. Chromium's stream comes in pieces and reads ahead, faster than slices; so does
- * Firefox's for a Blob a page sent to a worker (in the page it too reads it whole), and slices of a
- * 128 MiB Blob failed there now and then (worker/README.md, "Where a service-worker download's time goes").
+ * Firefox's for a Blob a page sent to a worker (in the page it too reads it whole), and both
+ * benchmark runs that sliced a 128 MiB Blob there failed (worker/README.md, "Where a service-worker download's time goes").
  */
 const WHOLE_BLOB_STREAMS =
   typeof navigator !== 'undefined' &&
