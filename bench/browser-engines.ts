@@ -165,7 +165,9 @@ function printTable(engine: string, theirs: string, rows: Row[]): void {
 /** One page, with a timeout on every call. */
 function caller(page: EnginePage) {
   return <R, A>(what: string, ms: number, fn: (arg: A) => R | Promise<R>, arg: A): Promise<Awaited<R>> =>
-    withTimeout(page.evaluate(fn, arg), ms, what);
+    withTimeout(page.evaluate(fn, arg), ms, what).catch((error: unknown) => {
+      throw new Error(`${what}: ${String(error)}`, { cause: error });
+    });
 }
 type Call = ReturnType<typeof caller>;
 
@@ -291,11 +293,13 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
     undefined,
   );
   if (!controlled) throw new Error('the decrypting service worker does not control the page');
-  const kinds: DownloadKind[] = ['blob', 'sw', 'sw-stream'];
+  const kinds: DownloadKind[] = ['blob', 'sw', 'sw-self', 'sw-stream', 'sw-stream-self'];
   const label: Record<DownloadKind, string> = {
     blob: 'Blob URL (plaintext)',
-    sw: 'service worker, defaults (verifyFirst)',
-    'sw-stream': 'service worker, verifyFirst: false',
+    sw: "service worker, defaults (verifyFirst), the page's crypto worker decrypting",
+    'sw-self': 'service worker, defaults (verifyFirst), decrypting itself (offload: false)',
+    'sw-stream': "service worker, verifyFirst: false, the page's crypto worker decrypting",
+    'sw-stream-self': 'service worker, verifyFirst: false, decrypting itself (offload: false)',
   };
   const runAll = async (size: number, times: number, keep: Record<DownloadKind, DownloadRun[]> | undefined) => {
     const made = await call(
@@ -325,7 +329,13 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
   };
   await runAll(WARM, 1, undefined);
   const bytes = SW_MIB * MiB;
-  const runs: Record<DownloadKind, DownloadRun[]> = { blob: [], sw: [], 'sw-stream': [] };
+  const runs: Record<DownloadKind, DownloadRun[]> = {
+    blob: [],
+    sw: [],
+    'sw-self': [],
+    'sw-stream': [],
+    'sw-stream-self': [],
+  };
   await runAll(bytes, REPEATS, runs);
   await call('release the files', 30_000, () => benchEngines.downloadRelease(), undefined);
   // The engine's limits, measured in the same page: SHAKE128 on one thread (the format hashes the
@@ -379,6 +389,19 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
       theirs: limit,
     },
     { name: '  time to first byte', unit: 'ms', ours: ttfb('sw-stream'), theirs: ttfb('blob') },
+    {
+      name: `download ${size}, service worker decrypting itself (defaults)`,
+      unit: 'MB/s',
+      ours: rate('sw-self'),
+      theirs: limit,
+    },
+    {
+      name: `download ${size}, service worker decrypting itself (verifyFirst: false)`,
+      unit: 'MB/s',
+      ours: rate('sw-stream-self'),
+      theirs: limit,
+    },
+    { name: '  time to first byte', unit: 'ms', ours: ttfb('sw-stream-self'), theirs: ttfb('blob') },
   );
 }
 

@@ -2,15 +2,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { ManualClock } from '../devtools/standin/testing.js';
+import { bundledEntry } from '../test/node-bundle.js';
 
 /**
- * Helpers for tests that run pg-cli as a process: the real entry point under the tsx loader, the
+ * Helpers for tests that run pg-cli as a process: the real entry point bundled from the sources
+ * once per test file (test/node-bundle.ts: a start under the tsx loader costs five times more), the
  * session pointers it writes to file descriptor 3 (--qr-json 3) handed to a callback that plays
  * the wallet, and the exit code, output and peak memory collected.
  */
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
-const TSX = new URL('../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
 
 export interface SessionLine {
   purpose: 'sign' | 'decrypt';
@@ -67,7 +68,7 @@ function lines(stream: Readable, onLine: (line: string) => void): void {
 
 export function startCli(args: readonly string[], options: CliRunOptions = {}): CliProcess {
   const argv = options.noPointerFd === true ? [...args] : [...args, '--qr-json', '3'];
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...argv], {
+  const child = spawn(process.execPath, [bundledEntry(MAIN), ...argv], {
     cwd: options.cwd,
     env: cleanEnv(options.env ?? {}),
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', 'pipe'],

@@ -109,9 +109,14 @@ export async function readJson(
   }
 }
 
-/** Discards a body we do not need, so the connection can be reused. */
+/**
+ * Reads a body we do not need to its end (up to 64 KiB, under the request's deadline), so the
+ * connection can be reused and the request ends as finished: cancelling the body of an answer that
+ * arrived whole still aborts its request, which a browser's network panel lists as cancelled. Only
+ * a body larger than any answer of the service is cancelled.
+ */
 export async function discard(response: Response): Promise<void> {
-  await response.body?.cancel().catch(() => undefined);
+  await readLimitedText(response, MAX_ANSWER_BYTES).catch(() => undefined);
 }
 
 /** A short, single-line excerpt of an error body, for messages (never more than 200 characters). */

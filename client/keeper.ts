@@ -88,6 +88,14 @@ export interface UploadKeeper {
   list(options?: ListOptions): Promise<UploadRecord[]>;
   /** Removes the record and the bytes of `id`. */
   remove(id: string): Promise<void>;
+  /**
+   * Remembers that upload `id` was sent (the storage service answered its finalize) as `uuid`;
+   * called before its record is removed. Only keepers that can (the SDK's fileKeeper) have it:
+   * they make a keyed upload (`UploadOptions.key`) safe to run again.
+   */
+  markSent?(id: string, uuid: string): Promise<void>;
+  /** The storage service's uuid of upload `id`, if {@link markSent} recorded it. */
+  sentAs?(id: string): Promise<string | undefined>;
 }
 
 /** What {@link UploadKeeper.list} lists. */
@@ -133,6 +141,10 @@ export interface KeeperBackend {
   removeRecord(id: string): Promise<void>;
   /** Removes leftovers of writes that never committed, last touched before `before` (ms). */
   sweep?(before: number): Promise<void>;
+  /** Stores that `id` was sent as `uuid` ({@link UploadKeeper.markSent}); kept until the place is cleared. */
+  saveSent?(id: string, uuid: string): Promise<void>;
+  /** What {@link saveSent} stored for `id`, or undefined. */
+  loadSent?(id: string): Promise<string | undefined>;
   /**
    * Seals the recovery token before a record is stored, and opens it when records are listed
    * (browsers: the device's non-extractable key); without one the token is stored as given.
@@ -420,7 +432,16 @@ export function keeperOver(backend: KeeperBackend, options: KeeperOptions = {}):
       await backend.removeRecord(id);
       await backend.removeBytes(id);
     });
+  const { saveSent, loadSent } = backend;
+  const sent: Pick<UploadKeeper, 'markSent' | 'sentAs'> =
+    saveSent === undefined || loadSent === undefined
+      ? {}
+      : {
+          markSent: (id, uuid) => guarded('marked as sent', () => saveSent.call(backend, checkUploadId(id), uuid)),
+          sentAs: (id) => guarded('read', () => loadSent.call(backend, checkUploadId(id))),
+        };
   return {
+    ...sent,
     persistent: backend.persistent,
     create: async (id) => {
       const inner = await guarded('created', () => backend.createBytes(checkUploadId(id)));

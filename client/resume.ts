@@ -1,5 +1,6 @@
 import { ClientError, ClientErrorCode } from './errors.js';
 import { sealerGone, verifyKeptBytes, type UploadKeeper, type UploadRecord } from './keeper.js';
+import { isKeyedUploadId } from './keyed.js';
 import { isResumable, type UploadResult } from './sealed.js';
 import type { StorageClient } from './storage.js';
 import { resumeSession, uploadCiphertext } from './upload.js';
@@ -89,6 +90,8 @@ export class PendingUpload {
         ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
         ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
+      // Sent: a keyed upload is marked so before its record goes, so no rerun sends it again.
+      if (isKeyedUploadId(record.id)) await keeper.markSent?.(record.id, this.uuid);
       await keeper.remove(record.id);
       return { uuid: this.uuid };
     } catch (error) {

@@ -6,8 +6,10 @@ import type { CryptoEngine } from './engine.js';
 import { ClientError, ClientErrorCode, invalidInput } from './errors.js';
 import { aborted, throwIfAborted } from './http.js';
 import { holdSealingLock, type UploadKeeper, type UploadRecord } from './keeper.js';
+import { isKeyedUploadId, keyedState, keyedUploadId } from './keyed.js';
 import type { ClientPkg, SigningKeys } from './pkg.js';
 import { buildPolicy, emailRecipient, type RecipientBuilder } from './recipients.js';
+import { PendingUpload } from './resume.js';
 import type { SignMethod } from './sign.js';
 import { StorageClient, type StorageLimits, type UploadSession } from './storage.js';
 import { ChunkFeed, checkLimits, located, uploadCiphertext } from './upload.js';
@@ -49,6 +51,15 @@ export interface UploadOptions {
   onUploadInit?: (upload: { uuid: string }) => void;
   /** What `pg.resumeUploads()` shows for this upload. Default: the file names. */
   label?: string;
+  /**
+   * The caller's key for this upload (a batch id, or a digest of the files and the recipients),
+   * for a script that may run again after a crash: with a keeper that remembers sent uploads
+   * (`@postguard-ts/sdk`'s fileKeeper; any other is INVALID_INPUT), an upload is sent once under
+   * its key however often it runs. A key already sent resolves with that upload's uuid and sends
+   * nothing; one kept unfinished (a crash mid-upload, or after finalize before its record was
+   * cleared) is resumed from its kept bytes, not sealed again. Either way these inputs are not read.
+   */
+  key?: string;
 }
 
 /** How `toBytes` and `stream` run. */
@@ -307,6 +318,18 @@ export class Sealed {
         `upload: the storage service needs an e-mail address per recipient; got ${JSON.stringify(nonAddress.email)}`,
       );
     }
+    // Keyed: sent once under its key, whatever ran before (keyed.ts).
+    const keyedId = options.key === undefined ? undefined : await keyedUploadId(options.key);
+    if (keyedId !== undefined) {
+      const keeper = await this.parts.keeper();
+      const state = await keyedState(keeper, keyedId);
+      if ('sent' in state) return { uuid: state.sent };
+      if ('kept' in state)
+        return new PendingUpload(state.kept, keeper, this.storage).resume({
+          ...(signal === undefined ? {} : { signal }),
+          ...(onProgress === undefined ? {} : { onProgress }),
+        });
+    }
     // The limit before the keys: an over-limit file must be refused before the sender scans a QR.
     // An API key has a tier of its own (the service decides it at init), and a key the PKG refuses
     // must leave no trace at the storage service: nothing is asked of it before the keys.
@@ -324,7 +347,7 @@ export class Sealed {
     const label = options.label ?? this.label();
     if (!keeper.persistent) return this.uploadAsSealed(keys, exact, notify, options);
 
-    return this.uploadKept(keeper, keys, { exact, limits, label, notify }, options);
+    return this.uploadKept(keeper, keys, { id: keyedId ?? newUploadId(), exact, limits, label, notify }, options);
   }
 
   /**
@@ -340,6 +363,8 @@ export class Sealed {
     keeper: UploadKeeper,
     keys: { mpk: string; signing: SigningKeys },
     plan: {
+      /** The keeper id: random, or a keyed upload's. */
+      id: string;
       exact: number | undefined;
       limits: StorageLimits | undefined;
       label: string;
@@ -348,8 +373,7 @@ export class Sealed {
     options: UploadOptions,
   ): Promise<UploadResult> {
     const { signal, onProgress, onSealProgress } = options;
-    const { exact, limits, notify } = plan;
-    const id = newUploadId();
+    const { id, exact, limits, notify } = plan;
     const session = await this.init(notify, signal);
     options.onUploadInit?.({ uuid: session.uuid });
     const chunkSize = Math.min(this.parts.config.uploadChunkSize, session.maxChunkSize ?? Infinity);
@@ -437,6 +461,8 @@ export class Sealed {
         ...(onProgress === undefined ? {} : { onProgress }),
         ...(signal === undefined ? {} : { signal }),
       });
+      // Sent: a keyed upload is marked so before its record goes, so no rerun sends it again.
+      if (isKeyedUploadId(id)) await keeper.markSent?.(id, session.uuid);
       await keeper.remove(id);
       return { uuid: session.uuid };
     } catch (error) {

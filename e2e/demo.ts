@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Download, Page } from '@playwright/test';
-import { discloseInWallet, expect, type Stack } from './fixtures.js';
+import { discloseDirectly, discloseInWallet, expect, type Stack } from './fixtures.js';
 
 /**
  * What a person does in the demo, step by step, through labels and roles (the way assistive
@@ -18,7 +18,15 @@ export interface RecipientEntry {
 export type Content =
   { text: string } | { files: string[] | Array<{ name: string; mimeType: string; buffer: Buffer }> };
 
-export type Sender = { yivi: { email?: string; mobile?: string } } | { apiKey: string };
+/**
+ * Who signs: a Yivi session (the demo's pages take no API key; an organisation's key is used
+ * through the SDK in Node, as apikey.spec.ts does).
+ */
+export interface Sender {
+  yivi: { email?: string; mobile?: string };
+  /** How the phone is played: the wallet page (default), or directly from Node (discloseDirectly). */
+  wallet?: 'page' | 'direct';
+}
 
 export interface EncryptRequest {
   recipients: RecipientEntry[];
@@ -47,15 +55,9 @@ export async function fillEncryptForm(page: Page, request: EncryptRequest): Prom
     await page.getByRole('radio', { name: 'Files' }).check();
     await page.getByLabel('Files to encrypt').setInputFiles(request.content.files);
   }
-  if ('yivi' in request.sender) {
-    await page.getByRole('radio', { name: 'Prove with Yivi' }).check();
-    if (request.sender.yivi.email !== undefined)
-      await page.getByLabel('Your e-mail address').fill(request.sender.yivi.email);
-    await page.getByLabel('Also sign with my mobile number').setChecked(request.sender.yivi.mobile !== undefined);
-  } else {
-    await page.getByRole('radio', { name: 'Organisation API key' }).check();
-    await page.getByRole('textbox', { name: 'API key' }).fill(request.sender.apiKey);
-  }
+  if (request.sender.yivi.email !== undefined)
+    await page.getByLabel('Your e-mail address').fill(request.sender.yivi.email);
+  await page.getByLabel('Also sign with my mobile number').setChecked(request.sender.yivi.mobile !== undefined);
 }
 
 /** Fills the form, presses Encrypt, proves the sender in the wallet if needed; returns the .enc download. */
@@ -68,13 +70,12 @@ export async function encrypt(
   await fillEncryptForm(page, request);
   const download = page.waitForEvent('download', { timeout: 600_000 });
   await page.getByRole('button', { name: 'Encrypt and download' }).click();
-  if ('yivi' in request.sender) {
-    const values: Record<string, string> = {};
-    if (request.sender.yivi.email === undefined) values['pbdf.sidn-pbdf.email.email'] = 'sender@example.org';
-    if (request.sender.yivi.mobile !== undefined)
-      values['pbdf.sidn-pbdf.mobilenumber.mobilenumber'] = request.sender.yivi.mobile;
-    await discloseInWallet(context, page, stack, values);
-  }
+  const values: Record<string, string> = {};
+  if (request.sender.yivi.email === undefined) values['pbdf.sidn-pbdf.email.email'] = 'sender@example.org';
+  if (request.sender.yivi.mobile !== undefined)
+    values['pbdf.sidn-pbdf.mobilenumber.mobilenumber'] = request.sender.yivi.mobile;
+  if (request.sender.wallet === 'direct') await discloseDirectly(page, values);
+  else await discloseInWallet(context, page, stack, values);
   const saved = await download;
   await settled(page, '#result');
   await expect(page.locator('#result')).toContainText('Encrypted');

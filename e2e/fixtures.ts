@@ -10,6 +10,7 @@ import { readPkgKeys } from '../server/keyfiles.js';
 import { createApiKey } from '../server/db.js';
 import { createTestSchema, type TestSchema } from '../server/db/testing.js';
 import { startDev, type DevStack } from '../scripts/dev.js';
+import { disclose } from '../devtools/standin/wallet.js';
 
 /**
  * The whole product on loopback, as `npm start` runs it but on ephemeral ports (so a running
@@ -147,6 +148,17 @@ export async function discloseInWallet(
   } finally {
     await wallet.close();
   }
+}
+
+/**
+ * Plays the phone from Node, without opening the wallet page: discloses `values` to the session
+ * the page shows, over the stand-in's wallet API. For specs whose subject is not the wallet (the
+ * sender's step of a large or a service-worker-less run): the same session, a page load less.
+ */
+export async function discloseDirectly(page: Page, values: Record<string, string> = {}): Promise<void> {
+  const link = page.getByRole('link', { name: 'Open the Yivi app on this device' });
+  await expect(link).toBeVisible();
+  expect((await disclose((await link.getAttribute('href')) ?? '', values)).proofStatus).toBe('VALID');
 }
 
 /** Plays the phone that refuses: presses Cancel on the wallet page for the session the demo shows. */

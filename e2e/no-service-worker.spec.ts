@@ -20,7 +20,7 @@ test('without a service worker: a file is encrypted and decrypted through Blobs,
   const sealed = await encrypt(page, context, stack, {
     recipients: [{ email: 'bob@example.com' }],
     content: { files: [{ name: 'scan.bin', mimeType: 'application/octet-stream', buffer: bytes }] },
-    sender: { apiKey: stack.apiKey },
+    sender: { yivi: {}, wallet: 'direct' },
   });
   await expect(page.locator('#result')).toContainText('Assembled in the browser, then saved (no service worker here).');
 

@@ -123,9 +123,8 @@ test('a form with mistakes says what is wrong, next to the fields, and sends not
   await expect(email).toBeFocused();
   await expect(page.getByText('"not-an-address" is not an e-mail address.')).toBeVisible();
   await expect(page.getByText('Type a message to encrypt.')).toBeVisible();
-  await page.getByRole('radio', { name: 'Organisation API key' }).check();
-  await page.getByRole('textbox', { name: 'API key' }).fill('nonsense');
+  await page.getByLabel('Your e-mail address').fill('nonsense');
   await page.getByRole('button', { name: 'Encrypt and download' }).click();
-  await expect(page.getByText('An API key starts with PG-')).toBeVisible();
+  await expect(page.getByText('"nonsense" is not an e-mail address.')).toBeVisible();
   expect(requests).toEqual([]);
 });

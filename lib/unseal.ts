@@ -273,6 +273,14 @@ export class StreamUnsealer extends VerifiedHeaderView {
   }
 
   /**
+   * @internal The header's bytes as read: a later reading of the same source must find these
+   * (the service worker's reading that takes over from a page's crypto worker, worker/sw-offload.ts).
+   */
+  get headerBytes(): Uint8Array {
+    return this.verified.headerBytes;
+  }
+
+  /**
    * @internal `open`, for the very bytes that `earlier` (an unsealer over an earlier reading of
    * the same source) authenticated in full, its verdict being `result`: each segment is decrypted
    * and its tag checked at its position, but nothing is hashed and no signature checked. The

@@ -51,6 +51,7 @@ describe('devSettings', () => {
       demo: 'dev',
       origins: DEV_ORIGINS,
       keyDir: '.keys',
+      docs: 'build',
     });
     expect(
       devSettings({
@@ -92,9 +93,37 @@ describe('startDev', () => {
     keyDir,
   });
 
-  it("serves the demo on Vite's dev server beside the PKG and the stand-in; the page learns where they are", async () => {
-    const stack = await startDev(onFreePorts(join(dir, 'stack'), 'dev'), { LOG_LEVEL: 'error' });
+  it("serves the demo on Vite's dev server beside the PKG and the stand-in, and the API reference; the page learns where they are", async () => {
+    // The reference is missing, so the start builds it (in the background) before serving it.
+    const docsDir = join(dir, 'api');
+    const stack = await startDev(
+      { ...onFreePorts(join(dir, 'stack'), 'dev'), docs: 'build', docsDir },
+      { LOG_LEVEL: 'error' },
+    );
     try {
+      expect(stack.docsUrl).toBe(`${stack.demoUrl}api/`);
+      const building = await fetch(stack.docsUrl!);
+      expect([200, 503]).toContain(building.status);
+      await stack.docsReady;
+      // The index: the package name once, "start here", the entries by group, the client's internals apart.
+      const index = await (await fetch(stack.docsUrl!)).text();
+      expect(index.match(/<h1[^>]*>[^<]*<\/h1>/g)).toEqual(['<h1>postguard-ts</h1>']);
+      const headings = [...index.matchAll(/<h3 id="[^"]+" class="tsd-anchor-link">([^<]+)/g)].map((m) => m[1]);
+      expect(headings).toEqual(['Start here', 'Node', 'The format and keys', 'Build tools']);
+      expect(index).toContain('Internals: upload keepers');
+      for (const entry of ['postguard-ts/client', 'postguard-ts/worker', 'postguard-ts/sw', 'postguard-ts/sw/install'])
+        expect(index.slice(index.indexOf('id="start-here"'), index.indexOf('id="node"'))).toContain(
+          `<code>${entry}</code>`,
+        );
+      const client = await fetch(`${stack.docsUrl}modules/postguard-ts_client.html`);
+      expect(client.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      const groups = [...(await client.text()).matchAll(/<h2[^>]*>([^<]+)/g)].map((m) => m[1]);
+      expect(groups.slice(-3)).toEqual([
+        'Internals: upload keepers',
+        'Internals: ZIP reader',
+        'Internals: crypto engines',
+      ]);
+      expect((await fetch(`${stack.docsUrl}..%2F..%2Fpackage.json`)).status).toBe(404);
       const demoOrigin = new URL(stack.demoUrl!).origin;
       expect(await (await fetch(`${stack.demoUrl}config.json`)).json()).toEqual({
         pkgUrl: stack.pkg.url,

@@ -5,6 +5,8 @@
 //   stand-in Yivi server   http://127.0.0.1:8088      (wallet page: /standin/wallet)
 //   PKG                    http://127.0.0.1:8080      (CORS: the demo's dev and preview origins)
 //   storage stand-in       http://127.0.0.1:8090      (Cryptify in strict mode; mails in /standin/outbox)
+//   API reference          http://127.0.0.1:5173/api/ (docs/api/, built in the background on the first
+//                                                      start; `npm run docs` rebuilds it: scripts/dev-docs.ts)
 //
 // Master keys and the stand-in's JWT key are created in .keys/ (gitignored) on the first run and
 // reused afterwards, so ciphertexts and cached keys survive a restart; uploads live in a temporary
@@ -25,6 +27,7 @@ import { migrate, migrationLabel } from '../server/db/migrate.js';
 import { StartupError, serve, type RunningServer } from '../server/serve.js';
 import { buildStandin } from '../devtools/standin/app.js';
 import { buildStorage, type StorageOptions } from '../devtools/storage/app.js';
+import { DOCS_DIR, DOCS_PATH, docsPlugin, type DocsMode } from './dev-docs.js';
 
 export const DEV_KEY_DIR = '.keys';
 /** Vite's dev server and its preview server, by both loopback names. */
@@ -57,6 +60,13 @@ export interface DevSettings {
   keyDir: string;
   /** Serve this already built demo (mode 'build' skips building when given). */
   demoDir?: string;
+  /**
+   * The API reference at /api/ beside the demo: 'build' builds a missing one in the background
+   * (npm start), 'serve' serves it if built (the default: tests never build it unasked).
+   */
+  docs?: DocsMode;
+  /** Where the API reference is (default docs/api/). */
+  docsDir?: string;
 }
 
 export function devSettings(env: Readonly<Record<string, string | undefined>>): DevSettings {
@@ -71,6 +81,7 @@ export function devSettings(env: Readonly<Record<string, string | undefined>>): 
     demo,
     origins: env['DEV_ORIGINS']?.split(',') ?? DEV_ORIGINS,
     keyDir: DEV_KEY_DIR,
+    docs: 'build',
   };
 }
 
@@ -109,11 +120,16 @@ export interface DevStack {
   walletUrl: string;
   /** The demo's base URL (ends in '/'), unless the demo is off. */
   demoUrl: string | undefined;
+  /** The API reference beside the demo (ends in '/'), unless the demo is off. */
+  docsUrl: string | undefined;
+  /** Settles once the API reference can be served (built, or its build failed). */
+  docsReady: Promise<void>;
   close(): Promise<void>;
 }
 
 interface DemoServer {
   url: string;
+  docsReady: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -129,21 +145,27 @@ async function startDemo(
   const vite = await import('vite');
   const { DEMO_OUT_DIR, demoConfig } = await import('../demo/vite.js');
   const listen = { host: settings.host, port: settings.demoPort, strictPort: true };
+  const docs = docsPlugin(settings.docsDir ?? DOCS_DIR, settings.docs ?? 'serve');
+  const withDocs = (config: ReturnType<typeof demoConfig>) => ({
+    ...config,
+    plugins: [...(config.plugins ?? []), docs.plugin],
+  });
   if (settings.demo === 'dev') {
     const server = await vite.createServer({
-      ...demoConfig({ runtime }),
+      ...withDocs(demoConfig({ runtime })),
       server: { ...demoConfig().server, ...listen },
     });
     await server.listen();
     const port = (server.httpServer?.address() as AddressInfo | null)?.port ?? settings.demoPort;
-    return { url: `http://${displayHost}:${port}/`, close: () => server.close() };
+    return { url: `http://${displayHost}:${port}/`, docsReady: docs.ready, close: () => server.close() };
   }
   const outDir = settings.demoDir ?? DEMO_OUT_DIR;
   if (settings.demoDir === undefined) await vite.build(demoConfig({ outDir }));
-  const server = await vite.preview({ ...demoConfig({ runtime, outDir }), preview: listen });
+  const server = await vite.preview({ ...withDocs(demoConfig({ runtime, outDir })), preview: listen });
   const port = (server.httpServer.address() as AddressInfo | null)?.port ?? settings.demoPort;
   return {
     url: `http://${displayHost}:${port}/`,
+    docsReady: docs.ready,
     close: () => server.close(),
   };
 }
@@ -245,6 +267,8 @@ export async function startDev(
     storage: { url: storageUrl, app: storage },
     walletUrl,
     demoUrl: demo?.url,
+    docsUrl: demo === undefined ? undefined : new URL(DOCS_PATH, demo.url).href,
+    docsReady: demo?.docsReady ?? Promise.resolve(),
     close: async () => {
       await demo?.close();
       await storage.close();
@@ -308,6 +332,7 @@ async function main(): Promise<void> {
             `  demo: receive      ${stack.demoUrl}receive.html?uuid=…`,
             `  demo: encrypt      ${stack.demoUrl}`,
             `  demo: decrypt      ${stack.demoUrl}decrypt.html`,
+            `  API reference      ${stack.docsUrl}  (docs/api/: built in the background on the first start; npm run docs rebuilds it)`,
           ]),
       `  PKG                ${stack.pkg.url}          (GET /v2/parameters, /health, /metrics)`,
       `  stand-in Yivi      ${stack.standinUrl}`,

@@ -18,11 +18,15 @@ import {
  * resume them: `<id>.pgenc` holds the sealed bytes, `<id>.json` the record. Both are written to a
  * temporary `….part` name, flushed, then renamed into place, so a crash leaves either the old file
  * or the new one, never half of one; the sweep of `list()` removes old `.part` leftovers.
+ * `<id>.sent` remembers a keyed upload that was sent (`upload({ key })`, its uuid), so running the
+ * same batch again sends nothing twice; it stays until the folder is cleared.
  */
 
 const BYTES = /^([\w-]{1,128})\.pgenc$/;
 const RECORD = /^([\w-]{1,128})\.json$/;
-const PART = /^[\w-]{1,128}\.(?:pgenc|json)\.[\da-f]{16}\.part$/;
+const PART = /^[\w-]{1,128}\.(?:pgenc|json|sent)\.[\da-f]{16}\.part$/;
+/** A storage uuid as a sent mark holds it (Cryptify's are UUIDs; anything short and plain is taken). */
+const SENT_UUID = /^[\w-]{1,128}$/;
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 const partName = (name: string) => `${name}.${randomBytes(8).toString('hex')}.part`;
@@ -175,6 +179,29 @@ function fileBackend(dir: string): KeeperBackend {
       return found;
     },
     removeRecord: (id) => rm(at(`${id}.json`), { force: true }),
+    saveSent: async (id, uuid) => {
+      await ready();
+      const name = `${id}.sent`;
+      const part = partName(name);
+      await writeFile(at(part), JSON.stringify({ uuid, sentAt: Date.now() }), { flag: 'wx', flush: true });
+      await commit(part, name);
+    },
+    loadSent: async (id) => {
+      let text: string;
+      try {
+        text = await readFile(at(`${id}.sent`), 'utf8');
+      } catch (e) {
+        if (isMissing(e)) return undefined;
+        throw e;
+      }
+      // A mark that does not read as one is not a send: a rerun then sends (one mail more, never none).
+      try {
+        const { uuid } = JSON.parse(text.slice(0, 1024)) as { uuid?: unknown };
+        return typeof uuid === 'string' && SENT_UUID.test(uuid) ? uuid : undefined;
+      } catch {
+        return undefined;
+      }
+    },
     async sweep(before) {
       for (const name of await readdir(dir)) {
         if (!PART.test(name)) continue;

@@ -11,6 +11,7 @@ import { loadMigrations, migrationLabel, MIGRATIONS_TABLE, schemaState } from '.
 import { closedPort, createTestSchema, type TestSchema } from './db/testing.js';
 import { startStandin, type RunningStandin } from '../devtools/standin/testing.js';
 import { testKeys } from './testing.js';
+import { bundledEntry } from '../test/node-bundle.js';
 
 /**
  * pg-pkg as a process: exit codes, one-line errors, key files, a running server that stops cleanly on
@@ -18,7 +19,8 @@ import { testKeys } from './testing.js';
  */
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
-const TSX = new URL('../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+// Bundled once (test/node-bundle.ts) beside server/db/migrate.ts, which reads ./migrations/ next to itself.
+const ENTRY = bundledEntry(MAIN, fileURLToPath(new URL('./db/', import.meta.url)));
 const EMAIL = 'irma-demo.sidn-pbdf.email.email';
 
 /** Working directory of the server runs: holds a set of key files under pg-pkg's default names. */
@@ -56,7 +58,7 @@ function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 function start(args: string[], env: Record<string, string> = {}, cwd = dir): ChildProcess {
-  return spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+  return spawn(process.execPath, [ENTRY, ...args], {
     cwd,
     env: cleanEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -35,4 +35,6 @@ export interface CryptoWorkerApi {
   shakeBackend(): Promise<string>;
   /** Whether streams' SHAKE128 transcripts run on a thread of their own (a nested worker here). */
   hashesOnOwnThread(): Promise<boolean>;
+  /** A port on which this worker decrypts downloads for the decrypting service worker (offload-serve.ts). */
+  decrypterPort(): Promise<MessagePort>;
 }

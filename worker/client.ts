@@ -24,6 +24,7 @@ import type { SealOptions } from '../lib/seal.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import type { CryptoWorkerApi, RemoteHeaderView, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
 import { ErrorCode, InputError, describeThrown, isPostGuardError } from '../lib/errors.js';
+import { offerPageDecrypter } from './page-decrypter.js';
 import { sentWritableSettled } from './transfer.js';
 
 /** How `new PostGuardWorker(options)` reaches its crypto worker; none is needed with a bundler that follows `new URL(...)`. */
@@ -233,6 +234,7 @@ export class PostGuardWorker {
   /** The worker, unless an endpoint was given. */
   readonly worker: Worker | undefined;
   private readonly remote: Remote<CryptoWorkerApi>;
+  private readonly withdraw: () => void;
 
   /** pg-wasm's `Unsealer.new`, answered by the worker: `await pg.Unsealer.new(ciphertext, vk)`. */
   readonly Unsealer = {
@@ -262,6 +264,8 @@ export class PostGuardWorker {
           : new Worker(new URL('./crypto.worker.js', import.meta.url), { type: 'module', name: 'postguard-crypto' }));
       this.remote = wrap<CryptoWorkerApi>(this.worker);
     }
+    // This page's service-worker downloads are decrypted here (download.ts, sw-offload.ts).
+    this.withdraw = offerPageDecrypter(() => this.remote.decrypterPort());
   }
 
   /** In-memory seal. `plain` is copied to the worker; the ciphertext is transferred back. */
@@ -305,6 +309,7 @@ export class PostGuardWorker {
 
   /** Stops the worker; pending calls never settle. */
   terminate(): void {
+    this.withdraw();
     this.remote[releaseProxy]();
     this.worker?.terminate();
   }

@@ -2,6 +2,7 @@ import type { Policy } from '../lib/policy.js';
 import type { VerificationResult } from '../lib/signatures.js';
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import { reviveError } from './errors.js';
+import { pageDecrypterPort } from './page-decrypter.js';
 import { readableToPort } from './port-stream.js';
 import {
   MESSAGE_KEEPALIVE,
@@ -43,6 +44,13 @@ export interface DownloadOptions extends DownloadFields {
   onVerifying?: (bytes: number) => void;
   /** How long to wait for the service worker to accept the registration. 10 s. */
   registrationTimeoutMs?: number;
+  /**
+   * Let this page's crypto worker (a `PostGuardWorker` it started) decrypt a Blob or URL download
+   * for the service worker, which then only moves plaintext; it takes over by itself if the page
+   * goes away mid-file. Default false: measured, it was no faster (worker/README.md, "Where a
+   * service-worker download's time goes").
+   */
+  offload?: boolean;
 }
 
 /** A range of the plaintext that a seekable download served without verifying the sender's signatures. */
@@ -88,6 +96,13 @@ export interface PreparedDownload {
    */
   fetch(init?: RequestInit): Promise<Response>;
 }
+
+/**
+ * Whether a page's crypto worker decrypts its Blob and URL downloads unless told otherwise
+ * (`offload`). Off: on the 2-core test machine it was never faster than the service worker
+ * decrypting on its own thread, in any engine (worker/README.md).
+ */
+const OFFLOAD_BY_DEFAULT = false;
 
 /** Longest silence from a worker answering a download (it sends a heartbeat every 10 s). */
 const SILENCE_MS = 45_000;
@@ -210,6 +225,14 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
   if (options.verifyFirst !== undefined) request.verifyFirst = options.verifyFirst;
   if (options.paced !== undefined) request.paced = options.paced;
   if (options.seekable !== undefined) request.seekable = options.seekable;
+  // A source the service worker can read again, should this page go away mid-file, is decrypted by
+  // this page's crypto worker, if it has one: the service worker then only moves plaintext.
+  const rereadable = source.kind === 'blob' || source.kind === 'url';
+  const decrypter = rereadable && (options.offload ?? OFFLOAD_BY_DEFAULT) ? await pageDecrypterPort() : undefined;
+  if (decrypter !== undefined) {
+    request.decrypter = decrypter;
+    transfer.push(decrypter);
+  }
 
   const channel = new MessageChannel();
   let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };

@@ -54,6 +54,11 @@ const MAX_SPARE_BATCHES = 6;
 export interface SenderOptions {
   /** Size of the buffers chunks are copied into (readableToPort). */
   batchBytes?: number;
+  /**
+   * The readable's chunks are fresh buffers no one touches again (the library's plaintext, as
+   * portToWritable's writers): their buffers are transferred as they are, not copied into batches.
+   */
+  owned?: boolean;
 }
 
 /** How much portToReadable lets its sender have in flight. */
@@ -339,7 +344,7 @@ class Receiver {
 export function readableToPort(readable: ReadableStream<unknown>, options: SenderOptions = {}): MessagePort {
   const { port1, port2 } = new MessageChannel();
   const reader = readable.getReader();
-  const sender = new Sender(port1, true, options.batchBytes ?? BATCH_BYTES, (reason) => {
+  const sender = new Sender(port1, options.owned !== true, options.batchBytes ?? BATCH_BYTES, (reason) => {
     // Also ends a read that is waiting on a slow source.
     reader.cancel(reason).catch(ignore);
   });

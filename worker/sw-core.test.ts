@@ -9,6 +9,7 @@ import { SEGMENT_OVERHEAD } from '../lib/segments.js';
 import { chunkedSource, collector } from '../test/streams.js';
 import { reviveError } from './errors.js';
 import { splitFrame } from '../lib/frame.js';
+import { serveDecrypter } from './offload-serve.js';
 import { readableToPort } from './port-stream.js';
 import {
   contentDisposition,
@@ -1077,6 +1078,170 @@ describe('file names', () => {
     expect(contentDisposition('attachment', "it's (1).txt")).toBe(
       `attachment; filename="it's (1).txt"; filename*=UTF-8''it%27s%20%281%29.txt`,
     );
+  });
+});
+
+/**
+ * A page's crypto worker that the test can silence: the real serveDecrypter behind a bridge that
+ * forwards every message both ways (the job's reply port and its plaintext relay too) until
+ * `silence()`, as a closed tab's worker stops. `jobs` counts the jobs it was given.
+ */
+function pageDecrypter() {
+  let silent = false;
+  const jobs: Array<{ reopen?: number }> = [];
+  const bridge = (from: MessagePort, to: MessagePort) => {
+    from.onmessage = ({ data, ports }: MessageEvent) => {
+      if (silent) return;
+      const message = data as { type?: string; t?: string; plain?: MessagePort; chunk?: Uint8Array; reopen?: number };
+      const transfer: Transferable[] = [];
+      let out: unknown = message;
+      if (message?.type === 'open') jobs.push({ ...(message.reopen !== undefined ? { reopen: message.reopen } : {}) });
+      if (ports[0] !== undefined) transfer.push(linked(ports[0]));
+      if (message?.type === 'opened' && message.plain !== undefined) {
+        const plain = linked(message.plain);
+        out = { ...message, plain };
+        transfer.push(plain);
+      }
+      if (message?.t === 'bytes' && message.chunk !== undefined) transfer.push(message.chunk.buffer as ArrayBuffer);
+      to.postMessage(out, transfer);
+    };
+  };
+  /** A port whose messages go both ways to and from `port`, through the bridge. */
+  const linked = (port: MessagePort): MessagePort => {
+    const { port1, port2 } = new MessageChannel();
+    bridge(port, port1);
+    bridge(port1, port);
+    return port2;
+  };
+  const served = new MessageChannel();
+  serveDecrypter(served.port1);
+  return { port: linked(served.port2), jobs, silence: () => void (silent = true) };
+}
+
+describe("offloaded to the page's crypto worker", () => {
+  const offloading = { offloadSilenceMs: 300 };
+
+  it('decrypts there: the same bytes and verdict, streamed, held or read twice (the second reading only decrypts)', async () => {
+    for (const [options, verifyFirst, expected] of [
+      [{}, false, [{}]],
+      [{}, true, [{}]],
+      [{ holdLimitBytes: 100_000 }, true, [{}, { reopen: 1 }]],
+    ] as const) {
+      const d = pageDecrypter();
+      const w = worker({ ...offloading, ...options });
+      const { reply, end } = await w.register({ decrypter: d.port, verifyFirst });
+      const res = await w.get(registeredUrl(reply)).response;
+      expect(res.headers.get('content-length')).toBe(String(plain.length));
+      expectSameBytes(await bytesOf(res), plain);
+      expect(await end).toEqual({
+        type: 'done',
+        bytes: plain.length,
+        result: { public: sender, contentSigner: 'public', bound: true },
+      });
+      expect(d.jobs).toEqual(expected);
+    }
+  });
+
+  it('a URL source too, fetched by the crypto worker', async () => {
+    const d = pageDecrypter();
+    const w = worker(offloading);
+    const { reply } = await w.register({ source: { kind: 'url', url: `${serverUrl}/ct` }, decrypter: d.port });
+    expectSameBytes(await bytesOf(await w.get(registeredUrl(reply)).response), plain);
+    expect(d.jobs).toHaveLength(1);
+  });
+
+  it('a tampered segment errors the body (streaming) or is refused before any byte (verify first), with TAMPERED', async () => {
+    const bad = ciphertext.slice();
+    bad[ciphertext.length - DEFAULT_SEGMENT_SIZE - 500]! ^= 1;
+    for (const verifyFirst of [false, true]) {
+      const d = pageDecrypter();
+      const w = worker(offloading);
+      const { reply, end } = await w.register({
+        source: { kind: 'blob', blob: new Blob([bad as BlobPart]) },
+        decrypter: d.port,
+        verifyFirst,
+      });
+      const res = await w.get(registeredUrl(reply)).response;
+      if (verifyFirst) expect([res.status, res.headers.get('x-postguard-error')]).toEqual([422, 'TAMPERED']);
+      else await expect(bytesOf(res)).rejects.toMatchObject({ code: 'TAMPERED' });
+      expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+      expect(d.jobs).toHaveLength(1);
+    }
+  });
+
+  it('a crypto worker that never answers (stalled, or of another version): the service worker decrypts itself', async () => {
+    const { port2: nobody } = new MessageChannel();
+    const w = worker(offloading);
+    const { reply, end } = await w.register({ decrypter: nobody, verifyFirst: false });
+    const started = Date.now();
+    expectSameBytes(await bytesOf(await w.get(registeredUrl(reply)).response), plain);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
+  });
+
+  it('a page that goes away mid-file: the service worker takes over where it was, same bytes, verified', async () => {
+    const large = await sealLarge(16);
+    const expected = new Uint8Array(16 * DEFAULT_SEGMENT_SIZE);
+    // The crypto worker's jobs (verify first: its first reading verified it all, its second was cut
+    // off), then one reading here, taking over (the Blob posted to the crypto worker is a copy,
+    // whose readings this one does not count).
+    for (const [verifyFirst, jobs] of [
+      [false, 1],
+      [true, 2],
+    ] as const) {
+      let read = 0;
+      class CountedBlob extends Blob {
+        override stream() {
+          read++;
+          return super.stream();
+        }
+      }
+      const d = pageDecrypter();
+      const w = worker({ ...offloading, holdLimitBytes: 100_000 });
+      const { reply, end } = await w.register({
+        source: { kind: 'blob', blob: new CountedBlob([large as BlobPart]) },
+        decrypter: d.port,
+        verifyFirst,
+      });
+      const res = await w.get(registeredUrl(reply)).response;
+      const reader = res.body!.getReader();
+      const first = await reader.read();
+      d.silence();
+      const chunks = [first.value!];
+      for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+      expectSameBytes(new Uint8Array(await new Blob(chunks as BlobPart[]).arrayBuffer()), expected);
+      expect(await end).toMatchObject({ type: 'done', bytes: expected.length, result: { bound: true } });
+      expect([read, d.jobs.length]).toEqual([1, jobs]);
+    }
+  });
+
+  it('a URL that changed before the service worker took over is refused, not spliced', async () => {
+    const large = await sealLarge(16);
+    const other = await sealLarge(16);
+    let served = 0;
+    const changing = createServer((_, res) => {
+      const body = served++ === 0 ? large : other;
+      res.writeHead(200, { 'content-length': body.length }).end(body);
+    });
+    await new Promise<void>((resolve) => changing.listen(0, '127.0.0.1', resolve));
+    try {
+      const d = pageDecrypter();
+      const w = worker(offloading);
+      const url = `http://127.0.0.1:${(changing.address() as { port: number }).port}/ct`;
+      const { reply, end } = await w.register({ source: { kind: 'url', url }, decrypter: d.port, verifyFirst: false });
+      const reader = (await w.get(registeredUrl(reply)).response).body!.getReader();
+      await reader.read();
+      d.silence();
+      await expect(
+        (async () => {
+          for (let r = await reader.read(); !r.done; r = await reader.read());
+        })(),
+      ).rejects.toMatchObject({ code: 'TAMPERED' });
+      expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+      expect(served).toBe(2);
+    } finally {
+      await new Promise((resolve) => changing.close(resolve));
+    }
   });
 });
 

@@ -98,7 +98,57 @@ export interface DownloadFields {
 export interface RegisterRequest extends DownloadFields {
   /** The ciphertext, in a form that crosses to the worker. */
   source: WireSource;
+  /**
+   * A port to the page's crypto worker (its `decrypterPort`), sent by a page that has one, for a
+   * Blob or URL source: the worker then leaves the decryption to it (sw-offload.ts).
+   */
+  decrypter?: MessagePort;
 }
+
+/**
+ * The service worker ↔ a page's crypto worker, on the `decrypter` port of a registration
+ * (sw-offload.ts the service worker's side, offload-serve.ts the crypto worker's):
+ *
+ *   service worker → crypto worker, a reply port attached: OffloadOpen
+ *   crypto worker → service worker, on the reply port: {type: 'alive'} every OFFLOAD_ALIVE_MS from
+ *     the start, {type: 'opened', ...} with the plaintext relayed on `plain` (port-stream.ts), then
+ *     {type: 'done', result} once it was all read and verified, or {type: 'failed', error} at any point
+ *   service worker → crypto worker, on the reply port: {type: 'cancel', reason}
+ */
+export interface OffloadOpen {
+  type: 'open';
+  /** The service worker's number for this job, named by a later `reopen`. */
+  job: number;
+  source: WireSource;
+  size?: number;
+  recipientId: string;
+  usk: string;
+  vk: string;
+  /** A URL's strong ETag from an earlier pass: the bytes must be the same (If-Match). */
+  ifMatch?: string;
+  /**
+   * A Blob's second reading, after job `reopen` (on the same port) verified it completely: only
+   * decrypt (StreamUnsealer.reopen). A crypto worker that no longer has that job authenticates in full.
+   */
+  reopen?: number;
+}
+
+export type OffloadEvent =
+  | { type: 'alive' }
+  | {
+      type: 'opened';
+      /** The plaintext's exact length, when the ciphertext's is known. */
+      size: number | undefined;
+      /** The header's bytes: a reading that takes over must find the very same header. */
+      header: Uint8Array;
+      etag?: string;
+      plain: MessagePort;
+    }
+  | { type: 'done'; result: VerificationResult }
+  | { type: 'failed'; error: unknown };
+
+/** How often a crypto worker running a job says it is there; the service worker waits OFFLOAD_SILENCE_MS. */
+export const OFFLOAD_ALIVE_MS = 500;
 
 export type RegisterReply =
   /** `seekable`: the URL answers Range requests and stays valid for its lifetime. */

@@ -67,6 +67,7 @@ function invalidRequest(r: RegisterRequest): string | undefined {
   if (r.seekable === true && r.paced === true) return 'a download cannot be both seekable and paced';
   if (r.size !== undefined && (!Number.isSafeInteger(r.size) || r.size < 0))
     return 'size must be a non-negative integer';
+  if (r.decrypter !== undefined && !(r.decrypter instanceof MessagePort)) return 'decrypter is not a MessagePort';
   const s = r.source as WireSource | undefined;
   if (typeof s !== 'object' || s === null) return 'source is missing';
   if (s.kind === 'url') {

@@ -35,6 +35,11 @@ export interface DecrypterOptions {
   heartbeatMs?: number;
   /** The fetch for URL sources; default the worker's own. */
   fetch?: typeof fetch;
+  /**
+   * A download that its page's crypto worker decrypts is taken over by this worker when that crypto
+   * worker says nothing for this long (its page closed, or it stalled). 4 s.
+   */
+  offloadSilenceMs?: number;
 }
 
 /** How often a worker with a download in progress tells its page that it is still there. */
@@ -54,6 +59,7 @@ export interface DecrypterSettings {
   readonly pacingWindowBytes: number;
   readonly heartbeatMs: number;
   readonly fetch: typeof fetch;
+  readonly offloadSilenceMs: number;
 }
 
 export function decrypterSettings(scope: ServiceWorkerGlobalScope, options: DecrypterOptions): DecrypterSettings {
@@ -69,6 +75,7 @@ export function decrypterSettings(scope: ServiceWorkerGlobalScope, options: Decr
     stallMs: options.stallTimeoutMs ?? 30_000,
     pacingWindowBytes: options.pacingWindowBytes ?? 4 * 1024 * 1024,
     heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
+    offloadSilenceMs: options.offloadSilenceMs ?? 4000,
     fetch: options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => scope.fetch(input, init)),
   };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { openSource } from './sw-source.js';
+import { expectSameBytes } from '../test/bytes.js';
+import { blobStream, openSource } from './sw-source.js';
 
 const noFetch = (() => Promise.reject(new Error('no network here'))) as typeof fetch;
 
@@ -35,5 +36,23 @@ describe('the watched source', () => {
     await reader.cancel(new Error('the unsealer found a tampered segment'));
     await inFlight;
     expect(opened.failure).toBeUndefined();
+  });
+
+  it('a Blob read in slices (WebKit) gives its bytes in order, 1 MiB at a time, and stops when cancelled', async () => {
+    const bytes = Uint8Array.from({ length: 2.5 * 2 ** 20 }, (_, i) => (i * 7) & 255);
+    const blob = new Blob([bytes as BlobPart]);
+    const chunks: number[] = [];
+    const parts: Uint8Array[] = [];
+    const reader = blobStream(blob, true).getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      chunks.push(r.value.byteLength);
+      parts.push(r.value);
+    }
+    expect(chunks).toEqual([2 ** 20, 2 ** 20, 2 ** 19]);
+    expectSameBytes(new Uint8Array(await new Blob(parts as BlobPart[]).arrayBuffer()), bytes);
+    const cancelled = blobStream(blob, true).getReader();
+    await cancelled.read();
+    await cancelled.cancel();
+    expect(await cancelled.closed).toBeUndefined();
   });
 });

@@ -33,6 +33,47 @@ export async function cancelWireSource(source: WireSource): Promise<void> {
 /** A source that can be opened again for a second pass: a Blob, or a URL (fetched again). */
 export const rereadable = (source: WireSource): boolean => source.kind === 'blob' || source.kind === 'url';
 
+/**
+ * Blob.stream() in WebKit reads the whole Blob before it hands over its first chunk, all of it at
+ * once (128 MiB in WebKitGTK: 2-3 s before the first byte, and the file in memory), so there a Blob
+ * is read in slices. Chromium's stream comes in pieces and reads ahead, faster than slices; so does
+ * Firefox's for a Blob a page sent to a worker (in the page it too reads it whole), and both
+ * benchmark runs that sliced a 128 MiB Blob there failed (worker/README.md, "Where a service-worker download's time goes").
+ */
+const WHOLE_BLOB_STREAMS =
+  typeof navigator !== 'undefined' &&
+  /\bAppleWebKit\//.test(navigator.userAgent ?? '') &&
+  !/\bChrome\//.test(navigator.userAgent ?? '');
+/** The slices a Blob is read in where Blob.stream() would read it whole. */
+const BLOB_SLICE_BYTES = 1 << 20;
+
+/** A Blob's bytes as a stream: its own stream, or slices (one read ahead) where that reads it whole (WebKit). */
+export function blobStream(blob: Blob, sliced = WHOLE_BLOB_STREAMS): ReadableStream<Uint8Array> {
+  if (!sliced || blob.size <= BLOB_SLICE_BYTES) return blob.stream();
+  let offset = 0;
+  let ahead: Promise<ArrayBuffer> | undefined;
+  const slice = () => {
+    const start = offset;
+    offset = Math.min(blob.size, offset + BLOB_SLICE_BYTES);
+    return blob.slice(start, offset).arrayBuffer();
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        if (ahead === undefined && offset >= blob.size) return controller.close();
+        const current = ahead ?? slice();
+        ahead = offset < blob.size ? slice() : undefined;
+        ahead?.catch(() => undefined);
+        controller.enqueue(new Uint8Array(await current));
+      },
+      cancel() {
+        ahead = undefined;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
 /** What a source gives to read, before the watch. */
 interface RawSource {
   stream: ReadableStream<Uint8Array>;
@@ -69,7 +110,7 @@ async function rawSource(
 ): Promise<RawSource> {
   switch (source.kind) {
     case 'blob':
-      return { stream: source.blob.stream(), size: source.blob.size };
+      return { stream: blobStream(source.blob), size: source.blob.size };
     case 'stream':
       return { stream: source.stream, size: declaredSize };
     case 'relay':

@@ -7,7 +7,8 @@ import { MESSAGE_READ, type RegisterRequest } from './sw-protocol.js';
 import { post, type DownloadRegistry, type Registration } from './sw-registry.js';
 import type { DecrypterSettings } from './sw-settings.js';
 import { withTimeout } from '../lib/net/waits.js';
-import { openSource, rereadable, type OpenedSource } from './sw-source.js';
+import { offloadedUnsealing, offloadable } from './sw-offload.js';
+import { openSource, rereadable } from './sw-source.js';
 
 /**
  * The whole file, answered 200: the plaintext of the registration's source, pulled from the
@@ -29,29 +30,61 @@ export interface WholeContext {
 }
 
 /** A running unseal of the registration's source: its plaintext, one authenticated chunk at a time. */
-interface Unsealing {
+export interface Unsealing {
   /** The next plaintext chunk, or undefined once the final segment (and the signature) verified. */
   next(): Promise<Uint8Array | undefined>;
   /** The plaintext's exact length, when the ciphertext's is known. */
   readonly size: number | undefined;
   readonly result: Promise<VerificationResult>;
-  readonly source: OpenedSource;
-  /** The unsealer whose header this pass verified (a second pass checks its header is the same). */
-  readonly unsealer: StreamUnsealer;
+  /** A URL source's strong ETag: a second reading asks for exactly these bytes again (If-Match). */
+  readonly etag: string | undefined;
+  /** The header's bytes as this reading found them. */
+  readonly header: Uint8Array;
+  /** Who read it: a second reading of a Blob that this one verified only decrypts, in the same place. */
+  readonly pass: Pass;
   cancel(reason: unknown): Promise<void>;
 }
 
+/** A reading done here (its unsealer), or by a page's crypto worker (its job on that port; sw-offload.ts). */
+export type Pass = { unsealer: StreamUnsealer } | { job: number; port: MessagePort };
+
+/** A reading that verified a Blob in full, and its verdict. */
+export interface Authenticated {
+  pass: Pass;
+  result: VerificationResult;
+}
+
 /**
- * Opens the source and the plaintext; throws the coded error if the header or the key fails.
+ * Opens the source and the plaintext; throws the coded error if the header or the key fails. The
+ * page's crypto worker decrypts where the page gave one (sw-offload.ts), else this worker does.
  * `authenticated`: the verdict of a first pass over these very bytes (a Blob, which cannot change
  * between two readings), so this pass only decrypts, each segment's tag still checked.
  */
-async function startUnsealing(
+function startUnsealing(
   r: RegisterRequest,
   settings: DecrypterSettings,
   signal: AbortSignal,
   ifMatch?: string,
-  authenticated?: { unsealer: StreamUnsealer; result: VerificationResult },
+  authenticated?: Authenticated,
+): Promise<Unsealing> {
+  const here = (pin: string | undefined) =>
+    unsealHere(
+      r,
+      settings,
+      signal,
+      pin,
+      authenticated !== undefined && 'unsealer' in authenticated.pass ? authenticated : undefined,
+    );
+  return offloadable(r) ? offloadedUnsealing(r, settings, signal, ifMatch, authenticated, here) : here(ifMatch);
+}
+
+/** Opens the source and the plaintext in this worker (a second reading of a Blob it verified only decrypts). */
+async function unsealHere(
+  r: RegisterRequest,
+  settings: DecrypterSettings,
+  signal: AbortSignal,
+  ifMatch: string | undefined,
+  authenticated: Authenticated | undefined,
 ): Promise<Unsealing> {
   const source = await openSource(r.source, r.size, settings.fetch, signal, settings.stallMs, ifMatch);
   let reader: ReadableStreamDefaultReader<Uint8Array>;
@@ -64,9 +97,12 @@ async function startUnsealing(
       source.size === undefined ? undefined : { size: source.size },
     );
     opened =
-      authenticated === undefined
-        ? await unsealer.open(r.recipientId, r.usk)
-        : await unsealer.reopen(r.recipientId, r.usk, authenticated);
+      authenticated !== undefined && 'unsealer' in authenticated.pass
+        ? await unsealer.reopen(r.recipientId, r.usk, {
+            unsealer: authenticated.pass.unsealer,
+            result: authenticated.result,
+          })
+        : await unsealer.open(r.recipientId, r.usk);
     reader = opened.readable.getReader();
   } catch (error) {
     await source.stream.cancel(error).catch(() => undefined);
@@ -86,8 +122,9 @@ async function startUnsealing(
     },
     size: opened.size,
     result,
-    source,
-    unsealer,
+    etag: source.etag,
+    header: unsealer.headerBytes,
+    pass: { unsealer },
     cancel: (reason) => reader.cancel(reason).catch(() => undefined),
   };
 }
@@ -260,8 +297,8 @@ async function plan(
       r,
       ctx.settings,
       signal,
-      first.source.etag,
-      r.source.kind === 'blob' ? { unsealer: first.unsealer, result } : undefined,
+      first.etag,
+      r.source.kind === 'blob' ? { pass: first.pass, result } : undefined,
     );
     return { prefix: [], more: () => second.next(), length: total, verified: 'complete', sending: second, result };
   }
@@ -349,5 +386,7 @@ export async function respondWhole(
 
   const headers = plaintextHeaders(r, how.verified, acceptRanges);
   if (how.length !== undefined) headers.set('content-length', String(how.length));
+  // Who decrypts the bytes that go out (this worker takes over should the page's go away mid-file).
+  headers.set('x-postguard-decrypted-by', 'job' in sending.pass ? 'page-worker' : 'service-worker');
   return new Response(stream, { status: 200, headers });
 }

@@ -75,5 +75,12 @@ export function cryptoWorkerApi(): CryptoWorkerApi {
       return shakeBackend;
     },
     hashesOnOwnThread: () => startHashThread(),
+    async decrypterPort() {
+      // Loaded on first use: a page that never hands this worker a download does not load it.
+      const { serveDecrypter } = await import('./offload-serve.js');
+      const { port1, port2 } = new MessageChannel();
+      serveDecrypter(port1);
+      return transfer(port2, [port2]);
+    },
   };
 }

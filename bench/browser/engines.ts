@@ -25,8 +25,12 @@ import { bestOf, segmentData } from '../shake-core.js';
 
 /** ours: the crypto worker. pgwasm-worker: pg-wasm in bench.worker.ts. pgwasm-main: pg-wasm on this thread. */
 export type StreamImpl = 'ours' | 'pgwasm-worker' | 'pgwasm-main';
-/** blob: the plaintext's Blob URL. sw: through the service worker, its defaults (verifyFirst). sw-stream: verifyFirst false. */
-export type DownloadKind = 'blob' | 'sw' | 'sw-stream';
+/**
+ * blob: the plaintext's Blob URL. sw: through the service worker, its defaults (verifyFirst), the
+ * page's crypto worker decrypting. sw-stream: verifyFirst false. The `-self` kinds: the same with
+ * `offload: false`, the service worker decrypting on its own thread.
+ */
+export type DownloadKind = 'blob' | 'sw' | 'sw-stream' | 'sw-self' | 'sw-stream-self';
 
 export interface StreamRun {
   readonly ms: number;
@@ -220,7 +224,8 @@ async function download(kind: DownloadKind): Promise<DownloadRun> {
       usk: keys.usk,
       vk: keys.vk,
       filename: 'bench.bin',
-      ...(kind === 'sw-stream' ? { verifyFirst: false } : {}),
+      ...(kind.startsWith('sw-stream') ? { verifyFirst: false } : {}),
+      offload: !kind.endsWith('-self'),
     });
     prepareMs = performance.now() - start;
     done = prepared.done;

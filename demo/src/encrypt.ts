@@ -12,7 +12,7 @@ import { SessionPanel } from './session-panel.js';
 
 /**
  * The encrypt page: recipients (e-mail plus optional attributes), a message or files, the sender's
- * identity (a Yivi session or an organisation API key), then seal in the crypto worker straight
+ * identity (a Yivi session; an organisation's API key belongs on a server: the page points to the SDK), then seal in the crypto worker straight
  * into a download. Files are streamed: File.stream() → worker → service worker → disk.
  */
 
@@ -190,19 +190,10 @@ filesInput.addEventListener('change', () => {
   );
 });
 
-// The sender: Yivi or an API key.
-const signerKind = (): 'yivi' | 'apikey' =>
-  (form.querySelector<HTMLInputElement>('input[name=signer]:checked')?.value as 'yivi' | 'apikey' | undefined) ??
-  'yivi';
-function showSignerInputs(): void {
-  byId('yivi-signer').hidden = signerKind() !== 'yivi';
-  byId('apikey-signer').hidden = signerKind() !== 'apikey';
-}
-for (const radio of form.querySelectorAll<HTMLInputElement>('input[name=signer]'))
-  radio.addEventListener('change', showSignerInputs);
+// The sender proves who they are with Yivi. An API key never goes in a page (the library refuses
+// one there): the form points organisations to the SDK instead.
 const senderEmail = byId<HTMLInputElement>('sender-email');
 const signMobile = byId<HTMLInputElement>('sign-mobile');
-const apiKey = byId<HTMLInputElement>('api-key');
 
 function fieldProblem(
   input: HTMLInputElement | HTMLTextAreaElement,
@@ -226,15 +217,6 @@ const signingKeyCache = new Map<string, SigningKeys>();
 
 async function signingKeys(panel: SessionPanel): Promise<SigningKeys> {
   const { pkg } = await services;
-  if (signerKind() === 'apikey') {
-    const key = apiKey.value.trim();
-    const cacheKey = `apikey\n${key}`;
-    const known = signingKeyCache.get(cacheKey);
-    if (known) return known;
-    const keys = await pkg.signingKeys({ apiKey: key }, { pubSignId: [{ t: EMAIL }] });
-    signingKeyCache.set(cacheKey, keys);
-    return keys;
-  }
   const email = senderEmail.value.trim();
   const mobile = signMobile.checked;
   const cacheKey = `yivi\n${email}\n${mobile}`;
@@ -325,24 +307,10 @@ function validate(): boolean {
     fieldProblem(
       senderEmail,
       'sender-email-problem',
-      signerKind() === 'yivi' && email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@.]+$/.test(email)
-        ? `"${email}" is not an e-mail address.`
-        : undefined,
+      email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@.]+$/.test(email) ? `"${email}" is not an e-mail address.` : undefined,
     )
   ) {
     focusable.push(senderEmail);
-  }
-  const key = apiKey.value.trim();
-  if (
-    fieldProblem(
-      apiKey,
-      'api-key-problem',
-      signerKind() === 'apikey' && !/^PG-[\w-]{8,}$/.test(key)
-        ? 'An API key starts with PG- followed by letters, digits, - or _.'
-        : undefined,
-    )
-  ) {
-    focusable.push(apiKey);
   }
   focusable[0]?.focus();
   return focusable.length === 0;

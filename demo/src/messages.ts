@@ -75,7 +75,7 @@ const TEXTS: Record<string, [string, string]> = {
   RATE_LIMITED: ['The key server is asking us to slow down.', 'Wait a moment and try again.'],
   UNAUTHORIZED: [
     'The key server refused the credential.',
-    'If you used an API key, check it (it starts with PG-) and that it has not expired.',
+    'Start again; if it happens again, the key server may not accept this identity.',
   ],
   PKG_REJECTED: ['The key server refused the request.', 'See the detail below.'],
   BAD_RESPONSE: ['The key server answered something unexpected.', 'It may be misconfigured; try again later.'],

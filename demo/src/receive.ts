@@ -1,3 +1,4 @@
+import { senderReport, type SenderReport, type VerificationResult } from 'postguard-ts';
 import type { BundleEntry, InspectResult, Opened } from 'postguard-ts/client';
 import { getClient } from './client.js';
 import { showClientError } from './client-messages.js';
@@ -5,7 +6,9 @@ import { byId, h } from './dom.js';
 import { PREVIEW_LIMIT, contentTypeFor, formatBytes, previewKind } from './files.js';
 import { parseReceiveLink } from './links.js';
 import { ProgressView } from './progress.js';
+import { findSave } from './running-save.js';
 import { saveStream } from './save.js';
+import type { TrackedSave } from './save-protocol.js';
 import { senderView } from './sender-view.js';
 import { YiviSlot } from './yivi-slot.js';
 
@@ -15,6 +18,8 @@ import { YiviSlot } from './yivi-slot.js';
  * the recipient proves their address with Yivi, then lists the files and saves or previews each
  * alone (only that file's part of the ciphertext is fetched), or saves the whole bundle through
  * the service worker, straight to disk. The sender reads "verified" only after such a full read.
+ * A reload while "Save all" runs finds that save still running (the service worker keeps it going,
+ * save-tracker.ts) and shows it; Save all waits for it, so a second click never writes a second copy.
  */
 
 const bundleSection = byId('bundle');
@@ -28,9 +33,70 @@ const previewArea = byId('preview-area');
 const errorRegion = byId('error');
 const openButton = byId<HTMLButtonElement>('open-button');
 const saveAllButton = byId<HTMLButtonElement>('save-all');
+const runningRegion = byId('running-save');
 
 const ready = getClient();
 let previewUrl: string | undefined;
+/** A full read verified the sender: that one statement stands alone from then on. */
+let senderVerified = false;
+/** A save of this file is running (started here, or before a reload): Save all waits. */
+let saveRunning = false;
+
+/** The verified sender of a finished save, in `region`; the claim shown before it goes. */
+function showSaved(region: HTMLElement, sender: SenderReport): void {
+  region.replaceChildren(h('p', {}, h('strong', {}, 'Saved: every byte authenticated.')), senderView(sender));
+  region.dataset['outcome'] = 'saved';
+  region.dataset['standing'] = sender.standing;
+  region.hidden = false;
+  senderVerified = true;
+  senderRegion.replaceChildren();
+  senderRegion.hidden = true;
+}
+
+function setSaveRunning(on: boolean): void {
+  saveRunning = on;
+  saveAllButton.disabled = on;
+}
+
+/**
+ * A save of this file that the service worker is still running, started by this page before a
+ * reload: its progress, then its outcome. Save all stays off until it ends.
+ */
+function showRunningSave(first: TrackedSave): (save: TrackedSave) => void {
+  const view = new ProgressView('Saving (started before this page was loaded)');
+  const note = h(
+    'p',
+    { class: 'note' },
+    `${first.filename} is still being saved by your browser: it continues in its downloads. Save all is off until it ends.`,
+  );
+  runningRegion.replaceChildren(view.el, note);
+  runningRegion.dataset['state'] = 'running';
+  runningRegion.hidden = false;
+  setSaveRunning(true);
+  const update = (save: TrackedSave) => {
+    if (save.state === 'done') {
+      view.finish('Saved');
+      note.remove();
+      runningRegion.dataset['state'] = 'done';
+      const result = save.result as VerificationResult | undefined;
+      if (result !== undefined) {
+        const report = h('div', {});
+        runningRegion.append(report);
+        showSaved(report, senderReport(result));
+      }
+      setSaveRunning(false);
+    } else if (save.state === 'failed') {
+      view.fail('Stopped: do not use a partial file');
+      note.textContent = `The save stopped (${save.error ?? 'no reason given'}). Save all again to save the files.`;
+      runningRegion.dataset['state'] = 'failed';
+      setSaveRunning(false);
+    } else {
+      view.set(save.bytes);
+    }
+  };
+  update(first);
+  return update;
+}
 
 function clearError(): void {
   errorRegion.hidden = true;
@@ -152,7 +218,7 @@ async function openFiles(opened: Opened, slot: YiviSlot): Promise<void> {
     entryList.replaceChildren(...result.entries.map(entryRow));
     // What a part proves: every span authenticated, the sender's signatures not (yet) checked. Once
     // Save all verified the sender, that one statement stands alone (no claim beside it).
-    if (verifiedRegion.dataset['outcome'] !== 'saved') senderRegion.replaceChildren(senderView(result.sender));
+    if (!senderVerified) senderRegion.replaceChildren(senderView(result.sender));
     filesSection.hidden = false;
     filesSection.dataset['count'] = String(result.entries.length);
   } catch (error) {
@@ -163,9 +229,10 @@ async function openFiles(opened: Opened, slot: YiviSlot): Promise<void> {
 }
 
 async function saveAll(opened: Opened, slot: YiviSlot): Promise<void> {
+  if (saveRunning) return;
   clearError();
   const recipient = chosenRecipient();
-  saveAllButton.disabled = true;
+  setSaveRunning(true);
   const view = new ProgressView('Saving');
   progressSlot.replaceChildren(view.el);
   verifiedRegion.hidden = true;
@@ -180,21 +247,13 @@ async function saveAll(opened: Opened, slot: YiviSlot): Promise<void> {
     });
     if (result.output !== 'save') return;
     view.finish('Saved');
-    verifiedRegion.replaceChildren(
-      h('p', {}, h('strong', {}, 'Saved: every byte authenticated.')),
-      senderView(result.sender),
-    );
-    verifiedRegion.dataset['outcome'] = 'saved';
-    verifiedRegion.dataset['standing'] = result.sender.standing;
-    verifiedRegion.hidden = false;
     // One sender statement on the page: the verified one replaces the claim shown before the save.
-    senderRegion.replaceChildren();
-    senderRegion.hidden = true;
+    showSaved(verifiedRegion, result.sender);
   } catch (error) {
     view.fail('Failed: do not use a partial file');
     showClientError(errorRegion, error, 'Not saved', recipient ?? chosenRecipient());
   } finally {
-    saveAllButton.disabled = false;
+    setSaveRunning(false);
   }
 }
 
@@ -248,6 +307,21 @@ void ready.then(
     } catch (error) {
       showClientError(errorRegion, error, 'The link does not open');
     }
+    // A reload during Save all: the save goes on in the service worker; show it rather than lose it.
+    let update: ((save: TrackedSave) => void) | undefined;
+    let latest: TrackedSave | undefined;
+    const running = await findSave(link.uuid, (save) => {
+      latest = save;
+      update?.(save);
+    });
+    if (
+      running !== null &&
+      (running.state === 'waiting' || running.state === 'verifying' || running.state === 'saving')
+    ) {
+      update = showRunningSave(running);
+      if (latest !== undefined) update(latest);
+    }
+    document.body.dataset['runningSave'] = update === undefined ? '0' : '1';
   },
   (error: unknown) => showClientError(errorRegion, error, 'The page cannot start'),
 );

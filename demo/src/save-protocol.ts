@@ -31,3 +31,37 @@ export type SaveEvent =
   | { type: 'registered'; ok: false; message: string }
   | { type: 'done'; bytes: number }
   | { type: 'error'; message: string };
+
+/**
+ * The decrypting service worker's saves as the demo's worker sees them (save-tracker.ts), so a
+ * page loaded again (a reload during "Save all") finds a save that is still running instead of
+ * starting a second copy:
+ *
+ *   page → worker: {type: 'postguard-demo:saves', source}, a reply port attached: `source` is the
+ *                  end of the ciphertext's URL (`/filedownload/<uuid>`)
+ *   worker → page: {type: 'save', save: TrackedSave | null} now, then again on each change of a
+ *                  save still running, until it ends (done or failed)
+ */
+export const MESSAGE_SAVES = 'postguard-demo:saves';
+
+/** A save of a ciphertext URL through the decrypting service worker. */
+export interface TrackedSave {
+  /** The name it is saved under. */
+  filename: string;
+  /**
+   * 'waiting' (registered, not fetched yet), 'verifying' (authenticated before the download
+   * starts), 'saving' (the browser is writing the download), 'done', 'failed'.
+   */
+  state: 'waiting' | 'verifying' | 'saving' | 'done' | 'failed';
+  /** Plaintext bytes authenticated ('verifying') or delivered to the download. */
+  bytes: number;
+  /** 'done': the verified sender, as the decrypter reported it (a VerificationResult). */
+  result?: unknown;
+  /** 'failed': why, in the decrypter's words. */
+  error?: string;
+}
+
+export interface SavesReply {
+  type: 'save';
+  save: TrackedSave | null;
+}

@@ -7,12 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../dev-server-cli.js';
 import { USAGE, banner, parseCli } from './cli.js';
 import { startDevStack } from './stack.js';
+import { bundledEntry } from '../../test/node-bundle.js';
 
 /** pg-dev's command line, and the stack it starts (the PKG from this repository's sources, as `pg-pkg`). */
 
-// pg-pkg runs in the key directory, outside the repository: tsx's loader by its full URL.
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-const PKG_FROM_SOURCES = [process.execPath, '--import', TSX, resolve(import.meta.dirname, '../../server/main.ts')];
+// pg-pkg runs in the key directory, outside the repository: bundled from the sources once
+// (test/node-bundle.ts), beside server/db/migrate.ts, which reads its migrations next to itself.
+const PKG_FROM_SOURCES = [
+  process.execPath,
+  bundledEntry(resolve(import.meta.dirname, '../../server/main.ts'), resolve(import.meta.dirname, '../../server/db')),
+];
 const quiet = () =>
   new Writable({
     write: (_chunk, _encoding, done) => done(),

@@ -577,6 +577,11 @@ describe('the wallet page', () => {
     expect(html).toContain('name="viewport"');
     expect(html).toContain(EMAIL);
     expect(html).toContain('value="alice@example.org"');
+    // What the session is for, as far as its request can tell, and what it discloses in words.
+    expect(html).toContain('For a PostGuard key: to decrypt a file, or to sign as its sender.');
+    expect(html).toMatch(
+      /Discloses: <strong>E-mail address \(demo credential\)<\/strong> alice@example\.org; nothing \(optional\) or <strong>Mobile number \(demo credential\)<\/strong>/,
+    );
     const key = /name="key" value="([0-9a-f]+)"/.exec(html)![1]!;
     const ct = pkg.sessionPtr.u.split('/').pop()!;
 

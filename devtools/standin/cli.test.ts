@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseCli } from './cli.js';
+import { bundledEntry } from '../../test/node-bundle.js';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 /** Runs pg-standin as a child process (through tsx, as the source is TypeScript). */
 function run(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+  const child = spawn(process.execPath, [bundledEntry(MAIN), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -5,12 +5,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseCli } from './cli.js';
+import { bundledEntry } from '../../test/node-bundle.js';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 /** Runs pg-storage as a child process (through tsx, as the source is TypeScript). */
 function run(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bundledEntry(MAIN), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 
 /**
@@ -29,6 +30,9 @@ function written(res: ServerResponse, chunk: Uint8Array): Promise<void> {
  *
  * Not after 0 bytes: a reset that follows the headers alone reaches a client with them, and Node's
  * client (at least) then reports a clean end of the connection rather than a reset.
+ *
+ * `hold`: the connection is kept open after those bytes until `hold(socket)` resolves (the fault
+ * released, or the client left), then dropped.
  */
 export async function sendCut(
   reply: FastifyReply,
@@ -37,6 +41,7 @@ export async function sendCut(
   start: number,
   length: number,
   cutAfterBytes: number,
+  hold?: (socket: Socket) => Promise<void>,
 ): Promise<FastifyReply> {
   const res = reply.raw;
   const headers = Object.entries(reply.getHeaders()).filter(
@@ -56,6 +61,9 @@ export async function sendCut(
     file.destroy();
   }
   if (sent === length) res.end();
-  else res.socket?.resetAndDestroy();
+  else {
+    if (hold !== undefined && res.socket !== null) await hold(res.socket);
+    if (!(res.socket?.destroyed ?? true)) res.socket?.resetAndDestroy();
+  }
   return reply;
 }

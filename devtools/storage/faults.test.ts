@@ -84,6 +84,21 @@ describe('POST /standin/faults/download', () => {
     expect(await faults()).toMatchObject({ download: null });
   });
 
+  it('hold: after `skip` whole downloads, the next stops after cutAfterBytes and waits there until the fault is cleared', async () => {
+    await storage.cutDownloads({ cutAfterBytes: 50_000, hold: true, skip: 1 });
+    expect((await download()).complete).toBe(true);
+    let ended = false;
+    const held = download().finally(() => (ended = true));
+    // Nothing more comes while held: the connection stays open.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(ended).toBe(false);
+    await storage.clearFaults();
+    const cut = await held;
+    expect(cut.complete).toBe(false);
+    expectSameBytes(cut.body, file.subarray(0, 50_000));
+    expect((await download()).complete).toBe(true);
+  });
+
   it('cuts ranged (206) downloads too, `times` of them, with the CORS headers of a real answer', async () => {
     await storage.cutDownloads({ cutAfterBytes: 1000, times: 2 });
     for (let i = 0; i < 2; i++) {

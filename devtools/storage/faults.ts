@@ -5,7 +5,8 @@ import type { Socket } from 'node:net';
  * server error the client may safely retry), after the chunk was committed (the response is lost;
  * a retry must take Cryptify's idempotent-replay path), or hang until the client gives up (a page
  * reloaded mid-upload). Downloads can be cut after a number of body bytes (a dropped connection
- * the client must resume).
+ * the client must resume), or held there until the fault is cleared (a download in progress that
+ * a test looks at, then lets go: the connection drops, and the client resumes).
  */
 
 export interface ChunkFault {
@@ -27,6 +28,16 @@ export interface DownloadFault {
   remaining: number;
   /** Body bytes sent before the connection is reset. */
   cutAfterBytes: number;
+  /** Hold the connection after those bytes until it is released (cleared), instead of resetting it at once. */
+  hold: boolean;
+  /** How many downloads pass untouched before the first is cut. */
+  skip: number;
+}
+
+/** What a cut download does: its bytes, then a reset (at once, or once released). */
+export interface DownloadCut {
+  cutAfterBytes: number;
+  hold: boolean;
 }
 
 /** When a chunk fault strikes: before the lock is taken (hang), before the body is read, after commit. */
@@ -64,14 +75,18 @@ export class Faults {
     return fault;
   }
 
-  /** Consumes one cut if one is armed: the number of body bytes to send before the reset. */
-  takeDownload(): number | undefined {
+  /** Consumes one cut if one is armed and no download is left to skip: what to send before the reset. */
+  takeDownload(): DownloadCut | undefined {
     const fault = this.downloadFault;
     if (fault === undefined) return undefined;
+    if (fault.skip > 0) {
+      fault.skip--;
+      return undefined;
+    }
     fault.remaining--;
     if (fault.remaining === 0) this.downloadFault = undefined;
     this.downloadsCut++;
-    return fault.cutAfterBytes;
+    return { cutAfterBytes: fault.cutAfterBytes, hold: fault.hold };
   }
 
   /**

@@ -23,8 +23,11 @@ export interface RunningStorage {
   }): Promise<void>;
   /** How many chunk requests failed on purpose so far. */
   faultsTriggered(): Promise<number>;
-  /** Arms a download fault (see POST /standin/faults/download): the next `times` (1) downloads are reset after `cutAfterBytes`. */
-  cutDownloads(fault: { cutAfterBytes: number; times?: number }): Promise<void>;
+  /**
+   * Arms a download fault (see POST /standin/faults/download): after `skip` (0) whole downloads, the
+   * next `times` (1) are reset after `cutAfterBytes`, or with `hold` kept waiting there until cleared.
+   */
+  cutDownloads(fault: { cutAfterBytes: number; times?: number; hold?: boolean; skip?: number }): Promise<void>;
   /** How many downloads were cut on purpose so far. */
   downloadsCut(): Promise<number>;
   /** Disarms every fault and drops the connections of hung chunk requests. */

@@ -151,12 +151,16 @@ for (const viewport of [
     // Encrypt: form, Yivi for the sender, the .enc saved by the browser.
     await open(tab, stack, 'encrypt');
     await shot('encrypt-empty');
+    // No API key in a page: the sender proves who they are with Yivi, and organisations are sent to the SDK.
+    expect(await tab.evaluate(() => document.querySelector('input[type=password], input[name=signer]') === null)).toBe(
+      true,
+    );
+    expect(await tab.evaluate(() => dom.text('#organisation-note'))).toContain('@postguard-ts/sdk');
     await tab.evaluate(
       ([bob, alice, t]) => {
         dom.fill('Recipient e-mail address', bob);
         dom.check('A message');
         dom.fill('Message', t);
-        dom.check('Prove with Yivi');
         dom.fill('Your e-mail address', alice);
         dom.check('Also sign with my mobile number', false);
       },

@@ -33,6 +33,19 @@ export interface EnginePage {
   setViewport(width: number, height: number): Promise<void>;
   screenshot(path: string): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Chromium only: starts recording the page's requests that the network panel would show as
+   * cancelled (CDP `Network.loadingFailed` with `canceled`), for a check that finished requests are
+   * never aborted.
+   */
+  watchCancelled?(): Promise<CancelledRequests>;
+}
+
+/** Requests a page cancelled, as the DevTools network panel lists them. */
+export interface CancelledRequests {
+  /** `METHOD url` of each cancelled request so far. */
+  list(): string[];
+  stop(): Promise<void>;
 }
 
 export interface EngineBrowser {
@@ -90,6 +103,19 @@ async function launchChromium(downloads: string): Promise<EngineBrowser> {
       setViewport: (width, height) => page.setViewportSize({ width, height }),
       screenshot: async (path) => void (await page.screenshot({ path, fullPage: true })),
       close: () => page.close(),
+      watchCancelled: async () => {
+        const cdp = await context.newCDPSession(page);
+        const requests = new Map<string, string>();
+        const cancelled: string[] = [];
+        cdp.on('Network.requestWillBeSent', ({ requestId, request }) =>
+          requests.set(requestId, `${request.method} ${request.url}`),
+        );
+        cdp.on('Network.loadingFailed', ({ requestId, canceled }) => {
+          if (canceled === true) cancelled.push(requests.get(requestId) ?? requestId);
+        });
+        await cdp.send('Network.enable');
+        return { list: () => [...cancelled], stop: () => cdp.detach() };
+      },
     };
     pages.push(p);
     return p;

@@ -79,10 +79,18 @@ test('a file through the service worker: fetched with its Content-Length, and sa
   // Past the 16 MiB hold limit: verified in a first pass over the Blob, then sent in a second.
   for (const size of [2 * 1024 * 1024 + 333, 20 * 1024 * 1024 + 5]) {
     const made = await tab.evaluate(([k, n]) => pgt.makeBlob('plain', k.mpk, k.options, n), [keys, size] as const);
-    const probe = await tab.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'probe.bin'), [keys] as const);
+    // The fetch decrypted by the page's crypto worker (offload), the saved download below by the service worker.
+    const probe = await tab.evaluate(
+      ([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'probe.bin', { offload: true }),
+      [keys] as const,
+    );
     const fetched = await tab.evaluate((url) => pgt.swFetch(url), probe.url);
     expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
-    expect(fetched.headers).toMatchObject({ 'content-length': String(size), 'x-postguard-verified': 'complete' });
+    expect(fetched.headers).toMatchObject({
+      'content-length': String(size),
+      'x-postguard-verified': 'complete',
+      'x-postguard-decrypted-by': 'page-worker',
+    });
     expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({
       sender: { public: keys.sender, contentSigner: 'public', bound: true },
     });

@@ -200,10 +200,16 @@ test('send (Yivi-signed) → link → receive: the recipient saves each file wit
   const who = people('send');
   const report = randomBytes(300_000);
   const note = Buffer.from('Hello Bob,\nthe report is attached.\n');
+  // Chromium's network panel: a chunk PUT that succeeded is never listed as cancelled.
+  const cancelled = await tab.watchCancelled?.();
   await startSend(tab, sendStack, [file('report.bin', report), file('note.txt', note)], who);
   await check(tab, `${engine}-send-scan`);
   await scan(tab, who.alice);
   const link = await sentLink(tab);
+  if (cancelled !== undefined) {
+    expect(cancelled.list().filter((r) => r.includes('/fileupload/'))).toEqual([]);
+    await cancelled.stop();
+  }
   await check(tab, `${engine}-send-done`);
   await receive(tab, link, who, 2);
   await check(tab, `${engine}-receive-files`);
@@ -403,4 +409,86 @@ test('a reload at 30 % of sealing a large send: the page says what was lost, off
   // Reported once: the next load has nothing to say.
   await open(tab, `${largeStack.demoUrl}send.html`);
   expect(await tab.evaluate(() => document.body.dataset.lost)).toBe('0');
+});
+
+test('a reload during Save all shows the save still running, and a second click writes no second copy', async ({
+  tab,
+  largeStack,
+  browserOf,
+  engine,
+}) => {
+  test.skip(
+    engine !== 'chromium',
+    'a Chromium test: its download manager keeps a service-worker download across a reload',
+  );
+  test.setTimeout(180_000);
+  await clearDownloads(browserOf.downloads);
+  const who = people('reload-save');
+  // Over the service worker's hold limit (16 MiB), so the bundle is read twice: once to
+  // authenticate it, then again as the download is written (the read the storage holds below).
+  const SIZE = 17 * 1024 * 1024;
+  await open(tab, `${largeStack.demoUrl}send.html`);
+  await tab.evaluate(
+    ([bob, alice, size]) => {
+      sr.setFiles('#files', [{ name: 'scans.bin', zeros: size }]);
+      sr.fill('#recipients', bob);
+      sr.fill('#sender-email', alice);
+      sr.click('#send-button');
+    },
+    [who.bob, who.alice, SIZE] as const,
+  );
+  await scan(tab, who.alice);
+  const link = await sentLink(tab);
+  await receive(tab, link, who, 1);
+
+  // The second full read stops at 8 MiB and waits: the download is running when the page reloads.
+  await knob(largeStack.storageUrl, '/faults/download', 'POST', {
+    cutAfterBytes: 8 * 1024 * 1024,
+    hold: true,
+    skip: 1,
+  });
+  await tab.evaluate(() => sr.click('#save-all'));
+  await until(
+    async () => Object.keys(await listDownloads(browserOf.downloads)).some((n) => n.endsWith('.crdownload')),
+    'the download in progress',
+    60_000,
+  );
+  await open(tab, link);
+  // The page asks the service worker once the header is shown.
+  expect(await until(() => tab.evaluate(() => document.body.dataset.runningSave), 'the running save asked for')).toBe(
+    '1',
+  );
+  expect(await tab.evaluate(() => sr.data('#running-save', 'state'))).toBe('running');
+  expect(await tab.evaluate(() => sr.text('#running-save'))).toContain('still being saved');
+
+  // The recipient opens the files again (a remembered key, or a scan) and presses Save all: off while the save runs.
+  await tab.evaluate(() => sr.click('#open-button'));
+  const next = await until(
+    () => tab.evaluate(() => (sr.shown('#files') ? 'files' : sr.sessionLink() !== undefined ? 'scan' : undefined)),
+    'the files or a scan',
+  );
+  if (next === 'scan') await scan(tab, who.bob);
+  await settled(tab, { shown: '#files' }, 'the files');
+  expect(await tab.evaluate(() => (document.querySelector('#save-all') as HTMLButtonElement).disabled)).toBe(true);
+  await tab.evaluate(() => (document.querySelector('#save-all') as HTMLButtonElement).click());
+
+  // Let the held read go: the service worker resumes it at the byte reached, and the page shows the outcome.
+  await knob(largeStack.storageUrl, '/faults', 'DELETE');
+  await settled(tab, { data: ['#running-save', 'state', 'done'] }, 'the save done', 120_000);
+  expect(await tab.evaluate(() => sr.text('#running-save'))).toContain('Saved: every byte authenticated.');
+  expect(await tab.evaluate(() => sr.text('#running-save'))).toContain(who.alice);
+  // One sender statement: the claim shown before is gone.
+  expect(await tab.evaluate(() => sr.shown('#sender'))).toBe(false);
+  expect(await tab.evaluate(() => (document.querySelector('#save-all') as HTMLButtonElement).disabled)).toBe(false);
+  const saved = await until(
+    async () => {
+      const now = await listDownloads(browserOf.downloads);
+      return Object.keys(now).some((n) => n.endsWith('.crdownload')) ? undefined : now;
+    },
+    'the download finished',
+    60_000,
+  );
+  // One copy: the second click wrote nothing.
+  expect(Object.keys(saved)).toEqual(['postguard-files.zip']);
+  expect(saved['postguard-files.zip']).toBeGreaterThan(SIZE);
 });

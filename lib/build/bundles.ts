@@ -66,6 +66,9 @@ export function scriptBuild(entry: string, format: 'iife' | 'es', fileName: stri
       sourcemap: false,
       copyPublicDir: false,
       lib: { entry, formats: [format], name: 'PostGuard', fileName: () => fileName },
+      // One file, whatever the sources load on first use (the crypto worker's offload-serve.ts); an
+      // iife is one file anyway.
+      ...(format === 'es' ? { rollupOptions: { output: { codeSplitting: false } } } : {}),
     },
   };
 }

@@ -133,12 +133,15 @@ test('a cancelled download stops the sealing behind it: the cancel crosses every
 test('a Blob source: Content-Length, file name, and a real download with the same bytes', async ({ page, keys }) => {
   const size = 2 * MiB + 333;
   const made = await page.evaluate(([k, n]) => pgt.makeBlob('plain', k.mpk, k.options, n), [keys, size] as const);
-  const probe = await page.evaluate(([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'naïve report.pdf'), [
-    keys,
-  ] as const);
+  const probe = await page.evaluate(
+    ([k]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, 'naïve report.pdf', { offload: true }),
+    [keys] as const,
+  );
   const fetched = await page.evaluate((url) => pgt.swFetch(url), probe.url);
   expect(fetched).toMatchObject({ status: 200, sha: made.sha, bytes: size });
   expect(fetched.headers['content-length']).toBe(String(size));
+  // Asked to, the page's crypto worker decrypted, the service worker moved plaintext (sw-offload.ts).
+  expect(fetched.headers['x-postguard-decrypted-by']).toBe('page-worker');
   expect(fetched.headers['content-disposition']).toBe(
     `attachment; filename="na_ve report.pdf"; filename*=UTF-8''na%C3%AFve%20report.pdf`,
   );
@@ -161,6 +164,29 @@ test('a Blob source: Content-Length, file name, and a real download with the sam
   expect(download.suggestedFilename()).toBe('report.pdf');
   expect(await download.failure()).toBeNull();
   expect(sha(await readFile(await download.path()))).toBe(made.sha);
+});
+
+test('the page that registered a download closes mid-file: the service worker takes over, same bytes', async ({
+  page,
+  keys,
+  app,
+}) => {
+  const size = 24 * MiB + 777;
+  const made = await page.evaluate(([k, n]) => pgt.makeBlob('big', k.mpk, k.options, n), [keys, size] as const);
+  const prepared = await page.evaluate(
+    ([k]) => pgt.swPrepare('big', k.id, k.usk, k.vk, 'big.bin', { verifyFirst: false, offload: true }),
+    [keys] as const,
+  );
+  // Another tab of the app reads the download; the page that registered it (and its crypto worker) goes.
+  const reader = await page.context().newPage();
+  await reader.goto(app);
+  await reader.waitForFunction(() => 'pgt' in window && navigator.serviceWorker.controller !== null);
+  const started = await reader.evaluate(([url, n]) => pgt.swFetchStart(url, n), [prepared.url, 2 * MiB] as const);
+  expect(started.status).toBe(200);
+  await page.close();
+  const rest = await reader.evaluate(() => pgt.swFetchRest());
+  expect(rest).toMatchObject({ sha: made.sha, bytes: size, headers: { 'x-postguard-decrypted-by': 'page-worker' } });
+  await reader.close();
 });
 
 async function sealedInPage(page: import('@playwright/test').Page, keys: Keys, size: number): Promise<Uint8Array> {
@@ -204,6 +230,22 @@ for (const [name, code, edit, streamedFails] of [
     expect([fetched.status, fetched.headers['x-postguard-error']]).toEqual([422, code]);
     const outcome = await page.evaluate((id) => pgt.swOutcome(id), probe.id);
     expect(outcome?.error).toMatchObject({ code, postguard: true });
+
+    // Decrypted by the page's crypto worker (offload), the same outcomes: refused before any byte, or a body that errors.
+    for (const verifyFirst of [true, false]) {
+      const off = await page.evaluate(
+        ([k, v]) => pgt.swPrepare('bad', k.id, k.usk, k.vk, 'bad.bin', { verifyFirst: v, offload: true }),
+        [keys, verifyFirst] as const,
+      );
+      const got = await page.evaluate((url) => pgt.swFetch(url), off.url);
+      if (verifyFirst || streamedFails === 'before any byte')
+        expect([got.status, got.headers['x-postguard-error']]).toEqual([422, code]);
+      else {
+        expect([got.status, got.headers['x-postguard-decrypted-by']]).toEqual([200, 'page-worker']);
+        expect(got.readError).toBeDefined();
+      }
+      expect((await page.evaluate((id) => pgt.swOutcome(id), off.id))?.error?.code).toBe(code);
+    }
 
     // As a download: the browser gets an error page in the hidden frame, never a file.
     let downloads = 0;

@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { attributeName } from 'postguard-ts';
 import { YiviError } from '../errors.js';
 import type { NormalizedAttributeRequest } from '../request.js';
 import { SERVER_VERSION } from '../sessions.js';
@@ -14,6 +15,13 @@ import { tokenParamsSchema } from './schemas.js';
  * sessions with what they ask for; a person picks an option per disjunction, types the values and
  * presses Disclose (or Cancel). The page then walks the same state machine a wallet does: connect
  * (with its own client Authorization), then submit a simulated disclosure.
+ *
+ * Each session says what it is for as far as its request can tell. A PostGuard key server asks for
+ * the same disclosure whether the person decrypts a file (a user secret key) or signs as its
+ * sender (signing keys): its session request carries only the attributes and a validity, and the
+ * JWT it yields is spent on one route or the other only after the disclosure. So the page names the
+ * purpose as "a PostGuard key: to decrypt a file, or to sign as its sender" and lists, in words,
+ * what the session discloses.
  */
 
 export interface WalletPageOptions {
@@ -39,6 +47,16 @@ function renderAttribute(ar: NormalizedAttributeRequest, name: string): string {
   );
 }
 
+/** What a session asks for, in words: each disjunction's options, attributes by their readable names. */
+function disclosesText(session: Session): string {
+  const named = (ar: NormalizedAttributeRequest) =>
+    `<strong>${escapeHtml(attributeName(ar.type))}</strong>${ar.value === undefined ? '' : ` ${escapeHtml(ar.value)}`}`;
+  const parts = session.request.disclose.map((discon) =>
+    discon.map((con) => (con.length === 0 ? 'nothing (optional)' : con.map(named).join(' and '))).join(' or '),
+  );
+  return parts.length === 0 ? 'nothing' : parts.join('; ');
+}
+
 function renderSession(session: Session, formKey: string): string {
   const ct = escapeHtml(session.clientToken);
   const disjunctions = session.request.disclose
@@ -62,7 +80,10 @@ function renderSession(session: Session, formKey: string): string {
     })
     .join('');
   return (
-    `<section><h2>Session <code>${ct.slice(0, 6)}…</code> <small>${escapeHtml(session.status)}</small></h2>` +
+    `<section><h2>Session <code>${ct.slice(0, 6)}…</code> <small class="status">${escapeHtml(session.status)}</small></h2>` +
+    `<p class="purpose">For a PostGuard key: to decrypt a file, or to sign as its sender. ` +
+    `<small>(The key server asks for the same disclosure either way, so the request cannot say which.)</small></p>` +
+    `<p class="discloses">Discloses: ${disclosesText(session)}</p>` +
     `<form method="post" action="wallet/${ct}/disclose">` +
     `<input type="hidden" name="key" value="${formKey}">${disjunctions}` +
     `<button type="submit">Disclose</button></form>` +
@@ -86,15 +107,23 @@ ${
 <title>Stand-in wallet</title>
 <link rel="icon" href="data:,">
 <style>
-body{font:16px/1.4 system-ui,sans-serif;margin:0 auto;max-width:36rem;padding:1rem}
-section{border:1px solid #ccc;border-radius:.5rem;padding:.75rem;margin:1rem 0}
-fieldset{border:1px solid #ddd;margin:.5rem 0}ul{padding-left:1.2rem;margin:.25rem 0}li{margin:.25rem 0}
-input[type=text]{width:100%;box-sizing:border-box;font:inherit;padding:.4rem}
-button{font:inherit;padding:.5rem 1rem;margin:.5rem .5rem 0 0}.cancel{background:#fee}
-.notice{background:#eef;padding:.5rem;border-radius:.25rem}code{word-break:break-all}
+:root{color-scheme:light dark;--accent:#1d5fbf;--muted:#667;--line:#c8ccd4}
+body{font:16px/1.45 system-ui,sans-serif;margin:0 auto;max-width:38rem;padding:1rem}
+h1{font-size:1.4rem;margin:.5rem 0}h2{font-size:1.05rem;margin:0 0 .5rem}
+.lead{color:var(--muted)}
+section{border:1px solid var(--line);border-radius:.6rem;padding:.9rem;margin:1rem 0;box-shadow:0 1px 3px #0001}
+.status{font-weight:normal;color:var(--muted)}
+.purpose{margin:.25rem 0;padding:.4rem .6rem;border-left:4px solid var(--accent);background:#1d5fbf14}
+.purpose small{color:var(--muted)}.discloses{margin:.5rem 0}
+fieldset{border:1px solid var(--line);border-radius:.4rem;margin:.5rem 0}ul{padding-left:1.2rem;margin:.25rem 0}li{margin:.25rem 0}
+input[type=text]{width:100%;box-sizing:border-box;font:inherit;padding:.4rem;border:1px solid var(--line);border-radius:.3rem}
+button{font:inherit;padding:.5rem 1rem;margin:.5rem .5rem 0 0;border-radius:.4rem;border:1px solid var(--line);cursor:pointer}
+button[type=submit]:not(.cancel){background:var(--accent);border-color:var(--accent);color:#fff}
+.cancel{background:#fee;color:#700}
+.notice{background:#eef;color:#113;padding:.5rem;border-radius:.25rem}code{word-break:break-all}
 </style></head><body>
 <h1>Stand-in wallet</h1>
-<p>Simulated Yivi app for development. Leave a field empty to disclose no value (null).
+<p class="lead">Simulated Yivi app for development. Leave a field empty to disclose no value (null).
 <a href="wallet">Refresh</a></p>
 ${notice === '' ? '' : `<p class="notice" role="status">${escapeHtml(notice)}</p>`}
 ${list}

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { StorageContext } from '../context.js';
 import { sendCut } from '../cut.js';
@@ -45,10 +46,11 @@ export async function downloadRoutes(app: FastifyInstance, ctx: StorageContext):
     const rangeHeader = request.headers.range;
     // A HEAD has no body to cut: it must not use up a fault meant for the download that follows.
     const cut = () => (request.method === 'GET' ? ctx.faults.takeDownload() : undefined);
+    const holder = (hold: boolean) => (hold ? (socket: Socket) => ctx.faults.hold(socket) : undefined);
     if (rangeHeader === undefined) {
       reply.header('content-length', size);
-      const cutAfter = cut();
-      if (cutAfter !== undefined) return sendCut(reply, 200, path, 0, size, cutAfter);
+      const fault = cut();
+      if (fault !== undefined) return sendCut(reply, 200, path, 0, size, fault.cutAfterBytes, holder(fault.hold));
       return reply.code(200).send(createReadStream(path, { start: 0, end: Math.max(0, size - 1) }));
     }
     const range = parseRangeHeader(rangeHeader, size);
@@ -57,8 +59,9 @@ export async function downloadRoutes(app: FastifyInstance, ctx: StorageContext):
     reply
       .header('content-range', `bytes ${range.start}-${range.endInclusive}/${size}`)
       .header('content-length', length);
-    const cutAfter = cut();
-    if (cutAfter !== undefined) return sendCut(reply, 206, path, range.start, length, cutAfter);
+    const fault = cut();
+    if (fault !== undefined)
+      return sendCut(reply, 206, path, range.start, length, fault.cutAfterBytes, holder(fault.hold));
     return reply.code(206).send(createReadStream(path, { start: range.start, end: range.endInclusive }));
   });
 }

@@ -48,12 +48,18 @@ const downloadFaultSchema = {
     cutAfterBytes: { type: 'integer', minimum: 1 },
     /** How many responses are cut (default 1). */
     times: { type: 'integer', minimum: 1 },
+    /** Hold the connection after the bytes until DELETE /standin/faults, instead of resetting it at once. */
+    hold: { type: 'boolean' },
+    /** How many downloads pass untouched first (default 0). */
+    skip: { type: 'integer', minimum: 0 },
   },
 } as const;
 
 interface DownloadFaultBody {
   cutAfterBytes: number;
   times?: number;
+  hold?: boolean;
+  skip?: number;
 }
 
 export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): Promise<void> {
@@ -125,7 +131,8 @@ export async function standinRoutes(app: FastifyInstance, ctx: StorageContext): 
     url: '/faults/download',
     schema: { body: downloadFaultSchema },
     handler: async (request, reply) => {
-      ctx.faults.setDownloadFault({ remaining: request.body.times ?? 1, cutAfterBytes: request.body.cutAfterBytes });
+      const { times, cutAfterBytes, hold, skip } = request.body;
+      ctx.faults.setDownloadFault({ remaining: times ?? 1, cutAfterBytes, hold: hold === true, skip: skip ?? 0 });
       return reply.code(204).send();
     },
   });

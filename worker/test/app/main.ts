@@ -551,7 +551,7 @@ const pgt = {
     usk: string,
     vk: string,
     filename: string,
-    options: { verifyFirst?: boolean } = {},
+    options: { verifyFirst?: boolean; offload?: boolean } = {},
   ) {
     const download = await prepareDownload({
       source: pgt.blobs.get(name)!,
@@ -582,6 +582,35 @@ const pgt = {
     } catch (e) {
       return { status: response.status, headers, readError: describeError(e) };
     }
+  },
+
+  /** A fetch of a prepared URL read until `bytes` arrived, then left paused (swFetchRest reads on). */
+  paused: undefined as
+    | { reader: ReadableStreamDefaultReader<Uint8Array>; chunks: Uint8Array[]; headers: Record<string, string> }
+    | undefined,
+  async swFetchStart(url: string, bytes: number) {
+    const response = await fetch(url);
+    const reader = response.body!.getReader();
+    const chunks: Uint8Array[] = [];
+    let read = 0;
+    while (read < bytes) {
+      const r = await reader.read();
+      if (r.done) break;
+      chunks.push(r.value);
+      read += r.value.byteLength;
+    }
+    pgt.paused = { reader, chunks, headers: Object.fromEntries(response.headers) };
+    return { status: response.status, read };
+  },
+  async swFetchRest() {
+    const { reader, chunks, headers } = pgt.paused!;
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(r.value);
+    } catch (e) {
+      return { headers, readError: describeError(e) };
+    }
+    const body = new Uint8Array(await new Blob(chunks as BlobPart[]).arrayBuffer());
+    return { headers, sha: hex(sha256(body)), bytes: body.length };
   },
 
   trigger: (url: string) => triggerDownload(url),
