@@ -528,6 +528,8 @@ export class PkgClient {
 
     if (options.cacheOnly === true && !useCache)
       throw new PkgClientError(PkgClientErrorCode.NOT_CACHED, 'cacheOnly without the cache');
+    // Expired entries go first, every one of them, not only those this request reads.
+    if (useCache) await this.cache.sweep();
     if (useCache && options.fresh !== true) {
       const usk = await this.cache.secret('usk', uskId);
       if (usk !== undefined) return { usk, source: 'cache' };
