@@ -132,3 +132,35 @@ export function deviceKeyBox(store: KeyValueStore | Promise<KeyValueStore>, name
     },
   };
 }
+
+/**
+ * A box over a wrapping key that comes from elsewhere (a key file, the environment): `load` is
+ * called on first use and its key kept; a failed load is not kept, so the next use tries again.
+ * Unlike `open`'s other failures, a failed load rejects: no key is not the same as a wrong entry.
+ */
+export function keyBox(load: () => Promise<CryptoKey>): SecretBox & { ready(): Promise<void> } {
+  let key: Promise<CryptoKey> | undefined;
+  const current = (): Promise<CryptoKey> => {
+    const pending = (key ??= load());
+    pending.catch(() => {
+      if (key === pending) key = undefined;
+    });
+    return pending;
+  };
+  return {
+    tier: 'device',
+    async ready() {
+      await current();
+    },
+    async seal(plain, context) {
+      return sealUnder(await current(), plain, context);
+    },
+    async open(sealed, context) {
+      if (!isSealedSecret(sealed) || sealed.by !== undefined) return undefined;
+      return openUnder(await current(), sealed, context);
+    },
+    async forget() {
+      key = undefined;
+    },
+  };
+}
