@@ -1,3 +1,4 @@
+import { webcrypto } from 'node:crypto';
 import { mkdir, open, readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -56,7 +57,7 @@ async function keyFile(path: string): Promise<Uint8Array> {
   return exactly32(new Uint8Array(await readFile(path)), path);
 }
 
-async function loadKey(given: TokenKey | undefined): Promise<CryptoKey> {
+async function loadKey(given: TokenKey | undefined): Promise<webcrypto.CryptoKey> {
   let raw: Uint8Array;
   if (given instanceof Uint8Array) raw = exactly32(given, 'the key given');
   else if (given !== undefined) raw = await keyFile(given.file);

@@ -1,3 +1,4 @@
+import type { CryptoKeyLike } from '../web-types.js';
 import type { KeyValueStore } from './store.js';
 
 /**
@@ -138,10 +139,10 @@ export function deviceKeyBox(store: KeyValueStore | Promise<KeyValueStore>, name
  * called on first use and its key kept; a failed load is not kept, so the next use tries again.
  * Unlike `open`'s other failures, a failed load rejects: no key is not the same as a wrong entry.
  */
-export function keyBox(load: () => Promise<CryptoKey>): SecretBox & { ready(): Promise<void> } {
+export function keyBox(load: () => Promise<CryptoKeyLike>): SecretBox & { ready(): Promise<void> } {
   let key: Promise<CryptoKey> | undefined;
   const current = (): Promise<CryptoKey> => {
-    const pending = (key ??= load());
+    const pending = (key ??= load() as Promise<CryptoKey>);
     pending.catch(() => {
       if (key === pending) key = undefined;
     });
