@@ -172,4 +172,12 @@ test('"Remember my key" behind a passkey (a virtual authenticator with PRF): the
   const dump = await dumpOriginStorage(page);
   expect(dump).toContain('|usk|');
   expect(dump).not.toContain('CryptoKey'); // no device key: the passkey's key is never stored
+
+  // A reload (a new page session): still the passkey, which opens the remembered key without a scan.
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  await open(page, 'first.txt.enc', f.first);
+  await expect(tier).toHaveText('In use: your passkey. It is asked once per visit.');
+  expect(await getKey(page, context, stack, { remember: true, expectScan: false })).toBe('cache');
+  await expect(page.locator('#key-status')).toHaveText('Key remembered under your passkey: no scan needed.');
 });

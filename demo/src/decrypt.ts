@@ -16,7 +16,7 @@ import { PREVIEW_LIMIT, contentTypeFor, decryptedName, formatBytes, previewKind 
 import { DemoError, errorCode } from './messages.js';
 import { ProgressView } from './progress.js';
 import { normalizeValue } from './recipients.js';
-import { getServices } from './runtime.js';
+import { TIER_SETTING, getServices } from './runtime.js';
 import { offerBlob, saveStream } from './save.js';
 import { senderView } from './sender-view.js';
 import { SessionPanel } from './session-panel.js';
@@ -32,7 +32,6 @@ import { SessionPanel } from './session-panel.js';
 /** Files sealed in memory (pg-wasm's seal) are read whole; this bounds what we agree to read. */
 const IN_MEMORY_LIMIT = 256 * 1024 * 1024;
 const REMEMBER_SETTING = 'postguard-demo:remember-keys';
-const TIER_SETTING = 'postguard-demo:remember-tier';
 
 const services = getServices();
 const errorRegion = byId('error');
@@ -127,12 +126,7 @@ setupPasskey.addEventListener('click', () => {
     await showTier();
   })();
 });
-void services
-  .then(async ({ pkg }) => {
-    if (localStorage.getItem(TIER_SETTING) === 'passkey') await pkg.useKeyProtection('passkey');
-    await showTier();
-  })
-  .catch((error: unknown) => showError(errorRegion, error, 'Could not read how keys are protected'));
+showTier().catch((error: unknown) => showError(errorRegion, error, 'Could not read how keys are protected'));
 
 function resetBelowFile(): void {
   key = undefined;

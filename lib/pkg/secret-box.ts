@@ -16,8 +16,11 @@ import type { KeyValueStore } from './store.js';
 
 /** A secret as stored: the nonce and the ciphertext (with its tag). Structured-cloneable. */
 export interface SealedSecret {
+  /** The format's version. */
   v: 1;
+  /** The AES-GCM nonce, 12 random bytes. */
   iv: Uint8Array;
+  /** The ciphertext and its 16-byte tag. */
   data: Uint8Array;
   /**
    * Which wrapping key sealed it (not secret): `'passkey:<credential id>'` for the passkey tier;
