@@ -531,9 +531,10 @@ export class PkgClient {
     // Expired entries go first, every one of them, not only those this request reads.
     if (useCache) await this.cache.sweep();
     if (useCache && options.fresh !== true) {
-      const usk = await this.cache.secret('usk', uskId);
+      // Raced with the signal: the passkey tier may be waiting on the user's prompt here.
+      const usk = await raceSignal(this.cache.secret('usk', uskId), signal);
       if (usk !== undefined) return { usk, source: 'cache' };
-      const jwt = await this.cache.secret('jwt', jwtId);
+      const jwt = await raceSignal(this.cache.secret('jwt', jwtId), signal);
       if (jwt !== undefined) {
         try {
           const key = await this.userSecretKey(jwt, ts, { signal });
@@ -558,7 +559,7 @@ export class PkgClient {
       throw new PkgClientError(PkgClientErrorCode.NOT_CACHED, 'no live key or session for this recipient in the cache');
     // The passkey's one prompt comes before the scan, so a passkey that gives no key stops here,
     // before the user scans for a key that could not be kept.
-    if (useCache && this.cache.tier === 'passkey') await this.cache.unlock();
+    if (useCache && this.cache.tier === 'passkey') await raceSignal(this.cache.unlock(), signal);
 
     const session = await this.startSession(
       { con, validity: options.validity ?? validityUntil4am(new Date(this.now())) },

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PkgCache } from './cache.js';
+import { PkgClient } from './client.js';
 import { createPasskey, passkeyBox, type PasskeyRegistration } from './passkey.js';
 import { deviceKeyBox } from './secret-box.js';
 import { memoryStore } from './store.js';
@@ -30,6 +31,8 @@ interface Authenticator {
   verifiesUser: boolean;
   /** Answers with this id whatever was asked (a misbehaving authenticator). */
   answerAs?: string;
+  /** Never answers (a prompt the user leaves open). */
+  hang?: boolean;
   assertions: number;
 }
 
@@ -52,6 +55,7 @@ function install(): Authenticator {
       },
       async get(options: CredentialRequestOptions) {
         auth.assertions++;
+        if (auth.hang === true) return new Promise(() => undefined);
         const asked = b64url(new Uint8Array(options.publicKey!.allowCredentials![0]!.id as Uint8Array));
         const id = auth.answerAs ?? asked;
         const secret = auth.held.get(id);
@@ -166,5 +170,32 @@ describe('the passkey tier', () => {
     const entry = await store.get<{ sealed: unknown }>(name!);
     expect(await other.open(entry!.sealed, name!)).toBeUndefined();
     expect(await passkeyBox(async () => a, PKG).open(entry!.sealed, name!)).toBe('K');
+  });
+
+  it("a prompt left open: the key request's signal ends it with ABORTED, and no session starts", async () => {
+    await createPasskey();
+    const requests: string[] = [];
+    const client = new PkgClient({
+      url: PKG,
+      store: memoryStore(),
+      cacheKeys: true,
+      keyProtection: 'passkey',
+      fetch: async (input) => {
+        requests.push(String(input));
+        throw new TypeError('offline');
+      },
+    });
+    await client.registerPasskey();
+    auth.hang = true;
+    const abort = new AbortController();
+    const pending = client.decryptionKey({
+      recipientId: 'alice@example.org',
+      policy: { ts: 1_700_000_000, con: [{ t: 'pbdf.sidn-pbdf.email.email', v: 'alice@example.org' }] },
+      signal: abort.signal,
+    });
+    setTimeout(() => abort.abort(), 20);
+    await expect(pending).rejects.toMatchObject({ code: 'ABORTED' });
+    expect(auth.assertions).toBe(1);
+    expect(requests).toEqual([]);
   });
 });

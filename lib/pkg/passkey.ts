@@ -44,6 +44,8 @@ const HKDF_SALT = encoder.encode('postguard-ts|passkey-tier');
 /** authenticatorData's flags byte (after the 32-byte RP id hash): bit 2 is "user verified". */
 const FLAGS_OFFSET = 32;
 const USER_VERIFIED = 0x04;
+/** What the PRF extension gives: 32 bytes (HMAC-SHA-256 in the authenticator). */
+const PRF_OUTPUT_BYTES = 32;
 
 const toBase64Url = (bytes: Uint8Array): string =>
   btoa(String.fromCharCode(...bytes))
@@ -170,6 +172,7 @@ export async function passkeyWrappingKey(
     ?.results;
   if (results?.first === undefined) throw prfUnavailable('the authenticator gave no PRF output');
   const first = results.first;
+  if (first.byteLength !== PRF_OUTPUT_BYTES) throw prfUnavailable('the PRF output is not 32 bytes');
   const output = ArrayBuffer.isView(first)
     ? new Uint8Array(first.buffer, first.byteOffset, first.byteLength)
     : new Uint8Array(first);
