@@ -1,4 +1,5 @@
 import { PkgClientError, PkgClientErrorCode, aborted } from './errors.js';
+import type { CryptoKeyLike } from '../web-types.js';
 import { isSealedSecret, openUnder, sealUnder, type SecretBox } from './secret-box.js';
 
 /**
@@ -143,7 +144,7 @@ export async function passkeyWrappingKey(
   registration: PasskeyRegistration,
   pkgUrl: string,
   options: PasskeyOptions & { signal?: AbortSignal } = {},
-): Promise<CryptoKey> {
+): Promise<CryptoKeyLike> {
   const credentialId = checkCredentialId(registration.credentialId);
   const credentials = webAuthn();
   let assertion: Credential | null;
@@ -200,7 +201,7 @@ export type PasskeySource = () => Promise<PasskeyRegistration | undefined>;
  * read as absent (never opened, never a fallback).
  */
 export function passkeyBox(source: PasskeySource, pkgUrl: string, options: PasskeyOptions = {}): SecretBox {
-  let key: Promise<{ id: string; key: CryptoKey }> | undefined;
+  let key: Promise<{ id: string; key: CryptoKeyLike }> | undefined;
   const registered = async (): Promise<PasskeyRegistration> => {
     const registration = await source();
     if (registration === undefined) throw passkeyFailed('none is registered (registerPasskey)');

@@ -63,22 +63,26 @@ export const isSealedSecret = (value: unknown): value is SealedSecret =>
   ((value as SealedSecret).by === undefined || typeof (value as SealedSecret).by === 'string');
 
 /** `plain` sealed with AES-GCM under `key`, bound to `context`: what every tier stores. */
-export async function sealUnder(key: CryptoKey, plain: string, context: string): Promise<SealedSecret> {
+export async function sealUnder(key: CryptoKeyLike, plain: string, context: string): Promise<SealedSecret> {
   const iv = crypto.getRandomValues(new Uint8Array(12));
   const data = await crypto.subtle.encrypt(
     { name: 'AES-GCM', iv, additionalData: encoder.encode(context) },
-    key,
+    key as CryptoKey,
     encoder.encode(plain),
   );
   return { v: 1, iv, data: new Uint8Array(data) };
 }
 
 /** What {@link sealUnder} sealed, or undefined when it does not open under `key` bound to `context`. */
-export async function openUnder(key: CryptoKey, sealed: SealedSecret, context: string): Promise<string | undefined> {
+export async function openUnder(
+  key: CryptoKeyLike,
+  sealed: SealedSecret,
+  context: string,
+): Promise<string | undefined> {
   try {
     const plain = await crypto.subtle.decrypt(
       { name: 'AES-GCM', iv: sealed.iv as Uint8Array<ArrayBuffer>, additionalData: encoder.encode(context) },
-      key,
+      key as CryptoKey,
       sealed.data as Uint8Array<ArrayBuffer>,
     );
     return decoder.decode(plain);
@@ -143,9 +147,9 @@ export function deviceKeyBox(store: KeyValueStore | Promise<KeyValueStore>, name
  * Unlike `open`'s other failures, a failed load rejects: no key is not the same as a wrong entry.
  */
 export function keyBox(load: () => Promise<CryptoKeyLike>): SecretBox & { ready(): Promise<void> } {
-  let key: Promise<CryptoKey> | undefined;
-  const current = (): Promise<CryptoKey> => {
-    const pending = (key ??= load() as Promise<CryptoKey>);
+  let key: Promise<CryptoKeyLike> | undefined;
+  const current = (): Promise<CryptoKeyLike> => {
+    const pending = (key ??= load());
     pending.catch(() => {
       if (key === pending) key = undefined;
     });
