@@ -6,8 +6,10 @@ import type { KeyValueStore } from './store.js';
  * The PKG client's cache over a KeyValueStore: the PKG's public keys with their validators (ETag,
  * Last-Modified), and, opt-in, session JWTs and user secret keys until they expire (their JWT's
  * exp or the next 04:00 local time, whichever is first), sealed under the device's wrapping key
- * (secret-box.ts) or, opted in, a passkey's (passkey.ts): the store never holds them in the clear. Entries are namespaced by PKG URL. A store that fails (quota, a closed database) degrades to "not cached":
- * caching never makes a key request fail.
+ * (secret-box.ts) or, opted in, a passkey's (passkey.ts): the store never holds them in the clear.
+ * Entries are namespaced by PKG URL. A store that fails (quota, a closed database) degrades to
+ * "not cached": a store never makes a key request fail. A passkey that gives no key does, typed
+ * (passkey.ts), since the user chose that tier and must hear why nothing was remembered.
  */
 
 export type ParameterKind = 'mpk' | 'vk';
