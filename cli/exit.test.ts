@@ -59,6 +59,10 @@ describe('describeFailure', () => {
       NOT_VALID: 6,
       ABORTED: 1,
       INVALID_ARGUMENT: 2,
+      NOT_CACHED: 6,
+      PRF_UNAVAILABLE: 1,
+      PASSKEY_FAILED: 1,
+      PASSKEY_MISMATCH: 1,
     };
     for (const code of Object.values(PkgClientErrorCode)) {
       expect(describeFailure(new PkgClientError(code, 'detail')).exitCode, code).toBe(expected[code]);

@@ -83,6 +83,11 @@ const PKG_EXITS: Record<PkgClientErrorCode, ExitCode> = {
   // Only our own abort (a signal) aborts PKG calls; main.ts turns that into 130/143.
   ABORTED: Exit.INTERNAL,
   INVALID_ARGUMENT: Exit.USAGE,
+  // The CLI asks the PKG for a key every time: it has no key cache, so these do not reach it.
+  NOT_CACHED: Exit.SESSION,
+  PRF_UNAVAILABLE: Exit.INTERNAL,
+  PASSKEY_FAILED: Exit.INTERNAL,
+  PASSKEY_MISMATCH: Exit.INTERNAL,
 };
 
 /** The one line and exit code for any failure. */

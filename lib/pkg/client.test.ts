@@ -273,6 +273,43 @@ describe('the opt-in key cache', () => {
     expect((await open(client, ciphertext, wallet, { fresh: true })).source).toBe('session');
   });
 
+  it('cacheOnly: a hit as usual; a miss or an expired entry is NOT_CACHED and starts no session', async () => {
+    let now = pkg.clock.now() * 1000;
+    const { client, exchanges } = recorded({ cacheKeys: true, now: () => now });
+    const ciphertext = await sealForAlice(client, 'only cached');
+    const wallet = alicesWallet();
+    await expect(open(client, ciphertext, wallet, { cacheOnly: true })).rejects.toMatchObject({ code: 'NOT_CACHED' });
+    await expect(open(client, ciphertext, wallet, { cacheOnly: true, cache: false })).rejects.toMatchObject({
+      code: 'NOT_CACHED',
+    });
+    expect(wallet.sessions).toHaveLength(0);
+    await open(client, ciphertext, wallet, { validity: 120 });
+    expect((await open(client, ciphertext, wallet, { cacheOnly: true })).source).toBe('cache');
+    now += 120_000;
+    const before = exchanges.length;
+    await expect(open(client, ciphertext, wallet, { cacheOnly: true })).rejects.toMatchObject({ code: 'NOT_CACHED' });
+    expect(exchanges.slice(before).filter((e) => e.url.includes('/start'))).toEqual([]);
+  });
+
+  it('the passkey tier where there is no WebAuthn (Node): PRF_UNAVAILABLE before any scan, nothing stored', async () => {
+    const store = memoryStore();
+    const { client, exchanges } = recorded({ store, cacheKeys: true, keyProtection: 'passkey' });
+    expect(client.keyProtection).toBe('passkey');
+    await expect(client.registerPasskey()).rejects.toMatchObject({ code: 'PRF_UNAVAILABLE' });
+    const ciphertext = await sealForAlice(client, 'no passkey');
+    const sealed = exchanges.length;
+    const wallet = alicesWallet();
+    await expect(open(client, ciphertext, wallet)).rejects.toMatchObject({ code: 'PASSKEY_FAILED' });
+    const withId = recorded({ store, cacheKeys: true, passkey: { credentialId: 'A'.repeat(22) } }).client;
+    await withId.useKeyProtection('passkey');
+    await expect(open(withId, ciphertext, wallet)).rejects.toMatchObject({ code: 'PRF_UNAVAILABLE' });
+    expect(wallet.sessions).toHaveLength(0);
+    expect(exchanges.slice(sealed).filter((e) => e.url.includes('/start'))).toEqual([]);
+    expect((await store.keys()).filter((k) => /\|(?:jwt|usk|device-key|passkey)/.test(k))).toEqual([]);
+    // Without the cache the passkey is not asked: a scan as ever.
+    expect((await open(withId, ciphertext, wallet, { cache: false })).source).toBe('session');
+  });
+
   it('a cached JWT is not thrown away because the PKG is briefly unreachable', async () => {
     const store = memoryStore();
     const { client } = recorded({ store, cacheKeys: true });

@@ -12,6 +12,14 @@ import {
   type KeyRequestOptions,
 } from './keyrequest.js';
 import { isSessionPointer } from './links.js';
+import {
+  createPasskey,
+  passkeyBox,
+  type CreatePasskeyOptions,
+  type PasskeyOptions,
+  type PasskeyRegistration,
+} from './passkey.js';
+import type { SecretTier } from './secret-box.js';
 import { IdentitySession, type EventSourceConstructor, type SessionOptions } from './session.js';
 import { defaultStore, type KeyValueStore } from './store.js';
 
@@ -27,6 +35,18 @@ export interface PkgClientOptions {
   store?: KeyValueStore | Promise<KeyValueStore>;
   /** Cache session JWTs and user secret keys until they expire (opt-in; per call too). Default false. */
   cacheKeys?: boolean;
+  /**
+   * What seals the cached JWTs and keys: `'device'` (default), a non-extractable key of this
+   * browser's; or `'passkey'`, a key from a passkey's PRF output, asked once per page session with
+   * user verification (register one with `registerPasskey()`). docs/security.md says what each
+   * protects against. `useKeyProtection()` changes it later.
+   */
+  keyProtection?: SecretTier;
+  /**
+   * The passkey tier's relying party id and prompt timeout, and which passkey: default the one
+   * `registerPasskey()` kept in the store; a `credentialId` here (an app that keeps it itself) wins.
+   */
+  passkey?: PasskeyOptions & { credentialId?: string };
   /** Deadline per PKG request. 15 s. */
   timeoutMs?: number;
   /** Path segment of the identity routes: 'irma' (pg-pkg's name, default), 'request' or 'idp'. */
@@ -91,6 +111,8 @@ export interface DecryptionKeyOptions extends KeyRequestOptions {
   cache?: boolean;
   /** Skip cached entries (e.g. after the cached key did not open the file). */
   fresh?: boolean;
+  /** Only the cache: when it has no live key or JWT, fail with `NOT_CACHED` instead of starting a session. */
+  cacheOnly?: boolean;
   /** JWT validity in seconds; default until the next 04:00 local time. */
   validity?: number;
 }
@@ -211,6 +233,7 @@ async function showSession(
  *   decryptionKey({recipientId, policy})   the whole decryption flow, with the opt-in JWT/USK cache
  *   signingKeysWithSession({...})          the whole sender flow
  *   forgetKeys()                           drops cached JWTs and USKs
+ *   registerPasskey(), useKeyProtection()  the passkey tier of the cache (passkey.ts)
  * ```
  *
  * Nothing here needs the DOM: it runs in pages and in workers.
@@ -222,6 +245,7 @@ export class PkgClient {
   private readonly base: string;
   private readonly cache: PkgCache;
   private readonly cacheKeys: boolean;
+  private readonly passkeyOptions: PasskeyOptions & { credentialId?: string };
   private readonly now: () => number;
   private readonly parametersMaxAgeMs: number;
   private readonly sessionDefaults: Pick<
@@ -251,7 +275,16 @@ export class PkgClient {
     };
     this.base = `${this.url}/v2/${options.prefix ?? 'irma'}`;
     this.now = options.now ?? Date.now;
-    this.cache = new PkgCache(Promise.resolve(options.store ?? defaultStore()), this.url, this.now);
+    this.passkeyOptions = { ...options.passkey };
+    const { credentialId, ...prompt } = this.passkeyOptions;
+    this.cache = new PkgCache(Promise.resolve(options.store ?? defaultStore()), this.url, this.now, {
+      passkey: passkeyBox(
+        async () => (credentialId !== undefined ? { credentialId } : this.passkey()),
+        this.url,
+        prompt,
+      ),
+    });
+    this.cache.useTier(options.keyProtection ?? 'device');
     this.cacheKeys = options.cacheKeys ?? false;
     this.parametersMaxAgeMs = options.parametersMaxAgeMs ?? 5 * 60_000;
     this.sessionDefaults = {
@@ -493,10 +526,15 @@ export class PkgClient {
     const uskId = `${recipientId}\n${ts}\n${JSON.stringify(con)}`;
     throwIfAborted(signal);
 
+    if (options.cacheOnly === true && !useCache)
+      throw new PkgClientError(PkgClientErrorCode.NOT_CACHED, 'cacheOnly without the cache');
+    // Expired entries go first, every one of them, not only those this request reads.
+    if (useCache) await this.cache.sweep();
     if (useCache && options.fresh !== true) {
-      const usk = await this.cache.secret('usk', uskId);
+      // Raced with the signal: the passkey tier may be waiting on the user's prompt here.
+      const usk = await raceSignal(this.cache.secret('usk', uskId), signal);
       if (usk !== undefined) return { usk, source: 'cache' };
-      const jwt = await this.cache.secret('jwt', jwtId);
+      const jwt = await raceSignal(this.cache.secret('jwt', jwtId), signal);
       if (jwt !== undefined) {
         try {
           const key = await this.userSecretKey(jwt, ts, { signal });
@@ -517,6 +555,11 @@ export class PkgClient {
         }
       }
     }
+    if (options.cacheOnly === true)
+      throw new PkgClientError(PkgClientErrorCode.NOT_CACHED, 'no live key or session for this recipient in the cache');
+    // The passkey's one prompt comes before the scan, so a passkey that gives no key stops here,
+    // before the user scans for a key that could not be kept.
+    if (useCache && this.cache.tier === 'passkey') await raceSignal(this.cache.unlock(), signal);
 
     const session = await this.startSession(
       { con, validity: options.validity ?? validityUntil4am(new Date(this.now())) },
@@ -547,8 +590,47 @@ export class PkgClient {
     return this.signingKeys({ jwt }, ids, { signal: options.signal });
   }
 
-  /** Forgets every cached session JWT and user secret key of this PKG (the public keys stay). */
+  /**
+   * Forgets every cached session JWT and user secret key of this PKG and the wrapping keys they
+   * were sealed under (the public keys and a registered passkey's id stay).
+   */
   forgetKeys(): Promise<void> {
     return this.cache.forgetSecrets();
+  }
+
+  /** Which tier seals the cached JWTs and keys now: `'device'` or `'passkey'`. */
+  get keyProtection(): SecretTier {
+    return this.cache.tier;
+  }
+
+  /**
+   * Seals the cache under `tier` from now on. A change forgets what is cached (it was sealed
+   * under the other tier's key, which is never used to open anything for this one).
+   */
+  async useKeyProtection(tier: SecretTier): Promise<void> {
+    if (tier !== 'device' && tier !== 'passkey') throw invalidArgument("keyProtection is 'device' or 'passkey'");
+    if (tier === this.cache.tier) return;
+    await this.cache.forgetSecrets();
+    this.cache.useTier(tier);
+  }
+
+  /**
+   * Makes a passkey for the passkey tier (the browser's prompt; user verification and the PRF
+   * extension required) and keeps its id in the store for later page sessions. `PRF_UNAVAILABLE`
+   * where the authenticator cannot evaluate PRF. Keys cached under an earlier passkey are forgotten.
+   */
+  async registerPasskey(options: CreatePasskeyOptions = {}): Promise<PasskeyRegistration> {
+    const { credentialId: _, ...prompt } = this.passkeyOptions;
+    const registration = await createPasskey({ ...prompt, ...options });
+    if (this.cache.tier === 'passkey') await this.cache.forgetSecrets();
+    await this.cache.write(this.cache.key('passkey'), registration);
+    return registration;
+  }
+
+  /** The passkey the passkey tier uses: the one given in the options, else the one registered here. */
+  async passkey(): Promise<PasskeyRegistration | undefined> {
+    if (this.passkeyOptions.credentialId !== undefined) return { credentialId: this.passkeyOptions.credentialId };
+    const kept = await this.cache.read<PasskeyRegistration>(this.cache.key('passkey'));
+    return typeof kept?.credentialId === 'string' ? { credentialId: kept.credentialId } : undefined;
   }
 }
