@@ -62,6 +62,8 @@ const LIBRARY_EXITS: Record<ErrorCode, ExitCode> = {
   TAMPERED: Exit.DAMAGED,
   ARMOR_INVALID: Exit.DAMAGED,
   WRONG_KEY: Exit.WRONG_KEY,
+  // The file is under a key the PKG has retired: no key it issues will open it.
+  NO_MATCHING_KEY: Exit.WRONG_KEY,
   UNKNOWN_RECIPIENT: Exit.USAGE,
   INVALID_POLICY: Exit.USAGE,
   TOO_LARGE: Exit.USAGE,

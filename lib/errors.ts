@@ -28,6 +28,12 @@ export const ErrorCode = {
   UNKNOWN_RECIPIENT: 'UNKNOWN_RECIPIENT',
   /** The user secret key does not open this recipient's key capsule. */
   WRONG_KEY: 'WRONG_KEY',
+  /**
+   * Given several candidate keys of a PKG's key set, none of the current ones opens this file: no
+   * user key opens the recipient's capsule, or the header verifies only under a retired verifying
+   * key. The file was sealed under a key the PKG has retired (or under another PKG).
+   */
+  NO_MATCHING_KEY: 'NO_MATCHING_KEY',
   /** Payload authentication failed: bytes were changed, reordered, dropped or added. */
   TAMPERED: 'TAMPERED',
   /** A ciphertext in the other mode (in-memory vs streaming) was given. */
