@@ -29,9 +29,9 @@ export const ErrorCode = {
   /** The user secret key does not open this recipient's key capsule. */
   WRONG_KEY: 'WRONG_KEY',
   /**
-   * Given several candidate keys of a PKG's key set, none of the current ones opens this file: no
-   * user key opens the recipient's capsule, or the header verifies only under a retired verifying
-   * key. The file was sealed under a key the PKG has retired (or under another PKG).
+   * Given a PKG's key set (candidate verifying keys with their statuses), the header verifies only
+   * under a key the PKG has retired: the file was sealed and signed before a rotation whose old key
+   * is now retired, and the PKG no longer issues keys that open it.
    */
   NO_MATCHING_KEY: 'NO_MATCHING_KEY',
   /** Payload authentication failed: bytes were changed, reordered, dropped or added. */

@@ -28,7 +28,7 @@ export type {
   RangeTrust,
   SpanOptions,
 } from './random-access.js';
-export { inspectCiphertext, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
+export { inspectCiphertext, userKeyForInspection, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
 export { resumableDownload, RESUME_DEFAULTS } from './resumable-download.js';
 export type { CredentialsMode, ElementLike, FileListLike, RequestHeaders } from './web-types.js';
 export type { ResumableDownload, ResumableDownloadOptions, ResumeBackoff } from './resumable-download.js';

@@ -43,23 +43,28 @@ export function isCandidateList(value: unknown): value is readonly KeyCandidate[
 
 /**
  * The first candidate that `attempt` accepts, in order. A candidate refused with `refusal` (the
- * code a wrong key of this kind gives) makes way for the next; any other error is the file's and
- * ends the search. When every candidate was refused: NO_MATCHING_KEY.
+ * code a wrong key of this kind gives: WRONG_KEY, BAD_SIGNATURE) makes way for the next; any other
+ * error is the file's and ends the search. When every candidate was refused, that refusal, as one
+ * key would have given it (a key for another identity is still the likeliest reason).
  */
 export async function firstMatching<T>(
   candidates: readonly KeyCandidate[],
   refusal: ErrorCode,
   attempt: (key: string) => T | Promise<T>,
 ): Promise<{ id: string; value: T }> {
+  let refused: unknown;
   for (const candidate of candidates) {
     try {
       return { id: candidate.id, value: await attempt(candidate.key) };
     } catch (error) {
       if (!isPostGuardError(error) || error.code !== refusal) throw error;
+      refused = error;
     }
   }
+  if (candidates.length === 1) throw refused;
   throw new AuthenticationError(
-    ErrorCode.NO_MATCHING_KEY,
-    `none of the PKG's ${candidates.length} current key(s) opens this file: it was sealed under a key the PKG has retired, or under another PKG`,
+    refusal,
+    `none of the ${candidates.length} keys of the PKG's key set opens this file (${(refused as Error).message})`,
+    { cause: refused },
   );
 }

@@ -78,21 +78,30 @@ async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array,
   };
   if (single !== undefined) return { ...header, vk: verifyUnder(single) };
   const current = candidates!.filter((c) => c.status !== 'retired');
+  let badSignature: unknown;
   try {
-    const found = await firstMatching(current, ErrorCode.BAD_SIGNATURE, verifyUnder);
-    return { ...header, vk: found.value, verifyingKeyId: found.id };
+    if (current.length > 0) {
+      const found = await firstMatching(current, ErrorCode.BAD_SIGNATURE, verifyUnder);
+      return { ...header, vk: found.value, verifyingKeyId: found.id };
+    }
+    badSignature = new AuthenticationError(ErrorCode.BAD_SIGNATURE, 'the PKG has no current verifying key');
   } catch (error) {
-    if (!isPostGuardError(error) || error.code !== ErrorCode.NO_MATCHING_KEY) throw error;
+    if (!isPostGuardError(error) || error.code !== ErrorCode.BAD_SIGNATURE) throw error;
+    badSignature = error;
   }
-  // No current key: a header signed under a retired key is refused as such, anything else is a bad signature.
-  const retired = candidates!.filter((c) => c.status === 'retired');
-  const under = await firstMatching(retired, ErrorCode.BAD_SIGNATURE, verifyUnder).catch(() => undefined);
-  if (under !== undefined)
+  // No current key verifies: a header signed under a retired one is refused as such, else a bad signature.
+  for (const old of candidates!.filter((c) => c.status === 'retired')) {
+    try {
+      verifyUnder(old.key);
+    } catch {
+      continue;
+    }
     throw new AuthenticationError(
       ErrorCode.NO_MATCHING_KEY,
-      `this file was signed under the PKG key ${under.id}, which the PKG has retired`,
+      `the file was sealed under the PKG's master key ${old.id}, which the PKG has retired`,
     );
-  throw new AuthenticationError(ErrorCode.BAD_SIGNATURE, 'header signature does not verify under any of the PKG keys');
+  }
+  throw badSignature;
 }
 
 /**
@@ -121,6 +130,20 @@ async function openCapsule(
     multiDecaps(userSecretKeyFromBase64(key, 'usk'), capsule),
   );
   return { key: await aesKey(found.value), userKeyId: found.id };
+}
+
+/**
+ * Which of a key set's candidate user keys opens `recipientId`'s capsule (one decapsulation each,
+ * nothing of the payload read), for a reader that hands one key on (the service worker's download).
+ * NO_MATCHING_KEY when none does.
+ */
+export async function userKeyFor(
+  header: Header,
+  recipientId: string,
+  candidates: readonly KeyCandidate[],
+): Promise<KeyCandidate> {
+  const { userKeyId } = await openCapsule(header, recipientId, candidates);
+  return candidates.find((c) => c.id === userKeyId)!;
 }
 
 /** A result with the ids of the keys that opened it, where candidates were given (else as it was). */
@@ -158,6 +181,11 @@ abstract class VerifiedHeaderView {
   /** camelCase alias of `public_identity`: the claimed sender. */
   publicIdentity(): Policy {
     return this.public_identity();
+  }
+
+  /** The id of the candidate verifying key the header verified under, when a key set's were given (`VerifyingKeys`). */
+  get verifyingKeyId(): string | undefined {
+    return this.verified.verifyingKeyId;
   }
 }
 
