@@ -70,19 +70,23 @@ async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array,
   const { signature, policy } = decodeSignatureExt(signatureBytes);
   const [createShake] = await Promise.all([loadShake128(), loadGgAcceleration(), loadPairingAcceleration()]);
   const transcript = createShake().update(headerBytes);
-  const header = { header: decodeHeader(headerBytes), publicPolicy: policy, transcript, headerBytes };
+  // Decoded only once its signature verified: a changed header is BAD_SIGNATURE, whatever it decodes to.
+  const verified = () => ({ header: decodeHeader(headerBytes), publicPolicy: policy, transcript, headerBytes });
   const verifyUnder = (key: GgVerifyingKey | string) => {
     const verifyingKey = typeof key === 'string' ? verifyingKeyFromBase64(key) : key;
     new SignatureVerifier(verifyingKey, policy).verify(signature, transcript, 'header signature');
     return verifyingKey;
   };
-  if (single !== undefined) return { ...header, vk: verifyUnder(single) };
+  if (single !== undefined) {
+    const vk = verifyUnder(single);
+    return { ...verified(), vk };
+  }
   const current = candidates!.filter((c) => c.status !== 'retired');
   let badSignature: unknown;
   try {
     if (current.length > 0) {
       const found = await firstMatching(current, ErrorCode.BAD_SIGNATURE, verifyUnder);
-      return { ...header, vk: found.value, verifyingKeyId: found.id };
+      return { ...verified(), vk: found.value, verifyingKeyId: found.id };
     }
     badSignature = new AuthenticationError(ErrorCode.BAD_SIGNATURE, 'the PKG has no current verifying key');
   } catch (error) {
