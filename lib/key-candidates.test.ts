@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chunkedSource, collector } from '../test/streams.js';
 import { inspectCiphertext, userKeyForInspection } from './detached.js';
-import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys, keyIdOf } from './keys.js';
+import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
 import type { KeyCandidate } from './key-candidates.js';
 import { seal, sealStream } from './seal.js';
 import { StreamUnsealer, Unsealer } from './unseal.js';
@@ -33,6 +33,9 @@ await sealStream(kemA.mpk, options, chunkedSource(plain), out.writable);
 const streamCt = out.bytes();
 
 const usk = (msk: string, id: string): KeyCandidate => ({ id, key: extractUsk(msk, bob) });
+// Ids are the PKG's business (server/keyset.ts); here any name does.
+const ids = new Map<string, string>();
+const keyIdOf = (key: string) => ids.get(key) ?? (ids.set(key, `vk${ids.size}`), `vk${ids.size - 1}`);
 const vk = (key: string, status: KeyCandidate['status']): KeyCandidate => ({ id: keyIdOf(key), key, status });
 const usks = [usk(kemB.msk, 'b'), usk(kemA.msk, 'a')];
 const current = [vk(ibsB.vk, 'primary'), vk(ibsA.vk, 'decrypt-only')];

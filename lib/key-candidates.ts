@@ -8,9 +8,9 @@ import { AuthenticationError, ErrorCode, InputError, isPostGuardError } from './
  * (BAD_SIGNATURE); both are a few group operations, never a read of the payload.
  */
 
-/** One key of a PKG's key set, as the PKG names it: its id (`keyIdOf` of the public key) and the key. */
+/** One key of a PKG's key set: its id, as the PKG names it, and the key. */
 export interface KeyCandidate {
-  /** The key's id in the PKG's key set (16 hex characters). */
+  /** The key's id in the PKG's key set, as the PKG names it (ours: 16 hex characters of SHA-256 over the public key). */
   readonly id: string;
   /** The key, base64: a user secret key for unsealing, or a verifying key for the header. */
   readonly key: string;

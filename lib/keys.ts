@@ -6,7 +6,6 @@
  *
  * @module postguard-ts/keys
  */
-import { sha256 } from '@noble/hashes/sha2.js';
 import { fromBase64, toBase64 } from './base64.js';
 import {
   cgwkvSetup,
@@ -80,16 +79,6 @@ export function signingKeysMatch(vk: string, sk: string): boolean {
   const expected = fromBase64(verifyingKeyOf(sk), 'verifying key');
   const actual = fromBase64(vk, 'verifying key', GG_PUBLIC_KEY_BYTES);
   return expected.every((b, i) => b === actual[i]);
-}
-
-/**
- * The id of a master public key in a PKG's key set: the first 8 bytes of SHA-256 over the key's
- * serialized bytes, as 16 lowercase hex characters. Derived, never chosen, so every instance and
- * every client names a key alike; the same for a KEM master public key and an IBS verifying key.
- */
-export function keyIdOf(publicKey: string): string {
-  const digest = sha256(fromBase64(publicKey, 'public key'));
-  return Array.from(digest.subarray(0, 8), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Unsealer, seal, type Policy, type SealOptions } from '../lib/index.js';
-import { extractSigningKey, generateSigningKeys, keyIdOf } from '../lib/keys.js';
+import { extractSigningKey, generateSigningKeys } from '../lib/keys.js';
+import { keyIdOf } from './keyset.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from './testing.js';

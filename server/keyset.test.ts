@@ -2,12 +2,12 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generatePkgKeys, keyIdOf } from '../lib/keys.js';
+import { generatePkgKeys } from '../lib/keys.js';
 import { listAudit } from './audit.js';
 import { runCli } from './cli.js';
 import { createTestSchema, type TestSchema } from './db/testing.js';
 import { writePkgKeys, type PkgKeyPaths } from './keyfiles.js';
-import { addKeys, checkKeySet, issuesFor, oneKeySet, promoteKey, retireKey, type KeySet } from './keyset.js';
+import { addKeys, checkKeySet, issuesFor, keyIdOf, oneKeySet, promoteKey, retireKey, type KeySet } from './keyset.js';
 import { loadKeySet, parseKeySet, serializeKeySet } from './keyset-file.js';
 import { startPkg } from './testing.js';
 

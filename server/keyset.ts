@@ -1,11 +1,5 @@
-import {
-  generateKemKeys,
-  generateSigningKeys,
-  kemKeysMatch,
-  keyIdOf,
-  signingKeysMatch,
-  type PkgKeys,
-} from 'postguard-ts/keys';
+import { createHash } from 'node:crypto';
+import { generateKemKeys, generateSigningKeys, kemKeysMatch, signingKeysMatch, type PkgKeys } from 'postguard-ts/keys';
 
 /**
  * The PKG's master key sets, one for the KEM (IBE: `/v2/parameters`, user secret keys) and one for
@@ -18,6 +12,15 @@ import {
  * sealed at) from `notBefore` to `notAfter`. The operations are pure; reading and writing the file
  * is server/keyset-file.ts.
  */
+
+/**
+ * The id of a master public key (base64) in a key set: the first 8 bytes of SHA-256 over the key's
+ * serialized bytes, as 16 lowercase hex characters. Derived, never chosen, so every instance and every
+ * client names a key alike; the same rule for a KEM master public key and an IBS verifying key.
+ */
+export function keyIdOf(publicKey: string): string {
+  return createHash('sha256').update(Buffer.from(publicKey, 'base64')).digest('hex').slice(0, 16);
+}
 
 export type KeyStatus = 'primary' | 'decrypt-only' | 'retired';
 export type KeyKind = 'ibe' | 'ibs';

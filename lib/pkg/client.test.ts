@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Unsealer, seal } from '../index.js';
-import { generatePkgKeys, keyIdOf } from '../keys.js';
+import { generatePkgKeys } from '../keys.js';
+import { keyIdOf } from '../../server/keyset.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { disclose } from '../../devtools/standin/wallet.js';
 import { PkgClient, type PkgClientOptions, type SigningKeys } from './client.js';
