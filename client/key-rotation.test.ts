@@ -166,7 +166,7 @@ describe('after keys add B; keys promote B', () => {
       });
       await Promise.all(phone.sessions);
       expect(phone.sessions).toHaveLength(1);
-      expect(keys.usks?.map((k) => k.id)).toEqual([ids.ibeA, ids.ibeB]);
+      expect(keys.usks?.map((k) => k.id)).toEqual([ids.ibeB, ids.ibeA]); // the primary's first
       // The primary's key alone is a wrong key for this file: typed, at once, and the source is left unread.
       await expect(unsealer.unseal(BOB, keys.usk, collector().writable)).rejects.toMatchObject({ code: 'WRONG_KEY' });
       const out = collector();

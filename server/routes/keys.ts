@@ -179,7 +179,10 @@ const timestampParams = {
 
 export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions): Promise<void> {
   const { msk, sk, verifier, apiKeys, clock, metrics, refuseDemoSchemes, budgets } = options;
-  const ibeKeys = options.ibeKeys ?? [];
+  // Primary first, then the newest: most files are under the keys a reader tries first.
+  const ibeKeys = [...(options.ibeKeys ?? [])]
+    .reverse()
+    .sort((a, b) => Number(b.status === 'primary') - Number(a.status === 'primary'));
   // What a session proved, or an API key stands for, must not rest on a demo scheme when so configured.
   const checkSchemes = (attributes: readonly Attribute[]): void => {
     if (refuseDemoSchemes) refuseDemoTypes(attributes.map((a) => a.t));
