@@ -35,6 +35,7 @@ describe('describeFailure', () => {
       TAMPERED: 8,
       ARMOR_INVALID: 8,
       WRONG_KEY: 7,
+      NO_MATCHING_KEY: 7,
       UNKNOWN_RECIPIENT: 2,
       INVALID_POLICY: 2,
       TOO_LARGE: 2,

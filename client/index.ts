@@ -27,6 +27,7 @@ export type {
   DecryptOutput,
   DecryptResult,
   SavedResult,
+  SealedUnder,
   StreamResult,
   BytesResult,
   EntriesResult,

@@ -3,13 +3,12 @@ import { ErrorCode, FormatError, InputError, PostGuardError, describeThrown, mal
 import { toHeaders, type CredentialsMode, type RequestHeaders } from './web-types.js';
 import { readFrame } from './frame.js';
 import { contentLength, contentRange, reencoded, unsatisfiedTotal, type ContentRange } from './http-lengths.js';
-import type { PreparedUserSecretKey } from './keys.js';
 import { decodeSignerBlock, senderBound } from './payload.js';
 import { policyToJs, type Policy } from './policy.js';
 import { isFinal, messageBytes, rangePieces, segmentLayout, wireSpan, type SegmentPiece } from './segment-map.js';
 import { openSegmentAlone } from './segments.js';
 import { claimedSenderReport, type SenderReport } from './sender.js';
-import { openSegmentAccess } from './unseal.js';
+import { openSegmentAccess, type UserKeys, type VerifyingKeys } from './unseal.js';
 
 /**
  * Random access into a streaming ciphertext (one made by `sealStream`): any span of its plaintext,
@@ -96,12 +95,12 @@ export type RandomAccessInput = Blob | string | URL | RangedUrl | FileHandleInpu
 
 /** The keys that open a file for one recipient. */
 export interface RandomAccessKeys {
-  /** The PKG's verification key (base64). */
-  vk: string;
+  /** The PKG's verification key (base64), or its key set's candidates (`VerifyingKeys`). */
+  vk: VerifyingKeys;
   /** The recipient to decrypt for, as the header lists it. */
   recipientId: string;
-  /** That recipient's user secret key. */
-  usk: string | PreparedUserSecretKey;
+  /** That recipient's user secret key, or one per key of the PKG's key set (`UserKeys`). */
+  usk: UserKeys;
 }
 
 /** Options of {@link openRandomAccess}. */

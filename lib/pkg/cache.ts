@@ -1,3 +1,4 @@
+import type { KeyCandidate } from '../key-candidates.js';
 import { PkgClientError, PkgClientErrorCode } from './errors.js';
 import { deviceKeyBox, type SealedSecret, type SecretBox, type SecretTier } from './secret-box.js';
 import type { KeyValueStore } from './store.js';
@@ -16,6 +17,8 @@ export type ParameterKind = 'mpk' | 'vk';
 
 export interface CachedParameters {
   publicKey: string;
+  /** The PKG's key set as it publishes it beside `publicKey` (absent from a PKG without one). */
+  keys?: KeyCandidate[];
   etag?: string;
   lastModified?: string;
   /** When the PKG last confirmed this key (ms since the epoch). */
@@ -101,6 +104,8 @@ export class PkgCache {
   async parameters(kind: ParameterKind): Promise<CachedParameters | undefined> {
     const entry = await this.read<CachedParameters>(this.key('params', kind));
     if (typeof entry !== 'object' || entry === null || typeof entry.publicKey !== 'string') return undefined;
+    // An entry written by another version: its key set, if any, is asked for again.
+    if (entry.keys !== undefined && !Array.isArray(entry.keys)) return undefined;
     return entry;
   }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Unsealer, seal } from '../index.js';
 import { generatePkgKeys } from '../keys.js';
+import { keyIdOf } from '../../server/keyset.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { disclose } from '../../devtools/standin/wallet.js';
 import { PkgClient, type PkgClientOptions, type SigningKeys } from './client.js';
@@ -55,6 +56,40 @@ describe('public keys', () => {
     const { client } = recorded();
     expect(await client.masterPublicKey()).toBe(pkg.keys.mpk);
     expect(await client.verificationKey()).toBe(pkg.keys.vk);
+  });
+
+  it("give the PKG's key set as candidates, kept across a 304, and refuse a malformed one", async () => {
+    const store = memoryStore();
+    const { client } = recorded({ store });
+    expect(await client.verificationKeys()).toEqual([
+      { id: keyIdOf(pkg.keys.vk), key: pkg.keys.vk, status: 'primary' },
+    ]);
+    // Revalidated (304): the set is the stored one.
+    const again = recorded({ store, parametersMaxAgeMs: 0 });
+    expect(await again.client.verificationKeys()).toEqual(await client.verificationKeys());
+    expect(again.exchanges[0]!.status).toBe(304);
+    // A PKG without a set (pg-pkg): its one key, as verificationKey gives it.
+    const answer = (body: object) => async () =>
+      new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json' } });
+    const plain = recorded({ fetch: answer({ formatVersion: 0, publicKey: pkg.keys.vk }) });
+    expect(await plain.client.verificationKeys()).toBe(pkg.keys.vk);
+    const entry = {
+      id: keyIdOf(pkg.keys.vk),
+      publicKey: pkg.keys.vk,
+      status: 'primary',
+      notBefore: null,
+      notAfter: null,
+    };
+    for (const keys of [
+      [],
+      [{ ...entry, id: 'XYZ' }],
+      [{ ...entry, status: 'active' }],
+      [{ ...entry, publicKey: 'AA==' }],
+      'all',
+    ]) {
+      const bad = recorded({ fetch: answer({ formatVersion: 0, publicKey: pkg.keys.vk, keys }) });
+      await expect(bad.client.verificationKeys(), JSON.stringify(keys)).rejects.toMatchObject({ code: 'BAD_RESPONSE' });
+    }
   });
 
   it('are asked once while fresh, once for concurrent callers', async () => {

@@ -1,4 +1,6 @@
+import type { KeyCandidate } from '../key-candidates.js';
 import type { Policy } from '../policy.js';
+import type { UserKeys, VerifyingKeys } from '../unseal.js';
 import { PkgCache, type CachedParameters, type ParameterKind } from './cache.js';
 import { PkgClientError, PkgClientErrorCode, aborted, badResponse, invalidArgument, throwIfAborted } from './errors.js';
 import { expectOk, readJson, withDeadline, type HttpContext } from './http.js';
@@ -119,8 +121,13 @@ export interface DecryptionKeyOptions extends KeyRequestOptions {
 
 /** What `decryptionKey` resolves with: the key, and whether getting it took a scan. */
 export interface DecryptionKey {
-  /** The user secret key (base64), for Unsealer.unseal / StreamUnsealer.unseal. */
+  /** The user secret key (base64) under the PKG's primary master key, for Unsealer.unseal / StreamUnsealer.unseal. */
   usk: string;
+  /**
+   * From a PKG with a key set: one user key per master key that still opens files of this time,
+   * `{ id, key }`; give these to `unseal` instead of `usk` to open a file sealed under any of them.
+   */
+  usks?: KeyCandidate[];
   /** Where it came from: the cache, a cached JWT (no scan), or a new session (a scan). */
   source: 'cache' | 'cached-jwt' | 'session';
 }
@@ -151,6 +158,34 @@ const SIGNING_KEY_CHARS = 128;
 
 const isBase64Of = (value: unknown, chars: number): value is string =>
   typeof value === 'string' && value.length === chars && BASE64.test(value);
+
+const KEY_ID = /^[0-9a-f]{16}$/;
+const STATUSES: ReadonlyArray<KeyCandidate['status']> = ['primary', 'decrypt-only', 'retired'];
+const STATUS_ORDER = (c: KeyCandidate) => STATUSES.indexOf(c.status);
+
+/**
+ * A key set as the PKG publishes it (`keys` beside `publicKey`, or `keys` beside a user key): absent
+ * stays absent (a PKG without a key set); anything but a list of well-formed entries is refused.
+ * Primary first, then decrypt-only, then retired: most files are under the primary.
+ */
+function keySetOf(value: unknown, chars: number, published: boolean): KeyCandidate[] | undefined | false {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0 || value.length > 64) return false;
+  const keys: KeyCandidate[] = [];
+  for (const entry of value as unknown[]) {
+    const o = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+    const key = published ? o['publicKey'] : o['key'];
+    if (typeof o['id'] !== 'string' || !KEY_ID.test(o['id']) || !isBase64Of(key, chars)) return false;
+    if (!published) {
+      keys.push({ id: o['id'], key });
+      continue;
+    }
+    const status = o['status'] as KeyCandidate['status'];
+    if (!STATUSES.includes(status)) return false;
+    keys.push({ id: o['id'], key, status });
+  }
+  return published ? keys.sort((a, b) => STATUS_ORDER(a) - STATUS_ORDER(b)) : keys;
+}
 
 function isPolicy(value: unknown): value is Policy {
   if (typeof value !== 'object' || value === null) return false;
@@ -204,6 +239,19 @@ function checkStartRequest(request: StartRequest): void {
   }
 }
 
+const decryptionKeys = ({ key, keys }: { key: string; keys?: KeyCandidate[] }): Pick<DecryptionKey, 'usk' | 'usks'> =>
+  keys === undefined ? { usk: key } : { usk: key, usks: keys };
+
+// A cached user key is the key itself (base64, never starting with "{"), or with a key set the JSON of both.
+const userKeysToCache = (keys: { key: string; keys?: KeyCandidate[] }): string =>
+  keys.keys === undefined ? keys.key : JSON.stringify(keys);
+
+function cachedUserKeys(value: string): Pick<DecryptionKey, 'usk' | 'usks'> {
+  if (!value.startsWith('{')) return { usk: value };
+  const parsed = JSON.parse(value) as { key: string; keys: KeyCandidate[] };
+  return { usk: parsed.key, usks: parsed.keys };
+}
+
 /** Hands a new session to the caller's UI; if that throws, the session is cancelled rather than left running. */
 async function showSession(
   session: IdentitySession,
@@ -227,8 +275,10 @@ async function showSession(
  * ```text
  *   masterPublicKey(), verificationKey()   GET /v2/parameters, /v2/sign/parameters; cached in the store
  *                                          and revalidated with the ETag (If-None-Match → 304)
+ *   verificationKeys()                     the PKG's whole IBS key set, as unsealers take it
  *   startSession({con, validity?})         POST /v2/irma/start → an IdentitySession (QR, status, JWT)
  *   userSecretKey(jwt, ts)                 GET /v2/irma/key/{ts} with the session JWT
+ *   userSecretKeys(jwt, ts)                the same request: a user key per key of the PKG's key set
  *   signingKeys({jwt} | {apiKey}, ids)     POST /v2/irma/sign/key
  *   decryptionKey({recipientId, policy})   the whole decryption flow, with the opt-in JWT/USK cache
  *   signingKeysWithSession({...})          the whole sender flow
@@ -253,7 +303,7 @@ export class PkgClient {
     'EventSource' | 'pollIntervalMs' | 'eventsConnectTimeoutMs' | 'maxPollFailures'
   >;
   private readonly parameters: Partial<Record<ParameterKind, CachedParameters>> = {};
-  private readonly revalidating: Partial<Record<ParameterKind, Promise<string>>> = {};
+  private readonly revalidating: Partial<Record<ParameterKind, Promise<CachedParameters>>> = {};
 
   constructor(options: PkgClientOptions) {
     if (typeof options?.url !== 'string') throw invalidArgument('PkgClient needs the PKG url');
@@ -300,15 +350,29 @@ export class PkgClient {
     return this.publicKey('mpk', options.signal);
   }
 
-  /** The verification key (base64), for Unsealer.new / StreamUnsealer.new. */
+  /** The verification key (base64) of the PKG's primary, for Unsealer.new / StreamUnsealer.new. */
   verificationKey(options: { signal?: AbortSignal } = {}): Promise<string> {
     return this.publicKey('vk', options.signal);
   }
 
-  private publicKey(kind: ParameterKind, signal: AbortSignal | undefined): Promise<string> {
+  /**
+   * Every verifying key of the PKG's key set, `[{ id, key, status }]` (primary first), for
+   * Unsealer.new / StreamUnsealer.new / inspectCiphertext: a file signed under any current key
+   * verifies, one under a retired key is refused as such (NO_MATCHING_KEY). From a PKG without a
+   * key set: its one verifying key, as `verificationKey` gives it.
+   */
+  async verificationKeys(options: { signal?: AbortSignal } = {}): Promise<VerifyingKeys> {
+    const entry = await this.publishedKeys('vk', options.signal);
+    return entry.keys ?? entry.publicKey;
+  }
+
+  private async publicKey(kind: ParameterKind, signal: AbortSignal | undefined): Promise<string> {
+    return (await this.publishedKeys(kind, signal)).publicKey;
+  }
+
+  private publishedKeys(kind: ParameterKind, signal: AbortSignal | undefined): Promise<CachedParameters> {
     const known = this.parameters[kind];
-    if (known !== undefined && this.now() - known.checkedAt < this.parametersMaxAgeMs)
-      return Promise.resolve(known.publicKey);
+    if (known !== undefined && this.now() - known.checkedAt < this.parametersMaxAgeMs) return Promise.resolve(known);
     // One request per key at a time; a caller's abort leaves it running for the others.
     const pending = (this.revalidating[kind] ??= this.revalidate(kind).finally(() => {
       delete this.revalidating[kind];
@@ -316,7 +380,7 @@ export class PkgClient {
     return raceSignal(pending, signal);
   }
 
-  private async revalidate(kind: ParameterKind): Promise<string> {
+  private async revalidate(kind: ParameterKind): Promise<CachedParameters> {
     const cached = this.parameters[kind] ?? (await this.cache.parameters(kind));
     const url = `${this.url}/v2/${kind === 'mpk' ? 'parameters' : 'sign/parameters'}`;
     const conditional: Record<string, string> = {};
@@ -336,7 +400,7 @@ export class PkgClient {
       }
       if (retried === undefined) {
         // The PKG is down: a key it published before is still the key.
-        if (cached !== undefined) return cached.publicKey;
+        if (cached !== undefined) return cached;
         throw error;
       }
       response = retried;
@@ -348,20 +412,20 @@ export class PkgClient {
       entry = { ...cached, checkedAt: this.now() };
     } else {
       const { body } = response;
-      const { publicKey, formatVersion } = (typeof body === 'object' && body !== null ? body : {}) as Record<
+      const { publicKey, formatVersion, keys } = (typeof body === 'object' && body !== null ? body : {}) as Record<
         string,
         unknown
       >;
-      if (
-        !isBase64Of(publicKey, kind === 'mpk' ? MPK_CHARS : VK_CHARS) ||
-        (formatVersion !== undefined && formatVersion !== 0)
-      ) {
+      const chars = kind === 'mpk' ? MPK_CHARS : VK_CHARS;
+      const keySet = keySetOf(keys, chars, true);
+      if (!isBase64Of(publicKey, chars) || (formatVersion !== undefined && formatVersion !== 0) || keySet === false) {
         throw badResponse(
           url,
           `the PKG's ${kind === 'mpk' ? 'master public key' : 'verification key'} is not in the expected format`,
         );
       }
       entry = { publicKey, checkedAt: this.now() };
+      if (keySet !== undefined) entry.keys = keySet;
       // Cross-origin, ETag and Last-Modified are only readable if the PKG exposes them; without
       // them the browser's HTTP cache does the revalidating (the PKG sends Cache-Control: no-cache).
       const etag = response.headers.get('etag');
@@ -371,7 +435,7 @@ export class PkgClient {
     }
     this.parameters[kind] = entry;
     await this.cache.putParameters(kind, entry);
-    return entry.publicKey;
+    return entry;
   }
 
   /** One GET of a parameters route, body read (bounded) inside the deadline. */
@@ -433,8 +497,26 @@ export class PkgClient {
     );
   }
 
-  /** GET key/{ts}: the user secret key for what the session JWT proved, at the policy's timestamp. */
+  /** GET key/{ts}: the user secret key for what the session JWT proved, at the policy's timestamp (the primary's). */
   async userSecretKey(jwt: string, timestamp: number, options: { signal?: AbortSignal } = {}): Promise<string> {
+    return (await this.userKeys(jwt, timestamp, options)).key;
+  }
+
+  /**
+   * GET key/{ts}, all of it: from a PKG with a key set, one user key per master key that still opens
+   * files sealed at `timestamp`, `[{ id, key }]`, for `unseal` to try in turn; otherwise the one key.
+   * One request, so one identity session, whatever the number of keys.
+   */
+  async userSecretKeys(jwt: string, timestamp: number, options: { signal?: AbortSignal } = {}): Promise<UserKeys> {
+    const { key, keys } = await this.userKeys(jwt, timestamp, options);
+    return keys ?? key;
+  }
+
+  private async userKeys(
+    jwt: string,
+    timestamp: number,
+    options: { signal?: AbortSignal },
+  ): Promise<{ key: string; keys?: KeyCandidate[] }> {
     if (typeof jwt !== 'string' || jwt.length === 0) throw invalidArgument('a session JWT is needed');
     if (!Number.isSafeInteger(timestamp) || timestamp < 0)
       throw invalidArgument('the timestamp must be a non-negative integer');
@@ -446,7 +528,7 @@ export class PkgClient {
       });
       return readJson(await expectOk(response, url), url);
     });
-    const { status, proofStatus, key } = (typeof body === 'object' && body !== null ? body : {}) as Record<
+    const { status, proofStatus, key, keys } = (typeof body === 'object' && body !== null ? body : {}) as Record<
       string,
       unknown
     >;
@@ -457,8 +539,10 @@ export class PkgClient {
         { url },
       );
     }
-    if (!isBase64Of(key, USK_CHARS)) throw badResponse(url, 'the user secret key is not in the expected format');
-    return key;
+    const keySet = keySetOf(keys, USK_CHARS, false);
+    if (!isBase64Of(key, USK_CHARS) || keySet === false)
+      throw badResponse(url, 'the user secret key is not in the expected format');
+    return keySet === undefined ? { key } : { key, keys: keySet };
   }
 
   /** POST sign/key: signing keys for a session JWT or an API key (`PG-…`). */
@@ -532,14 +616,14 @@ export class PkgClient {
     if (useCache) await this.cache.sweep();
     if (useCache && options.fresh !== true) {
       // Raced with the signal: the passkey tier may be waiting on the user's prompt here.
-      const usk = await raceSignal(this.cache.secret('usk', uskId), signal);
-      if (usk !== undefined) return { usk, source: 'cache' };
+      const cached = await raceSignal(this.cache.secret('usk', uskId), signal);
+      if (cached !== undefined) return { ...cachedUserKeys(cached), source: 'cache' };
       const jwt = await raceSignal(this.cache.secret('jwt', jwtId), signal);
       if (jwt !== undefined) {
         try {
-          const key = await this.userSecretKey(jwt, ts, { signal });
-          await this.cache.putSecret('usk', uskId, key, readSessionClaims(jwt)?.exp);
-          return { usk: key, source: 'cached-jwt' };
+          const keys = await this.userKeys(jwt, ts, { signal });
+          await this.cache.putSecret('usk', uskId, userKeysToCache(keys), readSessionClaims(jwt)?.exp);
+          return { ...decryptionKeys(keys), source: 'cached-jwt' };
         } catch (error) {
           // Aborts and an unreachable PKG are not the JWT's fault; anything else means it is no
           // good for this key (expired, refused, ts after its exp): forget it and scan again.
@@ -567,13 +651,13 @@ export class PkgClient {
     );
     await showSession(session, options.onSession);
     const jwt = await session.result();
-    const usk = await this.userSecretKey(jwt, ts, { signal });
+    const keys = await this.userKeys(jwt, ts, { signal });
     if (useCache) {
       const exp = readSessionClaims(jwt)?.exp;
       await this.cache.putSecret('jwt', jwtId, jwt, exp);
-      await this.cache.putSecret('usk', uskId, usk, exp);
+      await this.cache.putSecret('usk', uskId, userKeysToCache(keys), exp);
     }
-    return { usk, source: 'session' };
+    return { ...decryptionKeys(keys), source: 'session' };
   }
 
   /** The sender's flow: disclose `con` in a session, then get signing keys for the disclosed types. */
