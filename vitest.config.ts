@@ -9,7 +9,12 @@ export default defineConfig({
   test: {
     // Processes the tests start under tsx (pg-pkg, pg-cli, ...) run from temp folders: point tsx at
     // this tsconfig.json so they too see the library's sources, never a stale lib/dist.
-    env: { TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.json', import.meta.url)) },
+    // XDG_CONFIG_HOME: the SDK's folder keeper makes its token key file there by default (sdk/token-key.ts),
+    // so the tests keep theirs in the checkout's tmp/ rather than the user's ~/.config.
+    env: {
+      TSX_TSCONFIG_PATH: fileURLToPath(new URL('./tsconfig.json', import.meta.url)),
+      XDG_CONFIG_HOME: fileURLToPath(new URL('./tmp/test-config', import.meta.url)),
+    },
     include: [
       '{lib,server,devtools,cli,sdk,worker,client,test,scripts}/**/*.test.ts',
       'demo/*.test.ts',

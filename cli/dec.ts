@@ -83,7 +83,8 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     await checkContainer(input);
     await refuseExisting(output, settings.force);
     const client = pkgClient(settings.pkgUrl, io.version);
-    const vk = await client.verificationKey({ signal });
+    // The PKG's key set: a file sealed and signed under any of its current master keys opens.
+    const vk = await client.verificationKeys({ signal });
     // Progress starts with the decryption; the header read before it is counted then.
     let progress: Progress | undefined;
     let readBeforeProgress = 0;
@@ -109,7 +110,8 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
       timeoutMs: settings.sessionTimeoutMs,
       signal,
     });
-    const usk = await client.userSecretKey(jwt, hidden.ts, { signal });
+    // One user key per current master key, from the one session; the unsealer tries each.
+    const usk = await client.userSecretKeys(jwt, hidden.ts, { signal });
 
     out = await createAtomicOutput(output, { force: settings.force, mode: 0o600 });
     if (settings.progress) {
@@ -123,9 +125,14 @@ export async function dec(argv: readonly string[], io: CliIo): Promise<ExitCode>
     const report = senderReport(verified);
     if (settings.json) {
       const sender = report.standing;
-      io.stdout.write(`${JSON.stringify({ output, recipient: recipientId, sender, signedBy: verified })}\n`);
+      const { keyIds, ...signedBy } = verified;
+      const under = keyIds?.userKey === undefined ? {} : { keyId: keyIds.userKey };
+      io.stdout.write(`${JSON.stringify({ output, recipient: recipientId, sender, signedBy, ...under })}\n`);
     } else {
       io.stdout.write(`Decrypted ${file} to ${output}\n`);
+      // Only news where the PKG has several keys to choose from.
+      if (verified.keyIds?.userKey !== undefined && Array.isArray(usk) && usk.length > 1)
+        io.stdout.write(`Sealed under PKG key ${verified.keyIds.userKey}\n`);
       io.stdout.write(senderLines(report));
     }
     return Exit.OK;

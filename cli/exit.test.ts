@@ -35,6 +35,7 @@ describe('describeFailure', () => {
       TAMPERED: 8,
       ARMOR_INVALID: 8,
       WRONG_KEY: 7,
+      NO_MATCHING_KEY: 7,
       UNKNOWN_RECIPIENT: 2,
       INVALID_POLICY: 2,
       TOO_LARGE: 2,
@@ -59,6 +60,10 @@ describe('describeFailure', () => {
       NOT_VALID: 6,
       ABORTED: 1,
       INVALID_ARGUMENT: 2,
+      NOT_CACHED: 6,
+      PRF_UNAVAILABLE: 1,
+      PASSKEY_FAILED: 1,
+      PASSKEY_MISMATCH: 1,
     };
     for (const code of Object.values(PkgClientErrorCode)) {
       expect(describeFailure(new PkgClientError(code, 'detail')).exitCode, code).toBe(expected[code]);

@@ -62,6 +62,8 @@ const LIBRARY_EXITS: Record<ErrorCode, ExitCode> = {
   TAMPERED: Exit.DAMAGED,
   ARMOR_INVALID: Exit.DAMAGED,
   WRONG_KEY: Exit.WRONG_KEY,
+  // The file is under a master key the PKG has retired: no key it issues will open it.
+  NO_MATCHING_KEY: Exit.WRONG_KEY,
   UNKNOWN_RECIPIENT: Exit.USAGE,
   INVALID_POLICY: Exit.USAGE,
   TOO_LARGE: Exit.USAGE,
@@ -83,6 +85,11 @@ const PKG_EXITS: Record<PkgClientErrorCode, ExitCode> = {
   // Only our own abort (a signal) aborts PKG calls; main.ts turns that into 130/143.
   ABORTED: Exit.INTERNAL,
   INVALID_ARGUMENT: Exit.USAGE,
+  // The CLI asks the PKG for a key every time: it has no key cache, so these do not reach it.
+  NOT_CACHED: Exit.SESSION,
+  PRF_UNAVAILABLE: Exit.INTERNAL,
+  PASSKEY_FAILED: Exit.INTERNAL,
+  PASSKEY_MISMATCH: Exit.INTERNAL,
 };
 
 /** The one line and exit code for any failure. */
@@ -110,6 +117,8 @@ function libraryMessage(code: ErrorCode, detail: string): string {
   switch (code) {
     case ErrorCode.WRONG_KEY:
       return 'the key for the identity you disclosed does not open this file (wrong recipient or wrong attribute values)';
+    case ErrorCode.NO_MATCHING_KEY:
+      return `the PKG no longer opens this file (${code}): ${detail}`;
     case ErrorCode.TRUNCATED:
       return `the encrypted file is incomplete (${code}): ${detail}; it was cut short in transfer or on disk, so get it again`;
     case ErrorCode.SENDER_MISMATCH:

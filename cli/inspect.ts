@@ -41,7 +41,8 @@ export async function inspect(argv: readonly string[], io: CliIo): Promise<ExitC
     // The framing is read and checked before the PKG is asked: garbage fails without the network.
     found = await inspectCiphertext(read);
     if (client !== undefined) {
-      const vk = await client.verificationKey({ signal: io.signal });
+      // Every verifying key of the PKG's key set: a file signed under an older, current key verifies too.
+      const vk = await client.verificationKeys({ signal: io.signal });
       found = await inspectCiphertext(read, { vk });
     }
   } finally {

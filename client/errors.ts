@@ -63,7 +63,7 @@ export const ClientErrorCode = {
   SESSION_FAILED: 'SESSION_FAILED',
   /** The file is not for the chosen recipient, or `recipient` names none of its recipients (the message lists them). */
   RECIPIENT_UNKNOWN: 'RECIPIENT_UNKNOWN',
-  /** The file could not be opened: damaged, tampered, not PostGuard, or not openable with the key (see `cause`, a PostGuardError with its own code). */
+  /** The file could not be opened: damaged, tampered, not PostGuard, not openable with the key, or under a master key the PKG retired (see `cause`, a PostGuardError with its own code: NO_MATCHING_KEY). */
   DECRYPTION_FAILED: 'DECRYPTION_FAILED',
   /** The file could not be fetched from its URL or the storage service (see `status`). */
   DOWNLOAD_FAILED: 'DOWNLOAD_FAILED',

@@ -27,6 +27,7 @@ export type {
   DecryptOutput,
   DecryptResult,
   SavedResult,
+  SealedUnder,
   StreamResult,
   BytesResult,
   EntriesResult,
@@ -47,6 +48,8 @@ export {
 } from './keeper.js';
 export type { UploadKeeper, UploadRecord, KeeperBackend, KeeperOptions, KeptBytes, ListOptions } from './keeper.js';
 export { browserKeeper } from './keeper-browser.js';
+export { keyBox } from '../lib/pkg/secret-box.js';
+export type { SecretBox, SealedSecret, SecretTier } from '../lib/pkg/secret-box.js';
 export type { BrowserKeeper, BrowserKeeperBackend, BrowserKeeperOptions } from './keeper-browser.js';
 export {
   listZipEntries,

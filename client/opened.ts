@@ -14,6 +14,7 @@ import type { ClientPkg } from './pkg.js';
 import type { SessionCallback } from './sign.js';
 import type { ZipEntry, ZipReadable } from './zip-entries.js';
 import type { IdentitySession } from '../lib/pkg/index.js';
+import type { UserKeys, VerifyingKeys } from '../lib/unseal.js';
 
 /** What `pg.open()` opens: an upload at the storage service, a URL, a Blob or File, or bytes. */
 export type OpenInput =
@@ -76,7 +77,7 @@ export interface InspectOptions {
 }
 
 /** `'save'`: the file went to the browser's downloads. */
-export interface SavedResult {
+export interface SavedResult extends SealedUnder {
   /** Which output this is. */
   output: 'save';
   /** Who sealed it, as verified once the last byte authenticated. */
@@ -84,7 +85,7 @@ export interface SavedResult {
 }
 
 /** `'stream'`: the plaintext, released segment by segment as each authenticates. */
-export interface StreamResult {
+export interface StreamResult extends SealedUnder {
   /** Which output this is. */
   output: 'stream';
   /** Errors with a ClientError if anything fails; closes only after the final segment authenticated. */
@@ -94,7 +95,7 @@ export interface StreamResult {
 }
 
 /** `'bytes'`: the whole plaintext. */
-export interface BytesResult {
+export interface BytesResult extends SealedUnder {
   /** Which output this is. */
   output: 'bytes';
   /** The whole plaintext (a bundle's ZIP for an upload). */
@@ -124,7 +125,7 @@ export interface BundleEntry {
 }
 
 /** `'entries'`: the bundle's files. */
-export interface EntriesResult {
+export interface EntriesResult extends SealedUnder {
   /** Which output this is. */
   output: 'entries';
   /** The bundle's files, in the ZIP's order (empty folders left out; an entry flagged as a folder that carries data is listed). */
@@ -138,6 +139,12 @@ export interface EntriesResult {
 
 /** What `decrypt()` resolves with, by `output`. */
 export type DecryptResult = SavedResult | StreamResult | BytesResult | EntriesResult;
+
+/** Which of the PKG's master keys the file was sealed under, when the PKG has a key set. */
+export interface SealedUnder {
+  /** The id of the PKG key (its key set's, `pg-pkg keys list`) whose user key opened the file. */
+  keyId?: string;
+}
 
 export interface OpenedParts {
   config: ResolvedConfig;
@@ -289,7 +296,7 @@ export class Opened {
     }
     const { inspection, vk } = await this.inspected(this.transfer(signal));
     const recipientId = chooseRecipient(inspection.recipients, options.recipient);
-    const usk = await this.parts.pkg.decryptionKey({
+    const keys = await this.parts.pkg.decryptionKey({
       recipientId,
       policy: inspection.recipients.get(recipientId)!,
       element: options.element,
@@ -301,21 +308,37 @@ export class Opened {
     // The deadline counts from here: the time the scan took is the user's, not the download's.
     const transfer = this.transfer(signal);
     try {
+      // With a key set, the one user key that opens this file is found from the header (a KEM
+      // decapsulation per key tried), so every output below takes one key as before.
+      const { usk, keyId } = await this.userKey(inspection, recipientId, keys);
+      const under = keyId === undefined ? {} : { keyId };
       switch (output) {
         case 'save':
-          return await this.save(recipientId, usk, vk, options, signal);
+          return { ...(await this.save(recipientId, usk, vk, options, signal)), ...under };
         case 'entries':
-          return await this.entries(recipientId, usk, vk, transfer);
+          return { ...(await this.entries(recipientId, usk, vk, transfer)), ...under };
         case 'stream':
-          return await this.stream(recipientId, usk, vk, options, transfer);
+          return { ...(await this.stream(recipientId, usk, vk, options, transfer)), ...under };
         case 'bytes':
-          return await this.bytes(recipientId, usk, vk, options, transfer);
+          return { ...(await this.bytes(recipientId, usk, vk, options, transfer)), ...under };
       }
     } catch (error) {
       // The service worker's save has no deadline of ours: only the caller's signal counts there.
       throw this.failure(error, output === 'save' ? transferOf(signal, 0) : transfer);
     }
     throw invalidInput('decrypt: unknown output');
+  }
+
+  private async userKey(
+    inspection: CiphertextInspection,
+    recipientId: string,
+    keys: UserKeys,
+  ): Promise<{ usk: string; keyId?: string }> {
+    if (typeof keys === 'string') return { usk: keys };
+    if (!Array.isArray(keys)) throw invalidInput('decrypt: the PKG gave no user key');
+    const { userKeyForInspection } = await detached();
+    const found = await userKeyForInspection(inspection, recipientId, keys);
+    return { usk: found.key, keyId: found.id };
   }
 
   private transfer(signal: AbortSignal | undefined): Transfer {
@@ -337,10 +360,13 @@ export class Opened {
       const signal = link.controller.signal;
       const created: Inspection = {
         promise: (async () => {
-          const vk = await this.parts.pkg.verificationKey(signal);
+          const vks: VerifyingKeys = await this.parts.pkg.verificationKeys(signal);
           const source = await this.headerSource(signal);
           const { inspectCiphertext } = await detached();
-          return { inspection: await inspectCiphertext(source, { vk }), vk };
+          const inspection = await inspectCiphertext(source, { vk: vks });
+          // The one verifying key the header verified under goes on to the outputs.
+          const vk = typeof vks === 'string' ? vks : (vks.find((c) => c.id === inspection.verifyingKeyId)?.key ?? '');
+          return { inspection, vk };
         })(),
         controller: link.controller,
         waiters: 0,

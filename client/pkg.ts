@@ -10,6 +10,7 @@ import {
   type SigningKeys,
 } from '../lib/pkg/index.js';
 import type { Policy } from '../lib/policy.js';
+import type { UserKeys, VerifyingKeys } from '../lib/unseal.js';
 import type { ElementLike } from '../lib/web-types.js';
 import type { ResolvedConfig } from './config.js';
 import { ClientError, ClientErrorCode } from './errors.js';
@@ -112,6 +113,11 @@ export class ClientPkg {
     return translated(this.client.verificationKey({ signal }));
   }
 
+  /** Every verifying key of the PKG's key set (or its one key), as the unsealers take them. */
+  verificationKeys(signal?: AbortSignal): Promise<VerifyingKeys> {
+    return translated(this.client.verificationKeys({ signal }));
+  }
+
   /**
    * Signing keys for the sender, by the method they chose. An API key: the identity the PKG
    * registered for it. A session: what the sender disclosed, the e-mail address publicly and the
@@ -152,14 +158,17 @@ export class ClientPkg {
     }
   }
 
-  /** The user secret key for `recipientId`, as pg-js gets it (its key request rules: keyRequestCon). */
-  async decryptionKey(request: DecryptionKeyRequest): Promise<string> {
+  /**
+   * The user secret key for `recipientId`, as pg-js gets it (its key request rules: keyRequestCon):
+   * from a PKG with a key set, one per key that still opens files of the policy's time (one session).
+   */
+  async decryptionKey(request: DecryptionKeyRequest): Promise<UserKeys> {
     const { recipientId, policy, signal } = request;
     if (request.session !== undefined) {
       const con = keyRequestCon(recipientId, policy);
       const hints = policy.con.map((a) => (a.t === this.config.attributes.email ? { t: a.t, v: recipientId } : a));
       const jwt = await request.session({ con, sort: 'Decryption', hints });
-      return translated(this.client.userSecretKey(jwt, keyTimestamp(policy), { signal }));
+      return translated(this.client.userSecretKeys(jwt, keyTimestamp(policy), { signal }));
     }
     const show = presenter(request);
     if (show === undefined && request.enableCache !== true) {
@@ -174,6 +183,6 @@ export class ClientPkg {
         cache: request.enableCache === true,
       }),
     );
-    return key.usk;
+    return key.usks ?? key.usk;
   }
 }

@@ -130,3 +130,54 @@ test('a remembered key and its session JWT are kept sealed: a dump of IndexedDB 
   expect(after).not.toContain('|jwt|');
   expect(after).not.toContain('CryptoKey');
 });
+
+test('"Remember my key" behind a passkey (a virtual authenticator with PRF): the page says which key protects them; one prompt, then the next file opens without a scan', async ({
+  page,
+  context,
+  stack,
+}) => {
+  const f = await files(stack);
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable', { enableUI: false });
+  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      ctap2Version: 'ctap2_1',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      hasPrf: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  // WebAuthn refuses an IP address as its relying party: the same demo, named localhost.
+  await page.goto(`${stack.demoUrl.replace('//127.0.0.1:', '//localhost:')}decrypt.html`);
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  await open(page, 'first.txt.enc', f.first);
+  const tier = page.locator('#tier-status');
+  await expect(tier).toHaveText("In use: this browser's own key.");
+  await page.getByRole('radio', { name: /a passkey/ }).check();
+  await expect(tier).toHaveText(/none is set up yet/);
+  await page.getByRole('button', { name: 'Set up a passkey' }).click();
+  await expect(tier).toHaveText('In use: your passkey. It is asked once per visit.');
+
+  expect(await getKey(page, context, stack, { remember: true })).toBe('session');
+  await open(page, 'second.txt.enc', f.second);
+  expect(await getKey(page, context, stack, { remember: true, expectScan: false })).toBe('cached-jwt');
+  await expect(page.locator('#key-status')).toHaveText(
+    'Key fetched with your earlier Yivi session, unlocked by your passkey: no scan needed.',
+  );
+  expect(await previewText(page)).toBe('second letter');
+  const dump = await dumpOriginStorage(page);
+  expect(dump).toContain('|usk|');
+  expect(dump).not.toContain('CryptoKey'); // no device key: the passkey's key is never stored
+
+  // A reload (a new page session): still the passkey, which opens the remembered key without a scan.
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  await open(page, 'first.txt.enc', f.first);
+  await expect(tier).toHaveText('In use: your passkey. It is asked once per visit.');
+  expect(await getKey(page, context, stack, { remember: true, expectScan: false })).toBe('cache');
+  await expect(page.locator('#key-status')).toHaveText('Key remembered under your passkey: no scan needed.');
+});

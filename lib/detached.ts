@@ -6,7 +6,9 @@ import { policyToJs, type Policy } from './policy.js';
 import type { ByteSource } from './net/sources.js';
 import { claimedSenderReport, type SenderReport } from './sender.js';
 import { decodeSignatureExt } from './signatures.js';
-import { StreamUnsealer, Unsealer } from './unseal.js';
+import type { KeyCandidate } from './key-candidates.js';
+import { StreamUnsealer, Unsealer, userKeyFor, type VerifyingKeys } from './unseal.js';
+import type { Header } from './header.js';
 
 /**
  * A ciphertext's framing on its own: what a file is, for whom and from whom it claims to be, read
@@ -48,14 +50,19 @@ export interface CiphertextInspection {
    * mode and sender are what the bytes say, and anyone could have written them.
    */
   readonly headerSignature: 'verified' | 'not-checked';
+  /** The id of the key-set verifying key the header verified under, when `vk` was a key set's candidates. */
+  readonly verifyingKeyId?: string;
   /** Bytes before the payload (preamble, header, signature length, header signature). */
   readonly framingBytes: number;
 }
 
 /** Options of `inspectCiphertext`. */
 export interface InspectOptions {
-  /** The PKG's verifying key (base64): with it the header signature is verified, else not checked. */
-  readonly vk?: string | undefined;
+  /**
+   * The PKG's verifying key (base64), or its key set's (`[{ id, key, status }]`, as
+   * `PkgClient.verificationKeys` gives them): with it the header signature is verified, else not checked.
+   */
+  readonly vk?: VerifyingKeys | undefined;
 }
 
 /**
@@ -273,11 +280,31 @@ function guarded(
   };
 }
 
-async function inspectFrame(frame: FrameParts, vk: string | undefined): Promise<CiphertextInspection> {
+// The decoded header of each inspection, for `userKeyForInspection` (kept off the inspection's public shape).
+const inspectedHeaders = new WeakMap<CiphertextInspection, Header>();
+
+/**
+ * Which of the candidate user keys (`decryptionKey(…).usks`, one per key of the PKG's key set)
+ * opens `recipientId`'s capsule in the inspected file: one KEM decapsulation per candidate tried,
+ * nothing of the payload read. NO_MATCHING_KEY when none does (the file is under a retired key).
+ */
+export async function userKeyForInspection(
+  inspection: CiphertextInspection,
+  recipientId: string,
+  candidates: readonly KeyCandidate[],
+): Promise<KeyCandidate> {
+  const header = inspectedHeaders.get(inspection);
+  if (header === undefined)
+    throw new InputError(ErrorCode.INVALID_INPUT, 'not an inspection made by inspectCiphertext in this context');
+  return userKeyFor(header, recipientId, candidates);
+}
+
+async function inspectFrame(frame: FrameParts, vk: VerifyingKeys | undefined): Promise<CiphertextInspection> {
   const header = decodeHeader(frame.header);
   if (header.mode.type === 'Streaming') checkedSegmentSize(header.mode); // what StreamUnsealer refuses
   let recipients: Map<string, Policy>;
   let claimedSender: Policy;
+  let verifyingKeyId: string | undefined;
   if (vk === undefined) {
     recipients = new Map([...header.recipients].map(([id, r]) => [id, policyToJs(r.policy)]));
     claimedSender = policyToJs(decodeSignatureExt(frame.signature).policy);
@@ -288,15 +315,19 @@ async function inspectFrame(frame: FrameParts, vk: string | undefined): Promise<
       header.mode.type === 'InMemory' ? await Unsealer.new(framing, vk) : await StreamUnsealer.new(once(framing), vk);
     recipients = opened.inspect_header();
     claimedSender = opened.public_identity();
+    verifyingKeyId = opened.verifyingKeyId;
   }
-  return {
+  const inspection: CiphertextInspection = {
     mode: header.mode,
     recipients,
     claimedSender,
     sender: claimedSenderReport(claimedSender),
     headerSignature: vk === undefined ? 'not-checked' : 'verified',
     framingBytes: frame.framingBytes,
+    ...(verifyingKeyId === undefined ? {} : { verifyingKeyId }),
   };
+  inspectedHeaders.set(inspection, header);
+  return inspection;
 }
 
 const once = (bytes: Uint8Array): ReadableStream<Uint8Array> =>

@@ -28,6 +28,12 @@ export const ErrorCode = {
   UNKNOWN_RECIPIENT: 'UNKNOWN_RECIPIENT',
   /** The user secret key does not open this recipient's key capsule. */
   WRONG_KEY: 'WRONG_KEY',
+  /**
+   * Given a PKG's key set (candidate verifying keys with their statuses), the header verifies only
+   * under a key the PKG has retired: the file was sealed and signed before a rotation whose old key
+   * is now retired, and the PKG no longer issues keys that open it.
+   */
+  NO_MATCHING_KEY: 'NO_MATCHING_KEY',
   /** Payload authentication failed: bytes were changed, reordered, dropped or added. */
   TAMPERED: 'TAMPERED',
   /** A ciphertext in the other mode (in-memory vs streaming) was given. */

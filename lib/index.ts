@@ -11,7 +11,8 @@ export { plaintextSize } from './segment-map.js';
 export { startHashThread } from '#shake';
 export type { SealOptions, SigningKeyInput, SealShape } from './seal.js';
 export { Unsealer, StreamUnsealer } from './unseal.js';
-export type { PlaintextStream, StreamUnsealerOptions } from './unseal.js';
+export type { PlaintextStream, StreamUnsealerOptions, UserKeys, VerifyingKeys } from './unseal.js';
+export type { KeyCandidate, KeyIds } from './key-candidates.js';
 export { openRandomAccess, blobSource, fileHandleSource, rangedUrlSource, DEFAULT_STALL_MS } from './random-access.js';
 export type {
   ByteSource,
@@ -27,7 +28,7 @@ export type {
   RangeTrust,
   SpanOptions,
 } from './random-access.js';
-export { inspectCiphertext, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
+export { inspectCiphertext, userKeyForInspection, detachHeader, attachHeader, splitHeaderStream } from './detached.js';
 export { resumableDownload, RESUME_DEFAULTS } from './net/resumable-download.js';
 export type { CredentialsMode, ElementLike, FileListLike, RequestHeaders } from './web-types.js';
 export type { ResumableDownload, ResumableDownloadOptions, ResumeBackoff } from './net/resumable-download.js';

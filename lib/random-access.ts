@@ -3,7 +3,6 @@ import { readFrame } from './frame.js';
 import { byteSourceOf, checkedReader } from './net/read-source.js';
 import type { ByteSource, RandomAccessInput } from './net/sources.js';
 import { DEFAULT_STALL_MS, cancelledBy, linked, stallOption } from './net/waits.js';
-import type { PreparedUserSecretKey } from './keys.js';
 import { decodeSignerBlock, senderBound } from './payload.js';
 import { policyToJs, type Policy } from './policy.js';
 import {
@@ -17,7 +16,7 @@ import {
 } from './segment-map.js';
 import { openSegmentAlone } from './segments.js';
 import { claimedSenderReport, type SenderReport } from './sender.js';
-import { openSegmentAccess, type SegmentAccess } from './unseal.js';
+import { openSegmentAccess, type SegmentAccess, type UserKeys, type VerifyingKeys } from './unseal.js';
 
 /**
  * Random access into a streaming ciphertext (one made by `sealStream`): any span of its plaintext,
@@ -39,12 +38,12 @@ import { openSegmentAccess, type SegmentAccess } from './unseal.js';
 
 /** The keys that open a file for one recipient. */
 export interface RandomAccessKeys {
-  /** The PKG's verification key (base64). */
-  vk: string;
+  /** The PKG's verification key (base64), or its key set's candidates (`VerifyingKeys`). */
+  vk: VerifyingKeys;
   /** The recipient to decrypt for, as the header lists it. */
   recipientId: string;
-  /** That recipient's user secret key. */
-  usk: string | PreparedUserSecretKey;
+  /** That recipient's user secret key, or one per key of the PKG's key set (`UserKeys`). */
+  usk: UserKeys;
 }
 
 /** Options of {@link openRandomAccess}. */

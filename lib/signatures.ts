@@ -1,3 +1,4 @@
+import type { KeyIds } from './key-candidates.js';
 import { Reader } from './bincode.js';
 import { badSignature } from './errors.js';
 import { GgBoundVerifier, ggSign, ggSignLater, type GgSigningKey, type GgVerifyingKey } from './crypto/gg.js';
@@ -133,6 +134,11 @@ export interface VerificationResult {
    * could have replaced.
    */
   bound: boolean;
+  /**
+   * Which keys of the PKG's key set opened the file, when the unsealer was given candidates
+   * (lib/key-candidates.ts) instead of one key; absent otherwise (pg-wasm's shape).
+   */
+  keyIds?: KeyIds;
 }
 
 /**

@@ -6,7 +6,17 @@ import { aesGcmOpen, importAesKey } from '#aes';
 import { AES_KEY_BYTES, GCM_TAG_BYTES, type AesKey } from './crypto/aes.js';
 import type { GgVerifyingKey } from './crypto/gg.js';
 import type { Xof } from './crypto/xof.js';
-import { ErrorCode, FormatError, InputError, PostGuardError, isPostGuardError, malformed, tampered } from './errors.js';
+import {
+  AuthenticationError,
+  ErrorCode,
+  FormatError,
+  InputError,
+  PostGuardError,
+  isPostGuardError,
+  malformed,
+  tampered,
+} from './errors.js';
+import { firstMatching, isCandidateList, type KeyCandidate, type KeyIds } from './key-candidates.js';
 import { readFrame, splitFrame } from './frame.js';
 import { checkedSegmentSize, decodeHeader, type Header } from './header.js';
 import { StreamReader } from './io.js';
@@ -40,31 +50,113 @@ interface VerifiedHeader {
   /** SHAKE128 that has absorbed the header bytes; clone before use. */
   readonly transcript: Xof;
   readonly headerBytes: Uint8Array;
+  /** The id of the verifying key that verified the header, when a key set's candidates were given. */
+  readonly verifyingKeyId?: string;
 }
 
+/**
+ * A verifying key, or the candidates of a PKG's key set (lib/key-candidates.ts): the header
+ * verifies under the first current one it can, else BAD_SIGNATURE; under a retired one only,
+ * NO_MATCHING_KEY.
+ */
+export type VerifyingKeys = string | readonly KeyCandidate[];
+
+/** A user secret key, or one per key of a PKG's key set: the first that opens the capsule is used. */
+export type UserKeys = string | PreparedUserSecretKey | readonly KeyCandidate[];
+
 async function verifyHeader(headerBytes: Uint8Array, signatureBytes: Uint8Array, vk: unknown): Promise<VerifiedHeader> {
-  const verifyingKey = verifyingKeyFromBase64(vk);
+  const candidates = isCandidateList(vk) ? vk : undefined;
+  const single = candidates === undefined ? verifyingKeyFromBase64(vk) : undefined;
   const { signature, policy } = decodeSignatureExt(signatureBytes);
   const [createShake] = await Promise.all([loadShake128(), loadGgAcceleration(), loadPairingAcceleration()]);
   const transcript = createShake().update(headerBytes);
-  new SignatureVerifier(verifyingKey, policy).verify(signature, transcript, 'header signature');
-  return { header: decodeHeader(headerBytes), publicPolicy: policy, vk: verifyingKey, transcript, headerBytes };
+  // Decoded only once its signature verified: a changed header is BAD_SIGNATURE, whatever it decodes to.
+  const verified = () => ({ header: decodeHeader(headerBytes), publicPolicy: policy, transcript, headerBytes });
+  const verifyUnder = (key: GgVerifyingKey | string) => {
+    const verifyingKey = typeof key === 'string' ? verifyingKeyFromBase64(key) : key;
+    new SignatureVerifier(verifyingKey, policy).verify(signature, transcript, 'header signature');
+    return verifyingKey;
+  };
+  if (single !== undefined) {
+    const vk = verifyUnder(single);
+    return { ...verified(), vk };
+  }
+  const current = candidates!.filter((c) => c.status !== 'retired');
+  let badSignature: unknown;
+  try {
+    if (current.length > 0) {
+      const found = await firstMatching(current, ErrorCode.BAD_SIGNATURE, verifyUnder);
+      return { ...verified(), vk: found.value, verifyingKeyId: found.id };
+    }
+    badSignature = new AuthenticationError(ErrorCode.BAD_SIGNATURE, 'the PKG has no current verifying key');
+  } catch (error) {
+    if (!isPostGuardError(error) || error.code !== ErrorCode.BAD_SIGNATURE) throw error;
+    badSignature = error;
+  }
+  // No current key verifies: a header signed under a retired one is refused as such, else a bad signature.
+  for (const old of candidates!.filter((c) => c.status === 'retired')) {
+    try {
+      verifyUnder(old.key);
+    } catch {
+      continue;
+    }
+    throw new AuthenticationError(
+      ErrorCode.NO_MATCHING_KEY,
+      `the file was sealed under the PKG's master key ${old.id}, which the PKG has retired`,
+    );
+  }
+  throw badSignature;
 }
 
-/** Recipient lookup and key decapsulation: the payload's AES key for this recipient. */
-async function openCapsule(header: Header, recipientId: unknown, usk: unknown): Promise<AesKey> {
+/**
+ * Recipient lookup and key decapsulation: the payload's AES key for this recipient, and the id of
+ * the candidate user key that opened it when candidates were given.
+ */
+async function openCapsule(
+  header: Header,
+  recipientId: unknown,
+  usk: unknown,
+): Promise<{ key: AesKey; userKeyId?: string }> {
   if (typeof recipientId !== 'string') throw new InputError(ErrorCode.INVALID_INPUT, 'recipient id must be a string');
   const entry = header.recipients.get(recipientId);
   if (!entry) throw new InputError(ErrorCode.UNKNOWN_RECIPIENT, `recipient unknown: ${recipientId}`);
-  const userKey = userSecretKeyFromBase64(usk);
+  const candidates = isCandidateList(usk) ? usk : undefined;
+  const single = candidates === undefined ? userSecretKeyFromBase64(usk) : undefined;
   let capsule: ReturnType<typeof parseMkemCiphertext>;
   try {
     capsule = parseMkemCiphertext(entry.capsule);
   } catch (cause) {
     throw new FormatError(ErrorCode.MALFORMED, `the key capsule for ${recipientId} is not valid`, { cause });
   }
-  const ss = await multiDecaps(userKey, capsule);
-  return importAesKey(ss.subarray(0, AES_KEY_BYTES));
+  const aesKey = async (ss: Uint8Array) => importAesKey(ss.subarray(0, AES_KEY_BYTES));
+  if (single !== undefined) return { key: await aesKey(await multiDecaps(single, capsule)) };
+  const found = await firstMatching(candidates!, ErrorCode.WRONG_KEY, (key) =>
+    multiDecaps(userSecretKeyFromBase64(key, 'usk'), capsule),
+  );
+  return { key: await aesKey(found.value), userKeyId: found.id };
+}
+
+/**
+ * Which of a key set's candidate user keys opens `recipientId`'s capsule (one decapsulation each,
+ * nothing of the payload read), for a reader that hands one key on (the service worker's download).
+ * NO_MATCHING_KEY when none does.
+ */
+export async function userKeyFor(
+  header: Header,
+  recipientId: string,
+  candidates: readonly KeyCandidate[],
+): Promise<KeyCandidate> {
+  const { userKeyId } = await openCapsule(header, recipientId, candidates);
+  return candidates.find((c) => c.id === userKeyId)!;
+}
+
+/** A result with the ids of the keys that opened it, where candidates were given (else as it was). */
+function withKeyIds(result: VerificationResult, verifyingKeyId: string | undefined, userKeyId: string | undefined) {
+  if (verifyingKeyId === undefined && userKeyId === undefined) return result;
+  const keyIds: KeyIds = {};
+  if (userKeyId !== undefined) keyIds.userKey = userKeyId;
+  if (verifyingKeyId !== undefined) keyIds.verifyingKey = verifyingKeyId;
+  return { ...result, keyIds };
 }
 
 /** What both unsealers show once the header is authenticated. */
@@ -94,6 +186,11 @@ abstract class VerifiedHeaderView {
   publicIdentity(): Policy {
     return this.public_identity();
   }
+
+  /** The id of the candidate verifying key the header verified under, when a key set's were given (`VerifyingKeys`). */
+  get verifyingKeyId(): string | undefined {
+    return this.verified.verifyingKeyId;
+  }
 }
 
 /** Smallest in-memory payload: length (8) + signature + empty policy (16) + tag. */
@@ -114,7 +211,7 @@ export class Unsealer extends VerifiedHeaderView {
   }
 
   /** Parses and authenticates the header of an in-memory ciphertext. */
-  static async new(input: Uint8Array, vk: string): Promise<Unsealer> {
+  static async new(input: Uint8Array, vk: VerifyingKeys): Promise<Unsealer> {
     if (!(input instanceof Uint8Array))
       throw new InputError(ErrorCode.INVALID_INPUT, 'ciphertext must be a Uint8Array');
     const frame = splitFrame(input);
@@ -129,9 +226,9 @@ export class Unsealer extends VerifiedHeaderView {
    * Decrypts for `recipientId` with that recipient's user secret key and verifies the sender's
    * signature over the message: the plaintext and who signed it (show it with `senderReport`).
    */
-  async unseal(recipientId: string, usk: string | PreparedUserSecretKey): Promise<[Uint8Array, VerificationResult]> {
-    const { header, transcript, vk, publicPolicy } = this.verified;
-    const key = await openCapsule(header, recipientId, usk);
+  async unseal(recipientId: string, usk: UserKeys): Promise<[Uint8Array, VerificationResult]> {
+    const { header, transcript, vk, publicPolicy, verifyingKeyId } = this.verified;
+    const { key, userKeyId } = await openCapsule(header, recipientId, usk);
     const inner = await aesGcmOpen(key, header.iv, this.payload);
     if (inner === undefined) {
       if (this.payload.length < MIN_MEMORY_PAYLOAD) {
@@ -142,7 +239,8 @@ export class Unsealer extends VerifiedHeaderView {
     const { message, signature, signer: payloadPolicy, senderCopy } = decodeMemoryPayload(inner);
     const bound = senderBound(senderCopy, publicPolicy);
     new SignatureVerifier(vk, payloadPolicy).verify(signature, transcript.clone().update(message), 'message signature');
-    return [message.slice(), verificationResult(publicPolicy, payloadPolicy, bound)];
+    const result = verificationResult(publicPolicy, payloadPolicy, bound);
+    return [message.slice(), withKeyIds(result, verifyingKeyId, userKeyId)];
   }
 }
 
@@ -164,15 +262,15 @@ export interface SegmentAccess {
 export async function openSegmentAccess(
   headerBytes: Uint8Array,
   signatureBytes: Uint8Array,
-  vk: string,
+  vk: VerifyingKeys,
   recipientId: string,
-  usk: string | PreparedUserSecretKey,
+  usk: UserKeys,
 ): Promise<SegmentAccess> {
   const { header, publicPolicy } = await verifyHeader(headerBytes, signatureBytes, vk);
   if (header.mode.type !== 'Streaming')
     throw new FormatError(ErrorCode.WRONG_MODE, 'this is an in-memory ciphertext: it has no segments to seek in');
   const segmentSize = checkedSegmentSize(header.mode);
-  const key = await openCapsule(header, recipientId, usk);
+  const { key } = await openCapsule(header, recipientId, usk);
   return { key, iv: header.iv, segmentSize, publicPolicy };
 }
 
@@ -235,7 +333,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
    */
   static async new(
     readable: ReadableStream<Uint8Array>,
-    vk: string,
+    vk: VerifyingKeys,
     options?: StreamUnsealerOptions,
   ): Promise<StreamUnsealer> {
     const size = options?.size;
@@ -268,7 +366,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
    * payload is read until the stream is (except segment 0 when the size was given, to learn the
    * plaintext's length). A wrong id or key rejects here and leaves the source for another try.
    */
-  async open(recipientId: string, usk: string | PreparedUserSecretKey): Promise<PlaintextStream> {
+  async open(recipientId: string, usk: UserKeys): Promise<PlaintextStream> {
     return (await this.openStream(recipientId, usk)).opened;
   }
 
@@ -290,7 +388,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
    */
   async reopen(
     recipientId: string,
-    usk: string | PreparedUserSecretKey,
+    usk: UserKeys,
     earlier: { unsealer: StreamUnsealer; result: VerificationResult },
   ): Promise<PlaintextStream> {
     const before = earlier.unsealer.verified.headerBytes;
@@ -303,7 +401,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
   /** `open`, and whether the stream failed by itself (as against being cancelled by its reader). */
   private async openStream(
     recipientId: string,
-    usk: string | PreparedUserSecretKey,
+    usk: UserKeys,
     verified?: VerificationResult,
   ): Promise<{ opened: PlaintextStream; failure(): { error: unknown } | undefined }> {
     let failure: { error: unknown } | undefined;
@@ -314,10 +412,11 @@ export class StreamUnsealer extends VerifiedHeaderView {
       );
     }
     this.claimed = true;
-    const { header, transcript, vk, publicPolicy, headerBytes } = this.verified;
+    const { header, transcript, vk, publicPolicy, headerBytes, verifyingKeyId } = this.verified;
     let key: AesKey;
+    let userKeyId: string | undefined;
     try {
-      key = await openCapsule(header, recipientId, usk);
+      ({ key, userKeyId } = await openCapsule(header, recipientId, usk));
     } catch (error) {
       this.claimed = false; // a wrong id or key: the source is untouched, another call may retry
       throw error;
@@ -355,7 +454,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
       complete: () => {
         if (!opener.result) throw malformed('the stream ended without a final segment');
         if (size !== undefined && delivered !== size) throw sourceMismatch(this.ciphertextBytes!);
-        settle.resolve(opener.result);
+        settle.resolve(withKeyIds(opener.result, verifyingKeyId, userKeyId));
       },
       failed: (error) => {
         failure = { error };
@@ -383,11 +482,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
    * segment did: if anything fails, `writable` is aborted with the error (so a download or file
    * sink is marked failed) and the promise rejects. Until it resolves, output is provisional.
    */
-  async unseal(
-    recipientId: string,
-    usk: string | PreparedUserSecretKey,
-    writable: WritableStream<Uint8Array>,
-  ): Promise<VerificationResult> {
+  async unseal(recipientId: string, usk: UserKeys, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
     let stream: Awaited<ReturnType<StreamUnsealer['openStream']>>;
     try {
       stream = await this.openStream(recipientId, usk);

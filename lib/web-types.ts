@@ -39,3 +39,11 @@ export interface FileListLike {
   /** The file at `index`. */
   readonly [index: number]: File;
 }
+
+/** A WebCrypto key, by shape (a page's CryptoKey and Node's webcrypto.CryptoKey both fit). */
+export interface CryptoKeyLike {
+  readonly algorithm: { readonly name: string };
+  readonly extractable: boolean;
+  readonly type: string;
+  readonly usages: readonly string[];
+}

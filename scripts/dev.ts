@@ -179,8 +179,13 @@ export async function startDev(
   // Filled in once the PKG listens; the page asks only after that.
   let runtime: DemoRuntimeConfig = { pkgUrl: '', walletUrl: null, cryptifyUrl: null };
   const demo = settings.demo === 'off' ? undefined : await startDemo(settings, host, () => runtime);
-  // With an ephemeral demo port, the PKG must allow the origin it got.
-  const origins = demo === undefined ? settings.origins : [...new Set([...settings.origins, new URL(demo.url).origin])];
+  // With an ephemeral demo port, the PKG must allow the origin it got, under both loopback names as
+  // DEV_ORIGINS has them (WebAuthn, the demo's passkey tier, works on localhost only: not on an IP).
+  const demoOrigins =
+    demo === undefined
+      ? []
+      : [new URL(demo.url).origin, new URL(demo.url).origin.replace('//127.0.0.1:', '//localhost:')];
+  const origins = [...new Set([...settings.origins, ...demoOrigins])];
 
   const standin = buildStandin({
     keyPath: join(settings.keyDir, 'standin-jwt.pem'),

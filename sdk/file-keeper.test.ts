@@ -1,10 +1,11 @@
-import { mkdtemp, readdir, rm, truncate, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { keeperContract, patterned } from '../test/keeper-contract.js';
 import { expectSameBytes } from '../test/bytes.js';
 import { fileKeeper } from './file-keeper.js';
+import { TOKEN_KEY_ENV, defaultTokenKeyFile } from './token-key.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -105,5 +106,69 @@ describe('fileKeeper', () => {
 
   it('refuses a folder that is not a path', () => {
     expect(() => fileKeeper('')).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+  });
+});
+
+describe('fileKeeper: the recovery token at rest', () => {
+  const withToken = (id: string) => ({ ...record(id, 3), recoveryToken: `recovery-token-of-${id}` });
+
+  it('is sealed under a key kept apart: the folder holds no byte of it; the same key resumes, another does not', async () => {
+    const key = crypto.getRandomValues(new Uint8Array(32));
+    const keeper = fileKeeper(dir, { tokenKey: key });
+    const writer = (await keeper.create('a')).getWriter();
+    await writer.write(new Uint8Array(3));
+    await writer.close();
+    await keeper.save(withToken('a'));
+    for (const name of await readdir(dir))
+      expect(await readFile(join(dir, name), 'latin1'), name).not.toContain('recovery-token-of');
+    expect((await fileKeeper(dir, { tokenKey: key }).list()).map((r) => r.recoveryToken)).toEqual([
+      'recovery-token-of-a',
+    ]);
+    // Another key (the folder copied elsewhere): the token does not open, so the upload is not resumed.
+    expect(await fileKeeper(dir, { tokenKey: crypto.getRandomValues(new Uint8Array(32)) }).list()).toEqual([]);
+  });
+
+  it('a key file is made 0600 in a 0700 folder; one others can read, or of the wrong size, stops the keeper and removes nothing', async () => {
+    const file = join(dir, 'keys', 'keeper.key');
+    const folder = join(dir, 'uploads');
+    const keeper = fileKeeper(folder, { tokenKey: { file } });
+    await keep(keeper, 'a', new Uint8Array(3));
+    await keeper.save(withToken('a'));
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dir, 'keys'))).mode & 0o777).toBe(0o700);
+    expect(await fileKeeper(folder, { tokenKey: { file } }).list()).toHaveLength(1);
+    await chmod(file, 0o644);
+    await expect(fileKeeper(folder, { tokenKey: { file } }).list()).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await chmod(file, 0o600);
+    await writeFile(file, new Uint8Array(31));
+    await expect(fileKeeper(folder, { tokenKey: { file } }).open('a')).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
+    await expect(fileKeeper(folder, { tokenKey: new Uint8Array(16) }).list()).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
+    expect((await readdir(folder)).sort()).toEqual(['a.json', 'a.pgenc']);
+  });
+
+  it('by default the key comes from POSTGUARD_KEEPER_KEY, else a key file in the configuration folder, never the folder itself', async () => {
+    expect(defaultTokenKeyFile({ XDG_CONFIG_HOME: '/cfg' })).toBe('/cfg/postguard-ts/keeper.key');
+    const saved = { env: process.env[TOKEN_KEY_ENV], xdg: process.env['XDG_CONFIG_HOME'] };
+    try {
+      process.env['XDG_CONFIG_HOME'] = join(dir, 'config');
+      const folder = join(dir, 'uploads');
+      await keep(fileKeeper(folder), 'a', new Uint8Array(3));
+      await fileKeeper(folder).save(withToken('a'));
+      expect((await stat(join(dir, 'config', 'postguard-ts', 'keeper.key'))).size).toBe(32);
+      expect(await readdir(folder)).not.toContain('keeper.key');
+      process.env[TOKEN_KEY_ENV] = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64');
+      expect(await fileKeeper(folder).list()).toEqual([]); // another key: not resumed
+    } finally {
+      for (const [name, value] of [
+        [TOKEN_KEY_ENV, saved.env],
+        ['XDG_CONFIG_HOME', saved.xdg],
+      ] as const)
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+    }
   });
 });

@@ -12,6 +12,7 @@ import {
   type KeptBytes,
   type UploadKeeper,
 } from 'postguard-ts/client';
+import { tokenBox, type TokenKey } from './token-key.js';
 
 /**
  * Unfinished uploads in a folder on disk, so that a Node process that crashed or was stopped can
@@ -212,13 +213,33 @@ function fileBackend(dir: string): KeeperBackend {
   };
 }
 
+/** What `fileKeeper` takes besides the folder. */
+export interface FileKeeperOptions extends KeeperOptions {
+  /**
+   * The key that seals each upload's recovery token in the folder (token-key.ts): 32 bytes, or
+   * `{ file }`, a key file made with mode 0600 if missing. Default: `POSTGUARD_KEEPER_KEY`
+   * (base64) if set, else the key file `$XDG_CONFIG_HOME/postguard-ts/keeper.key`
+   * (~/.config/… without it). Never inside the folder: a copy of the folder alone opens nothing.
+   */
+  tokenKey?: TokenKey;
+}
+
 /**
  * A keeper in the folder `dir` (made when first used): uploads survive the process. Give each
  * sending process its own folder, or one folder to processes that never resume the same upload at
- * the same time.
+ * the same time. Recovery tokens are stored sealed under a key kept apart (`tokenKey`); a key
+ * that cannot be had fails `list()`, `open()` and `save()` with `INVALID_INPUT` and removes nothing.
  */
-export function fileKeeper(dir: string, options: KeeperOptions = {}): UploadKeeper {
+export function fileKeeper(dir: string, options: FileKeeperOptions = {}): UploadKeeper {
   if (typeof dir !== 'string' || dir === '')
     throw new ClientError(ClientErrorCode.INVALID_INPUT, 'fileKeeper needs the path of a folder');
-  return keeperOver(fileBackend(dir), options);
+  const { tokenKey, ...keeperOptions } = options;
+  const secrets = tokenBox(tokenKey);
+  const keeper = keeperOver({ ...fileBackend(dir), secrets }, keeperOptions);
+  // The key first: a token the keeper cannot open is dropped with its upload, so no key must not look like that.
+  return {
+    ...keeper,
+    list: async (listOptions) => (await secrets.ready(), keeper.list(listOptions)),
+    open: async (id) => (await secrets.ready(), keeper.open(id)),
+  };
 }

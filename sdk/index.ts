@@ -38,4 +38,7 @@ export type {
 export { PendingUpload, memoryKeeper } from 'postguard-ts/client';
 export type { UploadKeeper, UploadRecord, ResumeOptions, KeeperOptions } from 'postguard-ts/client';
 export { fileKeeper } from './file-keeper.js';
+export type { FileKeeperOptions } from './file-keeper.js';
+export { TOKEN_KEY_ENV, defaultTokenKeyFile } from './token-key.js';
+export type { TokenKey } from './token-key.js';
 export { SDK_VERSION } from './version.js';

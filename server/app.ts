@@ -4,6 +4,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'f
 import type { PkgKeys } from 'postguard-ts/keys';
 import { systemClock, type Clock } from './clock.js';
 import { corsOptions } from './cors.js';
+import { oneKeySet, primaryKeys, publishedEntries, type KeySet } from './keyset.js';
 import type { ApiKeyStore } from './db.js';
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js';
 import { IdentityServerClient } from './idp/client.js';
@@ -63,8 +64,10 @@ export interface IdentityServerDeps {
 }
 
 export interface AppDeps {
-  /** The four master keys (see readPkgKeys). */
+  /** The four master keys (see readPkgKeys): a key set of one primary each, unless `keySet` is given. */
   keys: PkgKeys;
+  /** The master key sets (server/keyset.ts); its primaries take the place of `keys`. */
+  keySet?: KeySet;
   /** Last-Modified of the two public keys (their files' mtimes). Default: when the app was built. */
   keysModified?: { mpk?: Date; vk?: Date };
   identityServer: IdentityServerDeps;
@@ -201,10 +204,14 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     });
   }
 
+  const keySet = deps.keySet ?? oneKeySet(deps.keys);
+  const primaries = primaryKeys(keySet);
   app.register(opsRoutes, { metrics });
   app.register(parametersRoutes, {
-    mpk: deps.keys.mpk,
-    vk: deps.keys.vk,
+    mpk: primaries.mpk,
+    vk: primaries.vk,
+    ibeKeys: publishedEntries(keySet.ibe),
+    ibsKeys: publishedEntries(keySet.ibs),
     mpkModified: deps.keysModified?.mpk ?? builtAt,
     vkModified: deps.keysModified?.vk ?? builtAt,
   });
@@ -212,8 +219,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     app.register(sessionRoutes, { prefix, idp, streams, clientKeyOf, refuseDemoSchemes });
     app.register(keyRoutes, {
       prefix,
-      msk: deps.keys.msk,
-      sk: deps.keys.sk,
+      msk: primaries.msk,
+      sk: primaries.sk,
+      ibeKeys: keySet.ibe,
       verifier,
       apiKeys: deps.apiKeys,
       clock,

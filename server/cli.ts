@@ -9,6 +9,8 @@ import { ConfigError, parseCommand, resolveTime, type Command, type Env } from '
 import { issueApiKey, listApiKeys, revokeApiKey, type ApiKeyListing } from './db.js';
 import { apiKeyInfo, rotateApiKey, setBudgets, type ApiKeyInfo } from './key-controls.js';
 import { migrate, migrationLabel, requireCurrentSchema, SchemaError } from './db/migrate.js';
+import { KIND_NAMES, KINDS, KeySetError, addKeys, promoteKey, retireKey, type KeySet } from './keyset.js';
+import { loadKeySet, writeKeySet } from './keyset-file.js';
 import { StartupError, runPrimary, runWorker, serve, type Io } from './serve.js';
 
 /**
@@ -385,6 +387,100 @@ const auditPrune = (command: Extract<Command, { kind: 'audit-prune' }>, env: Env
     return { exit: 0 };
   });
 
+const keyDate = (seconds: number | undefined) => (seconds === undefined ? '-' : new Date(seconds * 1000).toISOString());
+
+function keySetText(set: KeySet, json: boolean): string {
+  if (json) {
+    const entries = (kind: 'ibe' | 'ibs') =>
+      set[kind].map(({ id, status, publicKey, notBefore, notAfter, addedAt }) => ({
+        id,
+        status,
+        publicKey,
+        notBefore: notBefore ?? null,
+        notAfter: notAfter ?? null,
+        addedAt: addedAt ?? null,
+      }));
+    return `${JSON.stringify({ ibe: entries('ibe'), ibs: entries('ibs') })}\n`;
+  }
+  const lines = [['kind', 'id', 'status', 'not before', 'not after', 'added']];
+  for (const kind of KINDS)
+    for (const k of set[kind])
+      lines.push([kind, k.id, k.status, keyDate(k.notBefore), keyDate(k.notAfter), keyDate(k.addedAt)]);
+  return lines.map((fields) => `${fields.join('\t')}\n`).join('');
+}
+
+/**
+ * `pg-pkg keys …`: the key set read (the key-set file, or the four key files as a one-key set),
+ * changed and written back atomically. With a database every command leaves an audit row, as the
+ * api-key commands do; a refusal (unknown id, retiring the primary) is recorded too.
+ */
+async function keysCommand(command: Extract<Command, { kind: 'keys' }>, env: Env, io: Io): Promise<Outcome> {
+  const { action } = command;
+  const operation = `keys ${action.op}`;
+  const record = async (entry: Omit<AuditEntry, 'source' | 'osUser' | 'host' | 'operation'>, outcome: Outcome) =>
+    command.databaseUrl === undefined
+      ? outcome
+      : audited(command.databaseUrl, env, io, { operation, ...entry }, outcome);
+  const run = async (): Promise<Outcome> => {
+    let loaded: Awaited<ReturnType<typeof loadKeySet>>;
+    try {
+      loaded = await loadKeySet(command.keySetPath, command.keyPaths);
+    } catch (e) {
+      const errno = e as NodeJS.ErrnoException;
+      if (e instanceof KeySetError || isPostGuardError(e)) return fail(io, 1, `${command.keySetPath}: ${e.message}`);
+      if (typeof errno.path === 'string') return fail(io, 1, `cannot read ${errno.path} (${errno.code})`);
+      throw e;
+    }
+    const { set } = loaded;
+    try {
+      switch (action.op) {
+        case 'list':
+          io.stdout.write(keySetText(set, action.json));
+          return await record({ outcome: 'allowed', details: { source: loaded.source } }, { exit: 0 });
+        case 'add': {
+          const now = Math.floor(Date.now() / 1000);
+          const changed = addKeys(set, {
+            kinds: action.kinds,
+            now,
+            notBefore: action.notBefore,
+            notAfter: action.notAfter,
+          });
+          await writeKeySet(command.keySetPath, changed.set);
+          for (const { kind, key } of changed.added)
+            io.stdout.write(`added ${KIND_NAMES[kind]} key ${key.id} (decrypt-only)\n`);
+          if (loaded.source === 'key-files')
+            io.stderr.write(`The key set is now ${command.keySetPath}; the four key files are no longer read.\n`);
+          io.stderr.write('Roll the key set out to every instance before promoting (server/README.md).\n');
+          const ids = changed.added.map(({ key }) => key.id);
+          return await record({ outcome: 'allowed', keyId: ids.join(','), details: { added: ids } }, { exit: 0 });
+        }
+        case 'promote': {
+          const changed = promoteKey(set, action.id);
+          if (changed.previous !== undefined) await writeKeySet(command.keySetPath, changed.set);
+          io.stdout.write(
+            changed.previous === undefined
+              ? `key ${action.id} is already the primary ${KIND_NAMES[changed.kind]} key\n`
+              : `key ${action.id} is the primary ${KIND_NAMES[changed.kind]} key; ${changed.previous} is decrypt-only\n`,
+          );
+          const details = { kind: changed.kind, previous: changed.previous ?? null };
+          return await record({ outcome: 'allowed', keyId: action.id, details }, { exit: 0 });
+        }
+        case 'retire': {
+          const changed = retireKey(set, action.id);
+          if (changed.changed) await writeKeySet(command.keySetPath, changed.set);
+          io.stdout.write(changed.changed ? `key ${action.id} is retired\n` : `key ${action.id} was already retired\n`);
+          return await record({ outcome: 'allowed', keyId: action.id, details: { kind: changed.kind } }, { exit: 0 });
+        }
+      }
+    } catch (e) {
+      if (!(e instanceof KeySetError)) throw e;
+      const keyId = 'id' in action ? action.id : null;
+      return record({ outcome: 'refused', errorCode: e.code, keyId }, fail(io, 1, e.message));
+    }
+  };
+  return command.databaseUrl === undefined ? run() : withCurrentSchema(command.databaseUrl, io, run);
+}
+
 /**
  * Before serving with a database: the schema must be the one this pg-pkg expects, or, with --migrate,
  * is brought there first (safe when several instances start at once).
@@ -462,6 +558,8 @@ export async function runCli(argv: readonly string[], env: Env, io: Io): Promise
         return await auditList(command, io);
       case 'audit-prune':
         return await auditPrune(command, env, io);
+      case 'keys':
+        return await keysCommand(command, env, io);
       case 'server':
         return await server(command, env, io);
     }

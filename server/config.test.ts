@@ -46,6 +46,7 @@ describe('server defaults', () => {
         ibsSecret: './pkg_ibs.sec',
         ibsPublic: './pkg_ibs.pub',
       },
+      keySetPath: './pkg_keys.json',
       workers: 1,
       redisUrl: undefined,
       redisFailure: 'open',

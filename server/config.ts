@@ -3,6 +3,8 @@ import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './connections.
 import { isDemoType } from './idp/schemes.js';
 import { DEFAULT_STATUS_STREAM_LIMITS, type StatusStreamLimits } from './idp/status-streams.js';
 import { DEFAULT_PKG_KEY_PATHS, type PkgKeyPaths } from './keyfiles.js';
+import type { KeyKind } from './keyset.js';
+import { DEFAULT_KEY_SET_PATH } from './keyset-file.js';
 import type { RateLimitSettings } from './ratelimit/index.js';
 import { trustedProxies } from './ratelimit/key.js';
 
@@ -28,6 +30,8 @@ export interface ServerConfig {
   emailAttribute: string;
   logLevel: LogLevel;
   keyPaths: PkgKeyPaths;
+  /** The key-set file (server/keyset-file.ts); when it does not exist, the four key files are the set. */
+  keySetPath: string;
   /** Processes serving HTTP; 1 runs in this process, more use node:cluster. */
   workers: number;
   redisUrl: string | undefined;
@@ -71,7 +75,15 @@ export type Command =
       limit: number;
       json: boolean;
     }
-  | { kind: 'audit-prune'; databaseUrl: string; retentionDays: number };
+  | { kind: 'audit-prune'; databaseUrl: string; retentionDays: number }
+  | { kind: 'keys'; action: KeysAction; keySetPath: string; keyPaths: PkgKeyPaths; databaseUrl: string | undefined };
+
+/** What `pg-pkg keys …` does to the key set. */
+export type KeysAction =
+  | { op: 'list'; json: boolean }
+  | { op: 'add'; kinds: KeyKind[]; notBefore: number | undefined; notAfter: number | undefined }
+  | { op: 'promote'; id: string }
+  | { op: 'retire'; id: string };
 
 /** A point in time on the command line: an ISO 8601 date or date-time, or a duration ago (`24h`). */
 export type TimeRef = { at: Date } | { agoMs: number };
@@ -112,6 +124,10 @@ identity with the Yivi app.
 
 Commands:
   gen                  generate the master key pair (four key files; run once)
+  keys list            the master key sets: ids, statuses, windows
+  keys add             add master keys (decrypt-only), e.g. before a rotation
+  keys promote         make a key the primary (new files are sealed / signed under it)
+  keys retire          retire a key (it opens and verifies nothing any more)
   server               run the HTTP server
   migrate              create or update the database schema (API keys)
   api-key create       create an API key for a sending organisation (needs a database)
@@ -181,11 +197,45 @@ Options (environment variable in brackets; a flag wins over its variable):
       --email-attribute <type>             e-mail attribute of API-key identities    [PKG_EMAIL_ATTRIBUTE]
                                            [default: pbdf.sidn-pbdf.email.email]
       --log-level <level>                  trace|debug|info|warn|error|silent        [LOG_LEVEL, RUST_LOG] [default: info]
+      --key-set <path>                     the master key sets (pg-pkg keys); while it does not
+                                           exist, the four files below    [PKG_KEY_SET] [default: ./pkg_keys.json]
       --ibe-secret-path <path>             [default: ./pkg_ibe.sec]
       --ibe-public-path <path>             [default: ./pkg_ibe.pub]
       --ibs-secret-path <path>             [default: ./pkg_ibs.sec]
       --ibs-public-path <path>             [default: ./pkg_ibs.pub]
   -h, --help                               show this help`;
+
+export const KEYS_HELP = `Usage: pg-pkg keys list [--json]
+       pg-pkg keys add [--kind ibe|ibs|both] [--not-before <date>] [--not-after <date>]
+       pg-pkg keys promote --id <id>
+       pg-pkg keys retire --id <id>
+       (each also takes --key-set <path>, the four key-file paths, and -d <url>)
+
+The PKG's master keys as two key sets, IBE (encryption) and IBS (signing): each key has an id (the
+first 8 bytes of SHA-256 over its public key, in hex) and a status: primary (new files are sealed or
+signed under it; one per set), decrypt-only (still issues user keys and verifies) or retired
+(nothing). The sets live in the key-set file; before the first "keys add" the four key files of
+"pg-pkg gen" are read as a set of one primary each, and "keys add" writes them into the key-set file.
+Running servers read the file when they start: roll every change out to every instance (see the
+rotation runbook in server/README.md). With a database (-d / DATABASE_URL) every command is
+recorded in the audit trail.
+
+list: one tab-separated line per key (kind, id, status, not before, not after, added), or JSON.
+add: new key pairs, decrypt-only; --not-before/--not-after limit the timestamps (the time a file
+was sealed) they issue user keys for.
+promote: the key becomes the primary of its set; the primary before it becomes decrypt-only.
+retire: the key issues and verifies nothing any more; files sealed under it no longer open.
+
+  --kind <ibe|ibs|both>      which set(s) to add a key to                      [default: both]
+  --not-before <date>        ISO 8601 date or date-time
+  --not-after <date>         ISO 8601 date or date-time
+  --id <id>                  a key id, as listed (16 hex characters)
+  --json                     list as one JSON object (public keys, never secrets)
+  --key-set <path>           the key-set file                  [PKG_KEY_SET] [default: ./pkg_keys.json]
+  --ibe-secret-path <path>   (and --ibe-public-path, --ibs-secret-path, --ibs-public-path) the four
+                             key files, read while there is no key-set file
+  -d, --database-url <url>   PostgreSQL, for the audit trail (optional)     [DATABASE_URL]
+  -h, --help                 show this help`;
 
 export const MIGRATE_HELP = `Usage: pg-pkg migrate [-d <url>]
 
@@ -436,6 +486,75 @@ function keyPaths(values: Values): PkgKeyPaths {
   };
 }
 
+function keySetPath(values: Values, env: Env): string {
+  const path = setting(values, 'key-set', env, 'PKG_KEY_SET');
+  return path === undefined ? DEFAULT_KEY_SET_PATH : nonEmpty(path.name, path.value);
+}
+
+/** An instant given as an ISO 8601 date or date-time, in Unix seconds. */
+function instant(setting: string, raw: string): number {
+  const ref = /^\d{1,7}[smhd]$/.test(raw.trim()) ? undefined : timeRef(setting, raw);
+  if (ref === undefined || !('at' in ref)) throw new ConfigError(setting, 'expected an ISO 8601 date or date-time');
+  return Math.floor(ref.at.getTime() / 1000);
+}
+
+const KEY_ID = /^[0-9a-f]{16}$/;
+
+function keysCommand(argv: readonly string[], env: Env): Command {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub === '--help' || sub === '-h') return { kind: 'help', text: KEYS_HELP };
+  if (!['list', 'add', 'promote', 'retire'].includes(sub))
+    throw new ConfigError('keys', `unknown subcommand ${JSON.stringify(sub)} (expected list, add, promote or retire)`);
+  const values = parse(
+    rest,
+    {
+      ...DATABASE_OPTIONS,
+      ...KEY_PATH_OPTIONS,
+      'key-set': { type: 'string' },
+      ...(sub === 'list' ? { json: { type: 'boolean' } } : {}),
+      ...(sub === 'add'
+        ? { kind: { type: 'string' }, 'not-before': { type: 'string' }, 'not-after': { type: 'string' } }
+        : {}),
+      ...(sub === 'promote' || sub === 'retire' ? { id: { type: 'string' } } : {}),
+    },
+    `keys ${sub}`,
+  );
+  if (values.help === true) return { kind: 'help', text: KEYS_HELP };
+  const database = setting(values, 'database-url', env, 'DATABASE_URL');
+  const common = {
+    kind: 'keys' as const,
+    keySetPath: keySetPath(values, env),
+    keyPaths: keyPaths(values),
+    databaseUrl: database === undefined ? undefined : nonEmpty(database.name, database.value),
+  };
+  const id = (): string => {
+    const raw = values.id;
+    if (typeof raw !== 'string') throw new ConfigError('--id', 'is required');
+    const trimmed = raw.trim().toLowerCase();
+    if (!KEY_ID.test(trimmed))
+      throw new ConfigError('--id', `not a key id (16 hex characters, as "keys list" shows): ${JSON.stringify(raw)}`);
+    return trimmed;
+  };
+  switch (sub) {
+    case 'list':
+      return { ...common, action: { op: 'list', json: values.json === true } };
+    case 'add': {
+      const kind = typeof values.kind === 'string' ? values.kind.trim() : 'both';
+      if (!['ibe', 'ibs', 'both'].includes(kind)) throw new ConfigError('--kind', 'is ibe, ibs or both');
+      const notBefore =
+        typeof values['not-before'] === 'string' ? instant('--not-before', values['not-before']) : undefined;
+      const notAfter =
+        typeof values['not-after'] === 'string' ? instant('--not-after', values['not-after']) : undefined;
+      if (notBefore !== undefined && notAfter !== undefined && notBefore > notAfter)
+        throw new ConfigError('--not-after', 'is before --not-before');
+      const kinds: KeyKind[] = kind === 'both' ? ['ibe', 'ibs'] : [kind as KeyKind];
+      return { ...common, action: { op: 'add', kinds, notBefore, notAfter } };
+    }
+    default:
+      return { ...common, action: { op: sub as 'promote' | 'retire', id: id() } };
+  }
+}
+
 function genCommand(argv: readonly string[]): Command {
   const values = parse(
     argv,
@@ -488,6 +607,7 @@ function serverCommand(argv: readonly string[], env: Env): Command {
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       ...KEY_PATH_OPTIONS,
+      'key-set': { type: 'string' },
     },
     'server',
   );
@@ -565,6 +685,7 @@ function serverCommand(argv: readonly string[], env: Env): Command {
     emailAttribute: email === undefined ? DEFAULT_EMAIL_ATTRIBUTE : attributeType(email.name, email.value),
     logLevel: level === undefined ? 'info' : logLevel(level.name, level.value),
     keyPaths: keyPaths(values),
+    keySetPath: keySetPath(values, env),
     workers: workers === undefined ? 1 : integer(workers.name, workers.value, 1, MAX_WORKERS),
     redisUrl: redis === undefined ? undefined : redisUrl(redis.name, redis.value),
     redisFailure: failure === undefined ? 'open' : redisFailure(failure.name, failure.value),
@@ -828,7 +949,7 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
   const [command, ...rest] = argv;
   switch (command) {
     case undefined:
-      throw new ConfigError('command', 'required (gen, server, migrate, api-key or audit)');
+      throw new ConfigError('command', 'required (gen, server, migrate, keys, api-key or audit)');
     case '-h':
     case '--help':
     case 'help':
@@ -843,10 +964,12 @@ export function parseCommand(argv: readonly string[], env: Env): Command {
       return apiKeyCommand(rest, env);
     case 'audit':
       return auditCommand(rest, env);
+    case 'keys':
+      return keysCommand(rest, env);
     default:
       throw new ConfigError(
         'command',
-        `unknown command ${JSON.stringify(command)} (expected gen, server, migrate, api-key or audit)`,
+        `unknown command ${JSON.stringify(command)} (expected gen, server, migrate, keys, api-key or audit)`,
       );
   }
 }

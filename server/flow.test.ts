@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Unsealer, seal, type Policy, type SealOptions } from '../lib/index.js';
 import { extractSigningKey, generateSigningKeys } from '../lib/keys.js';
+import { keyIdOf } from './keyset.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { disclose } from '../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from './testing.js';
@@ -68,11 +69,16 @@ afterAll(async () => {
 describe('parameters', () => {
   it('publish the master public key and verifying key in pg-pkg shapes', async () => {
     const body = await json(await fetch(`${pkg.url}/v2/parameters`));
-    expect(body).toEqual({ formatVersion: 0, publicKey: pkg.keys.mpk });
+    // pg-pkg's two fields, and beside them the key set: here the one key of the four key files.
+    const one = (publicKey: string) => [
+      { id: keyIdOf(publicKey), publicKey, status: 'primary', notBefore: null, notAfter: null },
+    ];
+    expect(body).toEqual({ formatVersion: 0, publicKey: pkg.keys.mpk, keys: one(pkg.keys.mpk) });
     expect(mpk).toHaveLength(896);
     expect(await json(await fetch(`${pkg.url}/v2/sign/parameters`))).toEqual({
       formatVersion: 0,
       publicKey: pkg.keys.vk,
+      keys: one(pkg.keys.vk),
     });
     expect(vk).toHaveLength(44);
   });

@@ -123,7 +123,7 @@ describe('the breaking-change gate', () => {
   it('passes additions, and ignores what lies outside /v2', () => {
     const next = clone(generated);
     at(next, ...SIGN_KEY_BODY).properties.note = { type: 'string' };
-    at(next, ...PARAMETERS_200).properties.keys = { type: 'array' };
+    at(next, ...PARAMETERS_200).properties.comment = { type: 'string' };
     at(next, ...SIGN_KEY_BODY).properties.pubSignId.maxItems = 128;
     next.paths['/v2/request/new-thing'] = { get: { responses: {} } };
     delete next.paths['/metrics'];

@@ -1,9 +1,10 @@
 import cluster from 'node:cluster';
-import { stat } from 'node:fs/promises';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { AggregatorRegistry } from 'prom-client';
 import type { PkgKeys } from 'postguard-ts/keys';
-import { readPkgKeys, type PkgKeyPaths } from './keyfiles.js';
+import type { PkgKeyPaths } from './keyfiles.js';
+import { primaryKeys, KeySetError, type KeySet } from './keyset.js';
+import { loadKeySet } from './keyset-file.js';
 import { isPostGuardError } from 'postguard-ts';
 import { buildApp } from './app.js';
 import { ConfigError, type ServerConfig } from './config.js';
@@ -26,7 +27,9 @@ import {
 const SHUTDOWN_GRACE_MS = 5000;
 
 export interface LoadedKeys {
+  /** The primaries (what seals and signs). */
   keys: PkgKeys;
+  keySet: KeySet;
   modified: { mpk: Date; vk: Date };
 }
 
@@ -37,14 +40,19 @@ const FILE_FLAGS: ReadonlyArray<[keyof PkgKeyPaths, string, string]> = [
   ['ibsPublic', '--ibs-public-path', 'IBS public key file'],
 ];
 
-/** The four key files, checked; a missing or bad file is a ConfigError naming its flag. */
-export async function loadKeys(paths: PkgKeyPaths): Promise<LoadedKeys> {
+/**
+ * The key set (server/keyset-file.ts: the key-set file, else the four key files), checked; a missing or
+ * bad file is a ConfigError naming its flag.
+ */
+export async function loadKeys(paths: PkgKeyPaths, keySetPath: string): Promise<LoadedKeys> {
   try {
-    const keys = await readPkgKeys(paths);
-    const [mpk, vk] = await Promise.all([stat(paths.ibePublic), stat(paths.ibsPublic)]);
-    return { keys, modified: { mpk: mpk.mtime, vk: vk.mtime } };
+    const { set, modified } = await loadKeySet(keySetPath, paths);
+    return { keys: primaryKeys(set), keySet: set, modified };
   } catch (e) {
+    if (e instanceof KeySetError) throw new ConfigError('--key-set / PKG_KEY_SET', `${keySetPath}: ${e.message}`);
     const errno = e as NodeJS.ErrnoException;
+    if (errno.path === keySetPath)
+      throw new ConfigError('--key-set / PKG_KEY_SET', `cannot read ${keySetPath} (${errno.code})`);
     if (typeof errno.path === 'string') {
       const flag = FILE_FLAGS.find(([name]) => paths[name] === errno.path)?.[1] ?? 'key files';
       const reason =
@@ -98,7 +106,7 @@ interface ServeOptions {
 
 /** Builds and starts one PKG in this process. */
 export async function serve(config: ServerConfig, options: ServeOptions = {}): Promise<RunningServer> {
-  const { keys, modified } = await loadKeys(config.keyPaths);
+  const { keys, keySet, modified } = await loadKeys(config.keyPaths, config.keySetPath);
   const late = lateLogger();
   const metrics = options.metrics ?? createMetrics({ processMetrics: true });
   const store =
@@ -116,6 +124,7 @@ export async function serve(config: ServerConfig, options: ServeOptions = {}): P
   }
   const app = buildApp({
     keys,
+    keySet,
     keysModified: modified,
     identityServer: config.identityServer,
     apiKeys,
@@ -257,7 +266,7 @@ export interface Io {
  * Resolves with the exit code once the cluster is down.
  */
 export async function runPrimary(config: ServerConfig, io: Io): Promise<number> {
-  await loadKeys(config.keyPaths);
+  await loadKeys(config.keyPaths, config.keySetPath);
   if (config.databaseUrl !== undefined) {
     const store = createApiKeyStore(config.databaseUrl, { emailAttribute: config.emailAttribute });
     try {

@@ -20,7 +20,9 @@ import { testKeys } from './testing.js';
  * one PostgreSQL, behind a small round-robin HTTP proxy on loopback (a trusted proxy: it writes
  * X-Forwarded-For, as a load balancer does). Shown: the per-address limits and the per-key budgets are
  * shared (the sum over both is the budget, ±1); a Yivi session started through one instance is finished
- * through the other; a revoked key and a suspended organisation are refused by both at the next request.
+ * through the other; a revoked key and a suspended organisation are refused by both at the next request;
+ * a `keys promote` rolled through both (each taken out of the proxy's rotation, restarted, put back) fails
+ * no request.
  */
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
@@ -37,6 +39,13 @@ interface Instance {
 /** A round-robin reverse proxy that says which upstream served each request. */
 interface Proxy {
   url: string;
+  /**
+   * Takes an upstream out of the rotation, as a load balancer does before an instance restarts, once
+   * the requests it is answering are done.
+   */
+  drain(index: number): Promise<void>;
+  /** Puts an upstream (back) into the rotation at `index`. */
+  restore(index: number, url: string): void;
   /** The client address it writes into X-Forwarded-For (each phase of the test is a new client). */
   client: string;
   /** Index of the upstream per request, in order. */
@@ -44,12 +53,21 @@ interface Proxy {
   close(): Promise<void>;
 }
 
-async function startProxy(upstreams: string[]): Promise<Proxy> {
+async function startProxy(initial: string[]): Promise<Proxy> {
   let next = 0;
+  const upstreams: Array<string | undefined> = [...initial];
+  const inFlight = upstreams.map(() => 0);
+  const idle: Array<(() => void) | undefined> = [];
   const state = { client: '', served: [] as number[] };
   const server: Server = createServer((req, res) => {
-    const index = next++ % upstreams.length;
+    let index = next++ % upstreams.length;
+    while (upstreams[index] === undefined) index = next++ % upstreams.length;
     state.served.push(index);
+    inFlight[index]! += 1;
+    res.on('close', () => {
+      inFlight[index]! -= 1;
+      if (inFlight[index] === 0) idle[index]?.();
+    });
     const target = new URL(req.url ?? '/', upstreams[index]);
     const upstream = httpRequest(
       target,
@@ -78,6 +96,16 @@ async function startProxy(upstreams: string[]): Promise<Proxy> {
     get served() {
       return state.served;
     },
+    drain: (index) =>
+      new Promise<void>((resolve) => {
+        upstreams[index] = undefined;
+        if (inFlight[index] === 0) return resolve();
+        idle[index] = () => {
+          idle[index] = undefined;
+          resolve();
+        };
+      }),
+    restore: (index, url) => void (upstreams[index] = url),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -118,6 +146,20 @@ let schema: TestSchema;
 let instances: Instance[] = [];
 let proxy: Proxy;
 let sql: pg.Client;
+/** The ids of key B, IBE and IBS, added before the instances started. */
+let keyB: string[] = [];
+let serverArgs: string[];
+
+const fourFiles = (at: (name: string) => string) => [
+  '--ibe-public-path',
+  at('pkg_ibe.pub'),
+  '--ibe-secret-path',
+  at('pkg_ibe.sec'),
+  '--ibs-public-path',
+  at('pkg_ibs.pub'),
+  '--ibs-secret-path',
+  at('pkg_ibs.sec'),
+];
 
 /** A client address of its own for each phase, so that the phases' buckets (in a shared Redis) never meet. */
 const freshClient = () => `198.18.${randomInt(256)}.${randomInt(1, 255)}`;
@@ -138,6 +180,9 @@ beforeAll(async () => {
   schema = await createTestSchema();
   sql = new pg.Client({ connectionString: schema.url });
   await sql.connect();
+  // Step one of the rotation runbook, already rolled out: a key B beside A, decrypt-only, on both.
+  const added = await cli('keys', 'add', '--key-set', at('pkg_keys.json'), ...fourFiles(at));
+  keyB = [...added.matchAll(/key ([0-9a-f]{16})/g)].map((m) => m[1]!);
   const args = [
     '-H',
     '127.0.0.1',
@@ -160,6 +205,7 @@ beforeAll(async () => {
     '--ratelimit-sensitive-burst',
     String(SENSITIVE_BURST),
   ];
+  serverArgs = args;
   instances = await Promise.all([0, 1].map(() => startInstance(dir, { DATABASE_URL: schema.url }, args)));
   proxy = await startProxy(instances.map((i) => i.url));
 }, 60_000);
@@ -309,4 +355,68 @@ describe('two PKG processes behind one round-robin proxy', () => {
     expect(pairs.map(([, code]) => code)).toEqual(['200', '200', 'API_KEY_INVALID', 'API_KEY_INVALID']);
     expect(new Set(pairs.slice(2).map(([instance]) => instance))).toEqual(new Set([0, 1]));
   });
+
+  it('roll a keys promote through both instances, one restart after the other, with no failed request', async () => {
+    proxy.client = freshClient();
+    const primaryId = async (path: string) => {
+      const response = await fetch(`${proxy.url}${path}`);
+      const body = (await response.json()) as {
+        publicKey: string;
+        keys: Array<{ id: string; status: string }>;
+        code?: string;
+      };
+      return { status: response.status, etag: response.headers.get('etag'), body };
+    };
+    const primary = (answer: Awaited<ReturnType<typeof primaryId>>) =>
+      answer.body.keys?.find((k) => k.status === 'primary')?.id ?? answer.body.code;
+    const before = await primaryId('/v2/parameters');
+    const keyA = primary(before);
+    expect(before.body.keys.map((k) => k.status)).toEqual(['primary', 'decrypt-only']);
+
+    // Clients keep asking (paced well under the general limit, 10/s) while the promote rolls out.
+    const answers: Array<{ status: number; primary: string | undefined }> = [];
+    let rolling = true;
+    const traffic = (async () => {
+      while (rolling) {
+        for (const path of ['/v2/parameters', '/v2/sign/parameters']) {
+          const answer = await primaryId(path);
+          answers.push({ status: answer.status, primary: primary(answer) });
+        }
+        await new Promise((r) => setTimeout(r, 300));
+      }
+    })();
+    try {
+      const keySet = join(dir, 'pkg_keys.json');
+      for (const id of keyB) await cli('keys', 'promote', '--id', id, '--key-set', keySet);
+      for (const index of [0, 1]) {
+        await proxy.drain(index);
+        const old = instances[index]!;
+        await new Promise<void>((resolve) => {
+          old.child.once('exit', () => resolve());
+          old.child.kill('SIGTERM');
+        });
+        instances[index] = await startInstance(dir, { DATABASE_URL: schema.url }, serverArgs);
+        proxy.restore(index, instances[index]!.url);
+      }
+    } finally {
+      rolling = false;
+      await traffic;
+    }
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+    // Before: A primary everywhere; during: either; after: B from both instances, under a new ETag.
+    const mpkPrimaries = answers.filter((_, i) => i % 2 === 0).map((a) => a.primary);
+    expect(mpkPrimaries[0]).toBe(keyA);
+    expect(new Set(mpkPrimaries)).toEqual(new Set([keyA, keyB[0]]));
+    const served = proxy.served.length;
+    const after = [await primaryId('/v2/parameters'), await primaryId('/v2/parameters')];
+    expect(new Set(proxy.served.slice(served))).toEqual(new Set([0, 1]));
+    for (const answer of after) {
+      expect(primary(answer)).toBe(keyB[0]);
+      expect(answer.etag).not.toBe(before.etag);
+      expect(answer.body.keys.map((k) => [k.id, k.status])).toEqual([
+        [keyA, 'decrypt-only'],
+        [keyB[0], 'primary'],
+      ]);
+    }
+  }, 90_000);
 });

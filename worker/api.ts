@@ -1,3 +1,4 @@
+import type { UserKeys, VerifyingKeys } from '../lib/unseal.js';
 import type { Policy } from '../lib/policy.js';
 import type { SealOptions } from '../lib/seal.js';
 import type { VerificationResult } from '../lib/signatures.js';
@@ -14,11 +15,11 @@ export interface RemoteHeaderView {
 }
 
 export interface RemoteUnsealer extends RemoteHeaderView {
-  unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]>;
+  unseal(recipientId: string, usk: UserKeys): Promise<[Uint8Array, VerificationResult]>;
 }
 
 export interface RemoteStreamUnsealer extends RemoteHeaderView {
-  unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult>;
+  unseal(recipientId: string, usk: UserKeys, writable: WritableStream<Uint8Array>): Promise<VerificationResult>;
 }
 
 export interface CryptoWorkerApi {
@@ -29,8 +30,8 @@ export interface CryptoWorkerApi {
     readable: ReadableStream<Uint8Array>,
     writable: WritableStream<Uint8Array>,
   ): Promise<void>;
-  unsealer(input: Uint8Array, vk: string): Promise<RemoteUnsealer>;
-  streamUnsealer(readable: ReadableStream<Uint8Array>, vk: string): Promise<RemoteStreamUnsealer>;
+  unsealer(input: Uint8Array, vk: VerifyingKeys): Promise<RemoteUnsealer>;
+  streamUnsealer(readable: ReadableStream<Uint8Array>, vk: VerifyingKeys): Promise<RemoteStreamUnsealer>;
   /** Which SHAKE128 backend the worker runs ('wasm' normally). */
   shakeBackend(): Promise<string>;
   /** Whether streams' SHAKE128 transcripts run on a thread of their own (a nested worker here). */

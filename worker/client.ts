@@ -18,6 +18,7 @@
  *
  * @module postguard-ts/worker
  */
+import type { UserKeys, VerifyingKeys } from '../lib/unseal.js';
 import { releaseProxy, wrap, type Endpoint, type Remote } from 'comlink';
 import type { Policy } from '../lib/policy.js';
 import type { SealOptions } from '../lib/seal.js';
@@ -202,7 +203,7 @@ export class WorkerUnsealer extends WorkerHeaderView<RemoteUnsealer> {
   }
 
   /** Decrypts for `recipientId` in the worker: the plaintext (transferred back) and who signed it. */
-  unseal(recipientId: string, usk: string): Promise<[Uint8Array, VerificationResult]> {
+  unseal(recipientId: string, usk: UserKeys): Promise<[Uint8Array, VerificationResult]> {
     return this.remote.unseal(recipientId, usk);
   }
 }
@@ -219,7 +220,7 @@ export class WorkerStreamUnsealer extends WorkerHeaderView<RemoteStreamUnsealer>
    * written segment by segment after each authenticates; `writable` is closed after the final
    * segment authenticated, or aborted with the error (code intact) if anything fails.
    */
-  unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
+  unseal(recipientId: string, usk: UserKeys, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
     return afterWritable(writable, () => this.remote.unseal(recipientId, usk, writable));
   }
 }
@@ -239,14 +240,14 @@ export class PostGuardWorker {
   /** pg-wasm's `Unsealer.new`, answered by the worker: `await pg.Unsealer.new(ciphertext, vk)`. */
   readonly Unsealer = {
     /** Parses and authenticates an in-memory ciphertext's header in the worker. */
-    new: async (input: Uint8Array, vk: string): Promise<WorkerUnsealer> =>
+    new: async (input: Uint8Array, vk: VerifyingKeys): Promise<WorkerUnsealer> =>
       WorkerUnsealer.wrap((await this.remote.unsealer(input, vk)) as unknown as Remote<RemoteUnsealer>),
   };
 
   /** pg-wasm's `StreamUnsealer.new`, answered by the worker: `await pg.StreamUnsealer.new(readable, vk)`. */
   readonly StreamUnsealer = {
     /** Relays `readable` to the worker, which reads and authenticates the header from it. */
-    new: async (readable: ReadableStream<Uint8Array>, vk: string): Promise<WorkerStreamUnsealer> =>
+    new: async (readable: ReadableStream<Uint8Array>, vk: VerifyingKeys): Promise<WorkerStreamUnsealer> =>
       WorkerStreamUnsealer.wrap(
         (await this.remote.streamUnsealer(readable, vk)) as unknown as Remote<RemoteStreamUnsealer>,
       ),

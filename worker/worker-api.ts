@@ -1,3 +1,4 @@
+import type { UserKeys, VerifyingKeys } from '../lib/unseal.js';
 import { proxy, transfer } from 'comlink';
 import { loadShake128, shakeBackend, startHashThread } from '#shake';
 import { StreamUnsealer, Unsealer, seal, sealStream } from '../lib/index.js';
@@ -28,7 +29,7 @@ class UnsealerHandle implements RemoteUnsealer {
     return this.inner.public_identity();
   }
 
-  async unseal(recipientId: string, usk: string) {
+  async unseal(recipientId: string, usk: UserKeys) {
     const [plain, verified] = await this.inner.unseal(recipientId, usk);
     const out = handOver(plain);
     return transfer([out, verified] as [Uint8Array, typeof verified], [out.buffer as ArrayBuffer]);
@@ -46,7 +47,7 @@ class StreamUnsealerHandle implements RemoteStreamUnsealer {
     return this.inner.public_identity();
   }
 
-  unseal(recipientId: string, usk: string, writable: WritableStream<Uint8Array>) {
+  unseal(recipientId: string, usk: UserKeys, writable: WritableStream<Uint8Array>) {
     return this.inner.unseal(recipientId, usk, writable);
   }
 }

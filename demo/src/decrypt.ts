@@ -16,7 +16,7 @@ import { PREVIEW_LIMIT, contentTypeFor, decryptedName, formatBytes, previewKind 
 import { DemoError, errorCode } from './messages.js';
 import { ProgressView } from './progress.js';
 import { normalizeValue } from './recipients.js';
-import { getServices } from './runtime.js';
+import { TIER_SETTING, getServices } from './runtime.js';
 import { offerBlob, saveStream } from './save.js';
 import { senderView } from './sender-view.js';
 import { SessionPanel } from './session-panel.js';
@@ -73,6 +73,60 @@ let busy = false;
 
 remember.checked = localStorage.getItem(REMEMBER_SETTING) === 'true';
 remember.addEventListener('change', () => localStorage.setItem(REMEMBER_SETTING, String(remember.checked)));
+
+// ---- Which key protects remembered keys: the browser's own (device) or a passkey (PRF) ----
+
+type Tier = 'device' | 'passkey';
+const tierInputs = document.querySelectorAll<HTMLInputElement>('input[name="remember-tier"]');
+const setupPasskey = byId<HTMLButtonElement>('setup-passkey');
+const tierStatus = byId('tier-status');
+
+/** Says which tier is in use (and whether a passkey is set up), from the PKG client itself. */
+async function showTier(): Promise<void> {
+  const { pkg } = await services;
+  const tier = pkg.keyProtection;
+  for (const input of tierInputs) input.checked = input.value === tier;
+  const passkey = tier === 'passkey' ? await pkg.passkey() : undefined;
+  setupPasskey.hidden = tier !== 'passkey';
+  setupPasskey.textContent = passkey === undefined ? 'Set up a passkey' : 'Set up another passkey';
+  tierStatus.dataset['tier'] = tier;
+  setStatus(
+    tierStatus,
+    tier === 'device'
+      ? "In use: this browser's own key."
+      : passkey === undefined
+        ? 'In use: a passkey, but none is set up yet. Set one up before remembering a key.'
+        : 'In use: your passkey. It is asked once per visit.',
+  );
+}
+
+async function chooseTier(tier: Tier): Promise<void> {
+  showError(errorRegion, undefined);
+  try {
+    const { pkg } = await services;
+    // A change forgets what is remembered: it was sealed under the other key.
+    await pkg.useKeyProtection(tier);
+    localStorage.setItem(TIER_SETTING, tier);
+  } catch (error) {
+    showError(errorRegion, error, 'Could not change how keys are protected');
+  }
+  await showTier();
+}
+
+for (const input of tierInputs) input.addEventListener('change', () => void chooseTier(input.value as Tier));
+setupPasskey.addEventListener('click', () => {
+  void (async () => {
+    showError(errorRegion, undefined);
+    try {
+      const { pkg } = await services;
+      await pkg.registerPasskey({ userName: 'PostGuard demo keys' });
+    } catch (error) {
+      showError(errorRegion, error, 'No passkey set up');
+    }
+    await showTier();
+  })();
+});
+showTier().catch((error: unknown) => showError(errorRegion, error, 'Could not read how keys are protected'));
 
 function resetBelowFile(): void {
   key = undefined;
@@ -265,6 +319,10 @@ const KEY_SOURCE_TEXT: Record<Key['source'], string> = {
   'cached-jwt': 'Key fetched with your earlier Yivi session: no scan needed.',
   cache: 'Key remembered on this device: no scan needed.',
 };
+const PASSKEY_SOURCE_TEXT: Partial<Record<Key['source'], string>> = {
+  'cached-jwt': 'Key fetched with your earlier Yivi session, unlocked by your passkey: no scan needed.',
+  cache: 'Key remembered under your passkey: no scan needed.',
+};
 
 async function getKey(): Promise<void> {
   showError(errorRegion, undefined);
@@ -305,7 +363,8 @@ async function getKey(): Promise<void> {
     key = { recipientId, usk: answer.usk, source: answer.source };
     panel.hide();
     openSection.dataset['keySource'] = answer.source;
-    setStatus(keyStatus, KEY_SOURCE_TEXT[answer.source]);
+    const passkeyText = pkg.keyProtection === 'passkey' ? PASSKEY_SOURCE_TEXT[answer.source] : undefined;
+    setStatus(keyStatus, passkeyText ?? KEY_SOURCE_TEXT[answer.source]);
     const kind = previewKind(contentTypeFor(decryptedName(o.file.name)));
     byId('preview').hidden = kind === undefined || o.file.size > PREVIEW_LIMIT;
     verifiedRegion.hidden = true;

@@ -84,6 +84,19 @@ const TEXTS: Record<string, [string, string]> = {
   NOT_VALID: ['The Yivi app did not prove what was asked.', 'Disclose the requested attributes with the right values.'],
   ABORTED: ['Stopped.', 'Nothing was changed.'],
   INVALID_ARGUMENT: ['The request is not valid.', 'Check what you filled in.'],
+  NOT_CACHED: ['No remembered key for this file.', 'Get your key with Yivi.'],
+  PRF_UNAVAILABLE: [
+    'This passkey cannot protect remembered keys.',
+    'Your browser or authenticator does not support the passkey extension it needs (PRF). Remember keys on this device instead, or try another authenticator.',
+  ],
+  PASSKEY_FAILED: [
+    'Your passkey did not unlock the remembered keys.',
+    'The prompt was cancelled or timed out, the authenticator is not here, or no passkey is set up. Try again, set one up, or forget the remembered keys.',
+  ],
+  PASSKEY_MISMATCH: [
+    'The remembered keys belong to another passkey.',
+    'Use the passkey you set them up with, or forget the remembered keys.',
+  ],
   // The decrypting service worker (worker/sw-core.ts)
   UNKNOWN_DOWNLOAD: ['This download link expired or was already used.', 'Press the button again.'],
   // The demo itself

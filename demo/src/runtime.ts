@@ -55,13 +55,19 @@ async function startServiceWorker(): Promise<boolean> {
   }
 }
 
+/** Where the decrypt page keeps which key protects remembered keys: 'device' or 'passkey'. */
+export const TIER_SETTING = 'postguard-demo:remember-tier';
+
 let services: Promise<Services> | undefined;
 
 export function getServices(): Promise<Services> {
   services ??= (async () => {
     const config = await loadConfig();
     const serviceWorker = startServiceWorker();
-    return { config, pg: new PostGuardWorker(), pkg: new PkgClient({ url: config.pkgUrl }), serviceWorker };
+    // The tier the user chose on the decrypt page, from the start: a change later forgets the keys.
+    const keyProtection = localStorage.getItem(TIER_SETTING) === 'passkey' ? 'passkey' : 'device';
+    const pkg = new PkgClient({ url: config.pkgUrl, keyProtection });
+    return { config, pg: new PostGuardWorker(), pkg, serviceWorker };
   })();
   return services;
 }

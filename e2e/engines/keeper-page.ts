@@ -3,6 +3,9 @@ import { UPLOADS_DB, UPLOADS_STORE } from '../../client/keeper-idb.js';
 import { OPFS_FOLDER } from '../../client/keeper-opfs.js';
 import { browserKeeper, type BrowserKeeperBackend } from '../../client/keeper-browser.js';
 import { fillPattern, keeperContract, patterned } from '../../test/keeper-contract.js';
+import { PkgCache } from '../../lib/pkg/cache.js';
+import { indexedDbStore } from '../../lib/pkg/store.js';
+import { originStorageText } from '../storage-dump.js';
 
 /**
  * The page of e2e/engines/keeper.spec.ts: browserKeeper and the keeper contract, bundled by Vite
@@ -91,6 +94,53 @@ const api = {
         }
     }
     return { backend: k.backend, listed, size: source.size, firstDifference };
+  },
+
+  /**
+   * The device tier of keys at rest on this engine: a user secret key and a session JWT in the PKG
+   * client's cache, a recovery token in the keeper, then the origin's IndexedDB and OPFS dumped.
+   * Reports which secrets the dump holds (none, we expect), whether they still open (a new cache
+   * and keeper over the same storage, as after a reload), and what forgetting the keys leaves.
+   */
+  async secretsAtRest() {
+    const random = () => Array.from(crypto.getRandomValues(new Uint8Array(24)), (b) => b.toString(36)).join('');
+    const secrets = { usk: `usk-${random()}`, jwt: `jwt-${random()}`, token: `token-${random()}` };
+    const pkgUrl = 'https://pkg.example';
+    const cache = () => new PkgCache(Promise.resolve(indexedDbStore()), pkgUrl, Date.now);
+    const exp = Math.floor(Date.now() / 1000) + 3600;
+    await cache().putSecret('usk', 'alice', secrets.usk, exp);
+    await cache().putSecret('jwt', 'alice', secrets.jwt, exp);
+    const k = await keeper();
+    const writer = (await k.create('tok')).getWriter();
+    await writer.write(new Uint8Array(3));
+    await writer.close();
+    await k.save({
+      id: 'tok',
+      createdAt: Date.now(),
+      size: 3,
+      recipients: ['alice@example.org'],
+      recoveryToken: secrets.token,
+    });
+    const dump = await originStorageText();
+    const reopened = {
+      usk: await cache().secret('usk', 'alice'),
+      jwt: await cache().secret('jwt', 'alice'),
+      token: (await (await keeper()).list()).find((r) => r.id === 'tok')?.recoveryToken,
+    };
+    await cache().forgetSecrets();
+    const after = await originStorageText();
+    await (await keeper()).remove('tok');
+    return {
+      secrets,
+      leaked: Object.values(secrets).filter((s) => dump.includes(s)),
+      sealedEntries: ['|usk|', '|jwt|'].filter((s) => dump.includes(s)),
+      deviceKeys: dump.split('[CryptoKey AES-GCM extractable=false]').length - 1,
+      reopened,
+      afterForget: {
+        entries: ['|usk|', '|jwt|'].filter((s) => after.includes(s)),
+        cacheKey: after.includes(`pg|${pkgUrl}|device-key`),
+      },
+    };
   },
 };
 

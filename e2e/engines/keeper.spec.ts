@@ -102,6 +102,20 @@ for (const bytesIn of [undefined, 'indexeddb'] as const) {
   });
 }
 
+test('keys at rest, the device tier: a USK, a JWT and a recovery token are in no byte of IndexedDB or OPFS, open again after a reload, and forgetting the keys leaves none', async ({
+  tab,
+  keeperUrl,
+}) => {
+  await open(tab, keeperUrl);
+  await tab.evaluate(() => keeperTest.wipe());
+  const r = await tab.evaluate(() => keeperTest.secretsAtRest());
+  expect(r.leaked).toEqual([]);
+  expect(r.sealedEntries).toEqual(['|usk|', '|jwt|']);
+  expect(r.deviceKeys).toBe(2); // the key cache's and the keeper's, non-extractable
+  expect(r.reopened).toEqual(r.secrets);
+  expect(r.afterForget).toEqual({ entries: [], cacheKey: false });
+});
+
 test('64 MiB written and read back exactly; the page does not hold it (heap measured in Chromium)', async ({
   tab,
   keeperUrl,

@@ -4,6 +4,8 @@ import { build, preview } from 'vite';
 import { createApiKey, createApiKeyStore } from '../../server/db.js';
 import { createTestSchema } from '../../server/db/testing.js';
 import { startPkg } from '../../server/testing.js';
+import { addKeys, oneKeySet, primaryKeys, promoteKey } from '../../server/keyset.js';
+import { generatePkgKeys } from '../../lib/keys.js';
 import { startStorage } from '../../devtools/storage/testing.js';
 import { sourceAliases } from '../../scripts/source-aliases.js';
 import type { ManualClock } from '../../devtools/standin/testing.js';
@@ -92,7 +94,12 @@ export async function startInteropStack(outDir: string): Promise<InteropStack> {
     const apiKeys = createApiKeyStore(schema.url, { emailAttribute: EMAIL });
     closers.push(() => apiKeys.close());
 
-    const pkg = await startPkg({ apiKeys, clock: wallClock, allowedOrigins: [origin] });
+    // A PKG after a rotation (server/README.md): key B the primary, A decrypt-only beside it. pg-js reads
+    // pg-pkg's fields (publicKey, key), which are B's; the key set beside them must not disturb it.
+    const older = addKeys(oneKeySet(generatePkgKeys()), { kinds: ['ibe', 'ibs'], now: 0 });
+    const keySet = older.added.reduce((set, { key }) => promoteKey(set, key.id).set, older.set);
+    const keys = primaryKeys(keySet);
+    const pkg = await startPkg({ apiKeys, clock: wallClock, allowedOrigins: [origin], keys, keySet });
     closers.push(() => pkg.close());
     // Strict: CORS exposes only cryptifytoken, as Cryptify does, so nothing passes here that would not there.
     const storage = await startStorage({

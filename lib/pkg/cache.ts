@@ -1,18 +1,24 @@
-import { deviceKeyBox, type SealedSecret, type SecretBox } from './secret-box.js';
+import type { KeyCandidate } from '../key-candidates.js';
+import { PkgClientError, PkgClientErrorCode } from './errors.js';
+import { deviceKeyBox, type SealedSecret, type SecretBox, type SecretTier } from './secret-box.js';
 import type { KeyValueStore } from './store.js';
 
 /**
  * The PKG client's cache over a KeyValueStore: the PKG's public keys with their validators (ETag,
  * Last-Modified), and, opt-in, session JWTs and user secret keys until they expire (their JWT's
  * exp or the next 04:00 local time, whichever is first), sealed under the device's wrapping key
- * (secret-box.ts): the store never holds them in the clear. Entries are namespaced by PKG URL. A store that fails (quota, a closed database) degrades to "not cached":
- * caching never makes a key request fail.
+ * (secret-box.ts) or, opted in, a passkey's (passkey.ts): the store never holds them in the clear.
+ * Entries are namespaced by PKG URL. A store that fails (quota, a closed database) degrades to
+ * "not cached": a store never makes a key request fail. A passkey that gives no key does, typed
+ * (passkey.ts), since the user chose that tier and must hear why nothing was remembered.
  */
 
 export type ParameterKind = 'mpk' | 'vk';
 
 export interface CachedParameters {
   publicKey: string;
+  /** The PKG's key set as it publishes it beside `publicKey` (absent from a PKG without one). */
+  keys?: KeyCandidate[];
   etag?: string;
   lastModified?: string;
   /** When the PKG last confirmed this key (ms since the epoch). */
@@ -41,22 +47,37 @@ export const EXPIRY_MARGIN_MS = 30_000;
 const PREFIX = 'pg';
 
 export class PkgCache {
-  private readonly box: SecretBox;
+  private readonly boxes: Partial<Record<SecretTier, SecretBox>>;
+  private box: SecretBox;
 
   constructor(
     private readonly store: Promise<KeyValueStore>,
     private readonly namespace: string,
     private readonly now: () => number,
-    box?: SecretBox,
+    boxes: Partial<Record<SecretTier, SecretBox>> = {},
   ) {
-    this.box = box ?? deviceKeyBox(store, this.key('device-key'));
+    this.boxes = { device: deviceKeyBox(store, this.key('device-key')), ...boxes };
+    this.box = this.boxes.device!;
   }
 
-  private key(...parts: string[]): string {
+  /** The tier new secrets are sealed under and old ones opened with. */
+  get tier(): SecretTier {
+    return this.box.tier;
+  }
+
+  /** Seals and opens with `tier`'s box from now on; entries of the other tier then read as absent. */
+  useTier(tier: SecretTier): void {
+    const box = this.boxes[tier];
+    if (box === undefined) throw new PkgClientError(PkgClientErrorCode.INVALID_ARGUMENT, `no ${tier} tier here`);
+    this.box = box;
+  }
+
+  /** The name a value of this cache is stored under (`pg|<PKG URL>|…parts`). */
+  key(...parts: string[]): string {
     return [PREFIX, this.namespace, ...parts].join('|');
   }
 
-  private async read<T>(key: string): Promise<T | undefined> {
+  async read<T>(key: string): Promise<T | undefined> {
     try {
       return await (await this.store).get<T>(key);
     } catch {
@@ -64,7 +85,7 @@ export class PkgCache {
     }
   }
 
-  private async write(key: string, value: unknown): Promise<void> {
+  async write(key: string, value: unknown): Promise<void> {
     try {
       await (await this.store).set(key, value);
     } catch {
@@ -72,7 +93,7 @@ export class PkgCache {
     }
   }
 
-  private async remove(key: string): Promise<void> {
+  async remove(key: string): Promise<void> {
     try {
       await (await this.store).delete(key);
     } catch {
@@ -83,6 +104,8 @@ export class PkgCache {
   async parameters(kind: ParameterKind): Promise<CachedParameters | undefined> {
     const entry = await this.read<CachedParameters>(this.key('params', kind));
     if (typeof entry !== 'object' || entry === null || typeof entry.publicKey !== 'string') return undefined;
+    // An entry written by another version: its key set, if any, is asked for again.
+    if (entry.keys !== undefined && !Array.isArray(entry.keys)) return undefined;
     return entry;
   }
 
@@ -99,8 +122,9 @@ export class PkgCache {
       await this.remove(key);
       return undefined;
     }
+    // The passkey tier throws here when its passkey gives no key: the caller hears why.
     const value = await this.box.open(entry.sealed, key);
-    // Not ours, moved, changed, or its wrapping key is gone: useless, so not kept either.
+    // Not ours, moved, changed, another tier's, or its wrapping key is gone: useless, so not kept either.
     if (value === undefined) await this.remove(key);
     return value;
   }
@@ -116,7 +140,9 @@ export class PkgCache {
     try {
       sealed = await this.box.seal(value, key);
     } catch {
-      return; // no wrapping key (no WebCrypto, a store that refuses keys): not cached, never in the clear
+      // No wrapping key (no WebCrypto, a store that refuses keys, a passkey that gave none): not
+      // cached, never in the clear nor under another tier's key.
+      return;
     }
     await this.write(key, { sealed, expiresAt } satisfies CachedSecret);
     await this.sweep();
@@ -138,12 +164,18 @@ export class PkgCache {
   }
 
   /**
-   * Deletes every cached JWT and user secret key of this PKG, and this PKG's wrapping key they were
-   * sealed under: nothing of them is left, not even a ciphertext that a key could open.
+   * Deletes every cached JWT and user secret key of this PKG, and the wrapping keys they were
+   * sealed under (the device's from the store, a passkey's from memory): nothing of them is left,
+   * not even a ciphertext that a key could open.
    */
   async forgetSecrets(): Promise<void> {
     await Promise.all((await this.secretKeys()).map((k) => this.remove(k)));
-    await this.box.forget().catch(() => undefined);
+    await Promise.all(Object.values(this.boxes).map((box) => box.forget().catch(() => undefined)));
+  }
+
+  /** Asks the current tier for its wrapping key now (the passkey's one prompt), by sealing nothing. */
+  async unlock(): Promise<void> {
+    await this.box.seal('', this.key('unlock'));
   }
 
   /** Deletes expired secrets, so key material does not linger in storage after it is useless. */

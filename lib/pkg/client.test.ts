@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Unsealer, seal } from '../index.js';
 import { generatePkgKeys } from '../keys.js';
+import { keyIdOf } from '../../server/keyset.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { disclose } from '../../devtools/standin/wallet.js';
 import { PkgClient, type PkgClientOptions, type SigningKeys } from './client.js';
@@ -55,6 +56,40 @@ describe('public keys', () => {
     const { client } = recorded();
     expect(await client.masterPublicKey()).toBe(pkg.keys.mpk);
     expect(await client.verificationKey()).toBe(pkg.keys.vk);
+  });
+
+  it("give the PKG's key set as candidates, kept across a 304, and refuse a malformed one", async () => {
+    const store = memoryStore();
+    const { client } = recorded({ store });
+    expect(await client.verificationKeys()).toEqual([
+      { id: keyIdOf(pkg.keys.vk), key: pkg.keys.vk, status: 'primary' },
+    ]);
+    // Revalidated (304): the set is the stored one.
+    const again = recorded({ store, parametersMaxAgeMs: 0 });
+    expect(await again.client.verificationKeys()).toEqual(await client.verificationKeys());
+    expect(again.exchanges[0]!.status).toBe(304);
+    // A PKG without a set (pg-pkg): its one key, as verificationKey gives it.
+    const answer = (body: object) => async () =>
+      new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json' } });
+    const plain = recorded({ fetch: answer({ formatVersion: 0, publicKey: pkg.keys.vk }) });
+    expect(await plain.client.verificationKeys()).toBe(pkg.keys.vk);
+    const entry = {
+      id: keyIdOf(pkg.keys.vk),
+      publicKey: pkg.keys.vk,
+      status: 'primary',
+      notBefore: null,
+      notAfter: null,
+    };
+    for (const keys of [
+      [],
+      [{ ...entry, id: 'XYZ' }],
+      [{ ...entry, status: 'active' }],
+      [{ ...entry, publicKey: 'AA==' }],
+      'all',
+    ]) {
+      const bad = recorded({ fetch: answer({ formatVersion: 0, publicKey: pkg.keys.vk, keys }) });
+      await expect(bad.client.verificationKeys(), JSON.stringify(keys)).rejects.toMatchObject({ code: 'BAD_RESPONSE' });
+    }
   });
 
   it('are asked once while fresh, once for concurrent callers', async () => {
@@ -271,6 +306,43 @@ describe('the opt-in key cache', () => {
     const wallet = alicesWallet();
     await open(client, ciphertext, wallet);
     expect((await open(client, ciphertext, wallet, { fresh: true })).source).toBe('session');
+  });
+
+  it('cacheOnly: a hit as usual; a miss or an expired entry is NOT_CACHED and starts no session', async () => {
+    let now = pkg.clock.now() * 1000;
+    const { client, exchanges } = recorded({ cacheKeys: true, now: () => now });
+    const ciphertext = await sealForAlice(client, 'only cached');
+    const wallet = alicesWallet();
+    await expect(open(client, ciphertext, wallet, { cacheOnly: true })).rejects.toMatchObject({ code: 'NOT_CACHED' });
+    await expect(open(client, ciphertext, wallet, { cacheOnly: true, cache: false })).rejects.toMatchObject({
+      code: 'NOT_CACHED',
+    });
+    expect(wallet.sessions).toHaveLength(0);
+    await open(client, ciphertext, wallet, { validity: 120 });
+    expect((await open(client, ciphertext, wallet, { cacheOnly: true })).source).toBe('cache');
+    now += 120_000;
+    const before = exchanges.length;
+    await expect(open(client, ciphertext, wallet, { cacheOnly: true })).rejects.toMatchObject({ code: 'NOT_CACHED' });
+    expect(exchanges.slice(before).filter((e) => e.url.includes('/start'))).toEqual([]);
+  });
+
+  it('the passkey tier where there is no WebAuthn (Node): PRF_UNAVAILABLE before any scan, nothing stored', async () => {
+    const store = memoryStore();
+    const { client, exchanges } = recorded({ store, cacheKeys: true, keyProtection: 'passkey' });
+    expect(client.keyProtection).toBe('passkey');
+    await expect(client.registerPasskey()).rejects.toMatchObject({ code: 'PRF_UNAVAILABLE' });
+    const ciphertext = await sealForAlice(client, 'no passkey');
+    const sealed = exchanges.length;
+    const wallet = alicesWallet();
+    await expect(open(client, ciphertext, wallet)).rejects.toMatchObject({ code: 'PASSKEY_FAILED' });
+    const withId = recorded({ store, cacheKeys: true, passkey: { credentialId: 'A'.repeat(22) } }).client;
+    await withId.useKeyProtection('passkey');
+    await expect(open(withId, ciphertext, wallet)).rejects.toMatchObject({ code: 'PRF_UNAVAILABLE' });
+    expect(wallet.sessions).toHaveLength(0);
+    expect(exchanges.slice(sealed).filter((e) => e.url.includes('/start'))).toEqual([]);
+    expect((await store.keys()).filter((k) => /\|(?:jwt|usk|device-key|passkey)/.test(k))).toEqual([]);
+    // Without the cache the passkey is not asked: a scan as ever.
+    expect((await open(withId, ciphertext, wallet, { cache: false })).source).toBe('session');
   });
 
   it('a cached JWT is not thrown away because the PKG is briefly unreachable', async () => {

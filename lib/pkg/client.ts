@@ -1,4 +1,6 @@
+import type { KeyCandidate } from '../key-candidates.js';
 import type { Policy } from '../policy.js';
+import type { UserKeys, VerifyingKeys } from '../unseal.js';
 import { PkgCache, type CachedParameters, type ParameterKind } from './cache.js';
 import { PkgClientError, PkgClientErrorCode, aborted, badResponse, invalidArgument, throwIfAborted } from './errors.js';
 import { expectOk, readJson, withDeadline, type HttpContext } from './http.js';
@@ -12,6 +14,14 @@ import {
   type KeyRequestOptions,
 } from './keyrequest.js';
 import { isSessionPointer } from './links.js';
+import {
+  createPasskey,
+  passkeyBox,
+  type CreatePasskeyOptions,
+  type PasskeyOptions,
+  type PasskeyRegistration,
+} from './passkey.js';
+import type { SecretTier } from './secret-box.js';
 import { IdentitySession, type EventSourceConstructor, type SessionOptions } from './session.js';
 import { defaultStore, type KeyValueStore } from './store.js';
 
@@ -27,6 +37,18 @@ export interface PkgClientOptions {
   store?: KeyValueStore | Promise<KeyValueStore>;
   /** Cache session JWTs and user secret keys until they expire (opt-in; per call too). Default false. */
   cacheKeys?: boolean;
+  /**
+   * What seals the cached JWTs and keys: `'device'` (default), a non-extractable key of this
+   * browser's; or `'passkey'`, a key from a passkey's PRF output, asked once per page session with
+   * user verification (register one with `registerPasskey()`). docs/security.md says what each
+   * protects against. `useKeyProtection()` changes it later.
+   */
+  keyProtection?: SecretTier;
+  /**
+   * The passkey tier's relying party id and prompt timeout, and which passkey: default the one
+   * `registerPasskey()` kept in the store; a `credentialId` here (an app that keeps it itself) wins.
+   */
+  passkey?: PasskeyOptions & { credentialId?: string };
   /** Deadline per PKG request. 15 s. */
   timeoutMs?: number;
   /** Path segment of the identity routes: 'irma' (pg-pkg's name, default), 'request' or 'idp'. */
@@ -91,14 +113,21 @@ export interface DecryptionKeyOptions extends KeyRequestOptions {
   cache?: boolean;
   /** Skip cached entries (e.g. after the cached key did not open the file). */
   fresh?: boolean;
+  /** Only the cache: when it has no live key or JWT, fail with `NOT_CACHED` instead of starting a session. */
+  cacheOnly?: boolean;
   /** JWT validity in seconds; default until the next 04:00 local time. */
   validity?: number;
 }
 
 /** What `decryptionKey` resolves with: the key, and whether getting it took a scan. */
 export interface DecryptionKey {
-  /** The user secret key (base64), for Unsealer.unseal / StreamUnsealer.unseal. */
+  /** The user secret key (base64) under the PKG's primary master key, for Unsealer.unseal / StreamUnsealer.unseal. */
   usk: string;
+  /**
+   * From a PKG with a key set: one user key per master key that still opens files of this time,
+   * `{ id, key }`; give these to `unseal` instead of `usk` to open a file sealed under any of them.
+   */
+  usks?: KeyCandidate[];
   /** Where it came from: the cache, a cached JWT (no scan), or a new session (a scan). */
   source: 'cache' | 'cached-jwt' | 'session';
 }
@@ -129,6 +158,34 @@ const SIGNING_KEY_CHARS = 128;
 
 const isBase64Of = (value: unknown, chars: number): value is string =>
   typeof value === 'string' && value.length === chars && BASE64.test(value);
+
+const KEY_ID = /^[0-9a-f]{16}$/;
+const STATUSES: ReadonlyArray<KeyCandidate['status']> = ['primary', 'decrypt-only', 'retired'];
+const STATUS_ORDER = (c: KeyCandidate) => STATUSES.indexOf(c.status);
+
+/**
+ * A key set as the PKG publishes it (`keys` beside `publicKey`, or `keys` beside a user key): absent
+ * stays absent (a PKG without a key set); anything but a list of well-formed entries is refused.
+ * Primary first, then decrypt-only, then retired: most files are under the primary.
+ */
+function keySetOf(value: unknown, chars: number, published: boolean): KeyCandidate[] | undefined | false {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0 || value.length > 64) return false;
+  const keys: KeyCandidate[] = [];
+  for (const entry of value as unknown[]) {
+    const o = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+    const key = published ? o['publicKey'] : o['key'];
+    if (typeof o['id'] !== 'string' || !KEY_ID.test(o['id']) || !isBase64Of(key, chars)) return false;
+    if (!published) {
+      keys.push({ id: o['id'], key });
+      continue;
+    }
+    const status = o['status'] as KeyCandidate['status'];
+    if (!STATUSES.includes(status)) return false;
+    keys.push({ id: o['id'], key, status });
+  }
+  return published ? keys.sort((a, b) => STATUS_ORDER(a) - STATUS_ORDER(b)) : keys;
+}
 
 function isPolicy(value: unknown): value is Policy {
   if (typeof value !== 'object' || value === null) return false;
@@ -182,6 +239,19 @@ function checkStartRequest(request: StartRequest): void {
   }
 }
 
+const decryptionKeys = ({ key, keys }: { key: string; keys?: KeyCandidate[] }): Pick<DecryptionKey, 'usk' | 'usks'> =>
+  keys === undefined ? { usk: key } : { usk: key, usks: keys };
+
+// A cached user key is the key itself (base64, never starting with "{"), or with a key set the JSON of both.
+const userKeysToCache = (keys: { key: string; keys?: KeyCandidate[] }): string =>
+  keys.keys === undefined ? keys.key : JSON.stringify(keys);
+
+function cachedUserKeys(value: string): Pick<DecryptionKey, 'usk' | 'usks'> {
+  if (!value.startsWith('{')) return { usk: value };
+  const parsed = JSON.parse(value) as { key: string; keys: KeyCandidate[] };
+  return { usk: parsed.key, usks: parsed.keys };
+}
+
 /** Hands a new session to the caller's UI; if that throws, the session is cancelled rather than left running. */
 async function showSession(
   session: IdentitySession,
@@ -205,12 +275,15 @@ async function showSession(
  * ```text
  *   masterPublicKey(), verificationKey()   GET /v2/parameters, /v2/sign/parameters; cached in the store
  *                                          and revalidated with the ETag (If-None-Match → 304)
+ *   verificationKeys()                     the PKG's whole IBS key set, as unsealers take it
  *   startSession({con, validity?})         POST /v2/irma/start → an IdentitySession (QR, status, JWT)
  *   userSecretKey(jwt, ts)                 GET /v2/irma/key/{ts} with the session JWT
+ *   userSecretKeys(jwt, ts)                the same request: a user key per key of the PKG's key set
  *   signingKeys({jwt} | {apiKey}, ids)     POST /v2/irma/sign/key
  *   decryptionKey({recipientId, policy})   the whole decryption flow, with the opt-in JWT/USK cache
  *   signingKeysWithSession({...})          the whole sender flow
  *   forgetKeys()                           drops cached JWTs and USKs
+ *   registerPasskey(), useKeyProtection()  the passkey tier of the cache (passkey.ts)
  * ```
  *
  * Nothing here needs the DOM: it runs in pages and in workers.
@@ -222,6 +295,7 @@ export class PkgClient {
   private readonly base: string;
   private readonly cache: PkgCache;
   private readonly cacheKeys: boolean;
+  private readonly passkeyOptions: PasskeyOptions & { credentialId?: string };
   private readonly now: () => number;
   private readonly parametersMaxAgeMs: number;
   private readonly sessionDefaults: Pick<
@@ -229,7 +303,7 @@ export class PkgClient {
     'EventSource' | 'pollIntervalMs' | 'eventsConnectTimeoutMs' | 'maxPollFailures'
   >;
   private readonly parameters: Partial<Record<ParameterKind, CachedParameters>> = {};
-  private readonly revalidating: Partial<Record<ParameterKind, Promise<string>>> = {};
+  private readonly revalidating: Partial<Record<ParameterKind, Promise<CachedParameters>>> = {};
 
   constructor(options: PkgClientOptions) {
     if (typeof options?.url !== 'string') throw invalidArgument('PkgClient needs the PKG url');
@@ -251,7 +325,16 @@ export class PkgClient {
     };
     this.base = `${this.url}/v2/${options.prefix ?? 'irma'}`;
     this.now = options.now ?? Date.now;
-    this.cache = new PkgCache(Promise.resolve(options.store ?? defaultStore()), this.url, this.now);
+    this.passkeyOptions = { ...options.passkey };
+    const { credentialId, ...prompt } = this.passkeyOptions;
+    this.cache = new PkgCache(Promise.resolve(options.store ?? defaultStore()), this.url, this.now, {
+      passkey: passkeyBox(
+        async () => (credentialId !== undefined ? { credentialId } : this.passkey()),
+        this.url,
+        prompt,
+      ),
+    });
+    this.cache.useTier(options.keyProtection ?? 'device');
     this.cacheKeys = options.cacheKeys ?? false;
     this.parametersMaxAgeMs = options.parametersMaxAgeMs ?? 5 * 60_000;
     this.sessionDefaults = {
@@ -267,15 +350,29 @@ export class PkgClient {
     return this.publicKey('mpk', options.signal);
   }
 
-  /** The verification key (base64), for Unsealer.new / StreamUnsealer.new. */
+  /** The verification key (base64) of the PKG's primary, for Unsealer.new / StreamUnsealer.new. */
   verificationKey(options: { signal?: AbortSignal } = {}): Promise<string> {
     return this.publicKey('vk', options.signal);
   }
 
-  private publicKey(kind: ParameterKind, signal: AbortSignal | undefined): Promise<string> {
+  /**
+   * Every verifying key of the PKG's key set, `[{ id, key, status }]` (primary first), for
+   * Unsealer.new / StreamUnsealer.new / inspectCiphertext: a file signed under any current key
+   * verifies, one under a retired key is refused as such (NO_MATCHING_KEY). From a PKG without a
+   * key set: its one verifying key, as `verificationKey` gives it.
+   */
+  async verificationKeys(options: { signal?: AbortSignal } = {}): Promise<VerifyingKeys> {
+    const entry = await this.publishedKeys('vk', options.signal);
+    return entry.keys ?? entry.publicKey;
+  }
+
+  private async publicKey(kind: ParameterKind, signal: AbortSignal | undefined): Promise<string> {
+    return (await this.publishedKeys(kind, signal)).publicKey;
+  }
+
+  private publishedKeys(kind: ParameterKind, signal: AbortSignal | undefined): Promise<CachedParameters> {
     const known = this.parameters[kind];
-    if (known !== undefined && this.now() - known.checkedAt < this.parametersMaxAgeMs)
-      return Promise.resolve(known.publicKey);
+    if (known !== undefined && this.now() - known.checkedAt < this.parametersMaxAgeMs) return Promise.resolve(known);
     // One request per key at a time; a caller's abort leaves it running for the others.
     const pending = (this.revalidating[kind] ??= this.revalidate(kind).finally(() => {
       delete this.revalidating[kind];
@@ -283,7 +380,7 @@ export class PkgClient {
     return raceSignal(pending, signal);
   }
 
-  private async revalidate(kind: ParameterKind): Promise<string> {
+  private async revalidate(kind: ParameterKind): Promise<CachedParameters> {
     const cached = this.parameters[kind] ?? (await this.cache.parameters(kind));
     const url = `${this.url}/v2/${kind === 'mpk' ? 'parameters' : 'sign/parameters'}`;
     const conditional: Record<string, string> = {};
@@ -303,7 +400,7 @@ export class PkgClient {
       }
       if (retried === undefined) {
         // The PKG is down: a key it published before is still the key.
-        if (cached !== undefined) return cached.publicKey;
+        if (cached !== undefined) return cached;
         throw error;
       }
       response = retried;
@@ -315,20 +412,20 @@ export class PkgClient {
       entry = { ...cached, checkedAt: this.now() };
     } else {
       const { body } = response;
-      const { publicKey, formatVersion } = (typeof body === 'object' && body !== null ? body : {}) as Record<
+      const { publicKey, formatVersion, keys } = (typeof body === 'object' && body !== null ? body : {}) as Record<
         string,
         unknown
       >;
-      if (
-        !isBase64Of(publicKey, kind === 'mpk' ? MPK_CHARS : VK_CHARS) ||
-        (formatVersion !== undefined && formatVersion !== 0)
-      ) {
+      const chars = kind === 'mpk' ? MPK_CHARS : VK_CHARS;
+      const keySet = keySetOf(keys, chars, true);
+      if (!isBase64Of(publicKey, chars) || (formatVersion !== undefined && formatVersion !== 0) || keySet === false) {
         throw badResponse(
           url,
           `the PKG's ${kind === 'mpk' ? 'master public key' : 'verification key'} is not in the expected format`,
         );
       }
       entry = { publicKey, checkedAt: this.now() };
+      if (keySet !== undefined) entry.keys = keySet;
       // Cross-origin, ETag and Last-Modified are only readable if the PKG exposes them; without
       // them the browser's HTTP cache does the revalidating (the PKG sends Cache-Control: no-cache).
       const etag = response.headers.get('etag');
@@ -338,7 +435,7 @@ export class PkgClient {
     }
     this.parameters[kind] = entry;
     await this.cache.putParameters(kind, entry);
-    return entry.publicKey;
+    return entry;
   }
 
   /** One GET of a parameters route, body read (bounded) inside the deadline. */
@@ -400,8 +497,26 @@ export class PkgClient {
     );
   }
 
-  /** GET key/{ts}: the user secret key for what the session JWT proved, at the policy's timestamp. */
+  /** GET key/{ts}: the user secret key for what the session JWT proved, at the policy's timestamp (the primary's). */
   async userSecretKey(jwt: string, timestamp: number, options: { signal?: AbortSignal } = {}): Promise<string> {
+    return (await this.userKeys(jwt, timestamp, options)).key;
+  }
+
+  /**
+   * GET key/{ts}, all of it: from a PKG with a key set, one user key per master key that still opens
+   * files sealed at `timestamp`, `[{ id, key }]`, for `unseal` to try in turn; otherwise the one key.
+   * One request, so one identity session, whatever the number of keys.
+   */
+  async userSecretKeys(jwt: string, timestamp: number, options: { signal?: AbortSignal } = {}): Promise<UserKeys> {
+    const { key, keys } = await this.userKeys(jwt, timestamp, options);
+    return keys ?? key;
+  }
+
+  private async userKeys(
+    jwt: string,
+    timestamp: number,
+    options: { signal?: AbortSignal },
+  ): Promise<{ key: string; keys?: KeyCandidate[] }> {
     if (typeof jwt !== 'string' || jwt.length === 0) throw invalidArgument('a session JWT is needed');
     if (!Number.isSafeInteger(timestamp) || timestamp < 0)
       throw invalidArgument('the timestamp must be a non-negative integer');
@@ -413,7 +528,7 @@ export class PkgClient {
       });
       return readJson(await expectOk(response, url), url);
     });
-    const { status, proofStatus, key } = (typeof body === 'object' && body !== null ? body : {}) as Record<
+    const { status, proofStatus, key, keys } = (typeof body === 'object' && body !== null ? body : {}) as Record<
       string,
       unknown
     >;
@@ -424,8 +539,10 @@ export class PkgClient {
         { url },
       );
     }
-    if (!isBase64Of(key, USK_CHARS)) throw badResponse(url, 'the user secret key is not in the expected format');
-    return key;
+    const keySet = keySetOf(keys, USK_CHARS, false);
+    if (!isBase64Of(key, USK_CHARS) || keySet === false)
+      throw badResponse(url, 'the user secret key is not in the expected format');
+    return keySet === undefined ? { key } : { key, keys: keySet };
   }
 
   /** POST sign/key: signing keys for a session JWT or an API key (`PG-…`). */
@@ -493,15 +610,20 @@ export class PkgClient {
     const uskId = `${recipientId}\n${ts}\n${JSON.stringify(con)}`;
     throwIfAborted(signal);
 
+    if (options.cacheOnly === true && !useCache)
+      throw new PkgClientError(PkgClientErrorCode.NOT_CACHED, 'cacheOnly without the cache');
+    // Expired entries go first, every one of them, not only those this request reads.
+    if (useCache) await this.cache.sweep();
     if (useCache && options.fresh !== true) {
-      const usk = await this.cache.secret('usk', uskId);
-      if (usk !== undefined) return { usk, source: 'cache' };
-      const jwt = await this.cache.secret('jwt', jwtId);
+      // Raced with the signal: the passkey tier may be waiting on the user's prompt here.
+      const cached = await raceSignal(this.cache.secret('usk', uskId), signal);
+      if (cached !== undefined) return { ...cachedUserKeys(cached), source: 'cache' };
+      const jwt = await raceSignal(this.cache.secret('jwt', jwtId), signal);
       if (jwt !== undefined) {
         try {
-          const key = await this.userSecretKey(jwt, ts, { signal });
-          await this.cache.putSecret('usk', uskId, key, readSessionClaims(jwt)?.exp);
-          return { usk: key, source: 'cached-jwt' };
+          const keys = await this.userKeys(jwt, ts, { signal });
+          await this.cache.putSecret('usk', uskId, userKeysToCache(keys), readSessionClaims(jwt)?.exp);
+          return { ...decryptionKeys(keys), source: 'cached-jwt' };
         } catch (error) {
           // Aborts and an unreachable PKG are not the JWT's fault; anything else means it is no
           // good for this key (expired, refused, ts after its exp): forget it and scan again.
@@ -517,6 +639,11 @@ export class PkgClient {
         }
       }
     }
+    if (options.cacheOnly === true)
+      throw new PkgClientError(PkgClientErrorCode.NOT_CACHED, 'no live key or session for this recipient in the cache');
+    // The passkey's one prompt comes before the scan, so a passkey that gives no key stops here,
+    // before the user scans for a key that could not be kept.
+    if (useCache && this.cache.tier === 'passkey') await raceSignal(this.cache.unlock(), signal);
 
     const session = await this.startSession(
       { con, validity: options.validity ?? validityUntil4am(new Date(this.now())) },
@@ -524,13 +651,13 @@ export class PkgClient {
     );
     await showSession(session, options.onSession);
     const jwt = await session.result();
-    const usk = await this.userSecretKey(jwt, ts, { signal });
+    const keys = await this.userKeys(jwt, ts, { signal });
     if (useCache) {
       const exp = readSessionClaims(jwt)?.exp;
       await this.cache.putSecret('jwt', jwtId, jwt, exp);
-      await this.cache.putSecret('usk', uskId, usk, exp);
+      await this.cache.putSecret('usk', uskId, userKeysToCache(keys), exp);
     }
-    return { usk, source: 'session' };
+    return { ...decryptionKeys(keys), source: 'session' };
   }
 
   /** The sender's flow: disclose `con` in a session, then get signing keys for the disclosed types. */
@@ -547,8 +674,47 @@ export class PkgClient {
     return this.signingKeys({ jwt }, ids, { signal: options.signal });
   }
 
-  /** Forgets every cached session JWT and user secret key of this PKG (the public keys stay). */
+  /**
+   * Forgets every cached session JWT and user secret key of this PKG and the wrapping keys they
+   * were sealed under (the public keys and a registered passkey's id stay).
+   */
   forgetKeys(): Promise<void> {
     return this.cache.forgetSecrets();
+  }
+
+  /** Which tier seals the cached JWTs and keys now: `'device'` or `'passkey'`. */
+  get keyProtection(): SecretTier {
+    return this.cache.tier;
+  }
+
+  /**
+   * Seals the cache under `tier` from now on. A change forgets what is cached (it was sealed
+   * under the other tier's key, which is never used to open anything for this one).
+   */
+  async useKeyProtection(tier: SecretTier): Promise<void> {
+    if (tier !== 'device' && tier !== 'passkey') throw invalidArgument("keyProtection is 'device' or 'passkey'");
+    if (tier === this.cache.tier) return;
+    await this.cache.forgetSecrets();
+    this.cache.useTier(tier);
+  }
+
+  /**
+   * Makes a passkey for the passkey tier (the browser's prompt; user verification and the PRF
+   * extension required) and keeps its id in the store for later page sessions. `PRF_UNAVAILABLE`
+   * where the authenticator cannot evaluate PRF. Keys cached under an earlier passkey are forgotten.
+   */
+  async registerPasskey(options: CreatePasskeyOptions = {}): Promise<PasskeyRegistration> {
+    const { credentialId: _, ...prompt } = this.passkeyOptions;
+    const registration = await createPasskey({ ...prompt, ...options });
+    if (this.cache.tier === 'passkey') await this.cache.forgetSecrets();
+    await this.cache.write(this.cache.key('passkey'), registration);
+    return registration;
+  }
+
+  /** The passkey the passkey tier uses: the one given in the options, else the one registered here. */
+  async passkey(): Promise<PasskeyRegistration | undefined> {
+    if (this.passkeyOptions.credentialId !== undefined) return { credentialId: this.passkeyOptions.credentialId };
+    const kept = await this.cache.read<PasskeyRegistration>(this.cache.key('passkey'));
+    return typeof kept?.credentialId === 'string' ? { credentialId: kept.credentialId } : undefined;
   }
 }

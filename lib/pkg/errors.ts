@@ -29,6 +29,21 @@ export const PkgClientErrorCode = {
   ABORTED: 'ABORTED',
   /** An argument breaks a rule (the message says which). Nothing was sent. */
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  /** A cache-only key request (`cacheOnly`) found no live key or JWT: none was kept, it expired or was forgotten. */
+  NOT_CACHED: 'NOT_CACHED',
+  /**
+   * The passkey tier: this browser or the authenticator cannot evaluate the WebAuthn PRF extension,
+   * so no wrapping key can come from it. Nothing is stored under another key instead.
+   */
+  PRF_UNAVAILABLE: 'PRF_UNAVAILABLE',
+  /**
+   * The passkey tier: no passkey gave its key. None is registered, the user refused or let the
+   * prompt time out, the authenticator is gone or does not hold the credential, or it did not
+   * verify the user.
+   */
+  PASSKEY_FAILED: 'PASSKEY_FAILED',
+  /** The passkey tier: the cached keys were sealed under another passkey than the one in use. */
+  PASSKEY_MISMATCH: 'PASSKEY_MISMATCH',
 } as const;
 
 /** One of the stable codes of {@link PkgClientErrorCode}, as carried by `PkgClientError.code`. */

@@ -24,6 +24,9 @@ export { SESSION_STATUSES, PROOF_STATUSES, isFinalStatus, readSessionClaims } fr
 export { PkgClientError, PkgClientErrorCode, isPkgClientError } from './errors.js';
 export type { PkgClientErrorDetails } from './errors.js';
 export { memoryStore, indexedDbStore, defaultStore } from './store.js';
+export { createPasskey } from './passkey.js';
+export type { PasskeyRegistration, PasskeyOptions, CreatePasskeyOptions } from './passkey.js';
+export type { SecretTier } from './secret-box.js';
 export { readLimitedText } from './http.js';
 export type { KeyValueStore } from './store.js';
 export {

@@ -12,6 +12,7 @@ import type { PkgMetrics } from '../metrics.js';
 import { LIMITS, attributeSchema, policySchema, proofStatusSchema, sessionStatusSchema } from '../schemas.js';
 import { SENSITIVE, type BucketStore } from '../ratelimit/index.js';
 import { spendBudget } from '../budgets.js';
+import { issuesFor, type MasterKey } from '../keyset.js';
 
 /**
  * Key issuance, under a Bearer credential:
@@ -23,8 +24,10 @@ import { spendBudget } from '../budgets.js';
  */
 
 export interface KeyRoutesOptions {
-  /** CGWKV master secret key (base64). */
+  /** CGWKV master secret key (base64): the primary's. */
   msk: string;
+  /** The IBE key set: a user key response carries one key per key that issues for its timestamp. */
+  ibeKeys?: readonly MasterKey[];
   /** IBS master secret key (base64). */
   sk: string;
   verifier: ResultJwtVerifier;
@@ -102,7 +105,20 @@ const keyResponseSchema = {
   type: 'object',
   required: ['status'],
   additionalProperties: false,
-  properties: { status: sessionStatusSchema, proofStatus: proofStatusSchema, key: { type: 'string' } },
+  properties: {
+    status: sessionStatusSchema,
+    proofStatus: proofStatusSchema,
+    key: { type: 'string' },
+    keys: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'key'],
+        additionalProperties: false,
+        properties: { id: { type: 'string' }, key: { type: 'string' } },
+      },
+    },
+  },
 } as const;
 
 const signingKeySchema = {
@@ -142,6 +158,7 @@ interface KeyResponse {
   status: SessionStatus;
   proofStatus?: ProofStatus;
   key?: string;
+  keys?: Array<{ id: string; key: string }>;
 }
 
 interface SigningResponse {
@@ -162,6 +179,10 @@ const timestampParams = {
 
 export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions): Promise<void> {
   const { msk, sk, verifier, apiKeys, clock, metrics, refuseDemoSchemes, budgets } = options;
+  // Primary first, then the newest: most files are under the keys a reader tries first.
+  const ibeKeys = [...(options.ibeKeys ?? [])]
+    .reverse()
+    .sort((a, b) => Number(b.status === 'primary') - Number(a.status === 'primary'));
   // What a session proved, or an API key stands for, must not rest on a demo scheme when so configured.
   const checkSchemes = (attributes: readonly Attribute[]): void => {
     if (refuseDemoSchemes) refuseDemoTypes(attributes.map((a) => a.t));
@@ -179,8 +200,16 @@ export async function keyRoutes(app: FastifyInstance, options: KeyRoutesOptions)
       throw new PkgError('EMPTY_IDENTITY', 'the session disclosed no attributes');
     if (attributes !== undefined) {
       checkSchemes(attributes);
-      response.key = extractUsk(msk, { ts, con: attributes });
+      const policy = { ts, con: attributes };
+      response.key = extractUsk(msk, policy);
       metrics.countKey('usk');
+      // One key per master key that still opens files sealed at ts (the primary's again, under its id),
+      // so that one identity session opens a file sealed under any of them (server/README.md).
+      if (ibeKeys.length > 0) {
+        response.keys = ibeKeys
+          .filter((k) => issuesFor(k, ts))
+          .map((k) => ({ id: k.id, key: k.secretKey === msk ? response.key! : extractUsk(k.secretKey, policy) }));
+      }
     }
     return response;
   };

@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { PublishedKeyEntry } from '../keyset.js';
 
 /**
  * GET /v2/parameters (the KEM master public key) and GET /v2/sign/parameters (the IBS verifying key):
- * `{"formatVersion": 0, "publicKey": "<base64>"}`, computed once, with a strong ETag, Last-Modified
+ * `{"formatVersion": 0, "publicKey": "<base64>", "keys": [...]}`: `publicKey` is the primary of the key
+ * set, as pg-pkg answers (what pg-js and pg-wasm read), and `keys` the whole set, secrets left out
+ * (server/keyset.ts: id, publicKey, status, notBefore, notAfter), so the ETag changes with the set. Computed once, with a strong ETag, Last-Modified
  * (the key file's modification time) and `Cache-Control: public, no-cache`, so caches keep the key
  * and revalidate it cheaply. Conditional requests (server/README.md, Routes; with RFC 9110's precedence):
  * If-None-Match naming our tag (strong comparison; `*` is not a match, as in pg-pkg) → 304; without
@@ -13,6 +16,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 export interface ParametersOptions {
   mpk: string;
   vk: string;
+  /** The key sets as published; absent: a body without `keys` (pg-pkg's). */
+  ibeKeys?: PublishedKeyEntry[];
+  ibsKeys?: PublishedKeyEntry[];
   mpkModified: Date;
   vkModified: Date;
 }
@@ -25,8 +31,10 @@ export interface PublishedKey {
   modifiedSeconds: number;
 }
 
-export function publishKey(publicKey: string, modified: Date): PublishedKey {
-  const body = JSON.stringify({ formatVersion: 0, publicKey });
+export function publishKey(publicKey: string, modified: Date, keys?: PublishedKeyEntry[]): PublishedKey {
+  const body = JSON.stringify(
+    keys === undefined ? { formatVersion: 0, publicKey } : { formatVersion: 0, publicKey, keys },
+  );
   const digest = createHash('sha256').update(body).digest('base64url').slice(0, 22);
   const modifiedSeconds = Math.floor(modified.getTime() / 1000);
   return {
@@ -60,7 +68,25 @@ const parametersSchema = {
       type: 'object',
       required: ['formatVersion', 'publicKey'],
       additionalProperties: false,
-      properties: { formatVersion: { type: 'integer' }, publicKey: { type: 'string' } },
+      properties: {
+        formatVersion: { type: 'integer' },
+        publicKey: { type: 'string' },
+        keys: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['id', 'publicKey', 'status', 'notBefore', 'notAfter'],
+            additionalProperties: false,
+            properties: {
+              id: { type: 'string' },
+              publicKey: { type: 'string' },
+              status: { type: 'string', enum: ['primary', 'decrypt-only', 'retired'] },
+              notBefore: { type: ['integer', 'null'] },
+              notAfter: { type: ['integer', 'null'] },
+            },
+          },
+        },
+      },
     },
   },
 } as const;
@@ -80,6 +106,6 @@ function serve(key: PublishedKey) {
 
 export async function parametersRoutes(app: FastifyInstance, options: ParametersOptions): Promise<void> {
   const route = { schema: parametersSchema, exposeHeadRoute: true };
-  app.get('/v2/parameters', route, serve(publishKey(options.mpk, options.mpkModified)));
-  app.get('/v2/sign/parameters', route, serve(publishKey(options.vk, options.vkModified)));
+  app.get('/v2/parameters', route, serve(publishKey(options.mpk, options.mpkModified, options.ibeKeys)));
+  app.get('/v2/sign/parameters', route, serve(publishKey(options.vk, options.vkModified, options.ibsKeys)));
 }

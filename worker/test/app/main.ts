@@ -4,6 +4,7 @@ import { seal as sealHere, sealStream as sealStreamHere } from '../../../lib/ind
 import {
   PkgClient,
   PostGuardWorker,
+  createPasskey,
   drawQr,
   indexedDbStore,
   isPostGuardError,
@@ -758,13 +759,34 @@ const pgt = {
   pkgClient: undefined as PkgClient | undefined,
   session: undefined as IdentitySession | undefined,
   statuses: [] as string[],
-  makePkgClient(url: string, cacheKeys: boolean, offline = false) {
+  /** Added to the client's clock (ms): a test moves past an entry's expiry with it. */
+  clockOffsetMs: 0,
+  makePkgClient(
+    url: string,
+    cacheKeys: boolean,
+    offline = false,
+    tier: { keyProtection?: 'device' | 'passkey'; credentialId?: string; passkeyTimeoutMs?: number } = {},
+  ) {
     pgt.pkgClient = new PkgClient({
       url,
       cacheKeys,
       store: indexedDbStore(),
+      now: () => Date.now() + pgt.clockOffsetMs,
       ...(offline ? { fetch: () => Promise.reject(new TypeError('offline')) } : {}),
+      ...(tier.keyProtection === undefined ? {} : { keyProtection: tier.keyProtection }),
+      passkey: {
+        ...(tier.credentialId === undefined ? {} : { credentialId: tier.credentialId }),
+        ...(tier.passkeyTimeoutMs === undefined ? {} : { timeoutMs: tier.passkeyTimeoutMs }),
+      },
     });
+  },
+  /** `PkgClient.registerPasskey()`, or the error it threw. */
+  async registerPasskey(): Promise<{ credentialId: string } | { error: ReturnType<typeof describeError> }> {
+    return pgt.pkgClient!.registerPasskey().catch((e: unknown) => ({ error: describeError(e) }));
+  },
+  /** `createPasskey()` on its own (not kept as the client's), or the error it threw. */
+  async createPasskey(): Promise<{ credentialId: string } | { error: ReturnType<typeof describeError> }> {
+    return createPasskey().catch((e: unknown) => ({ error: describeError(e) }));
   },
   async publicKeys() {
     const client = pgt.pkgClient!;
@@ -783,7 +805,7 @@ const pgt = {
    * test's wallet), then the file opened in the worker. Resolves with the source of the key.
    */
   pendingOpen: undefined as Promise<unknown> | undefined,
-  startOpen(ctB64: string, id: string, vk: string, options: { abortAfterSession?: boolean } = {}) {
+  startOpen(ctB64: string, id: string, vk: string, options: { abortAfterSession?: boolean; cacheOnly?: boolean } = {}) {
     pgt.session = undefined;
     pgt.statuses = [];
     const controller = new AbortController();
@@ -795,6 +817,7 @@ const pgt = {
           recipientId: id,
           policy,
           signal: controller.signal,
+          ...(options.cacheOnly === true ? { cacheOnly: true } : {}),
           onSession: (session) => {
             pgt.session = session;
             session.onStatus((s) => pgt.statuses.push(s));
