@@ -219,6 +219,24 @@ describe('a registered download', () => {
     expect(again.headers.get('x-postguard-error')).toBe('UNKNOWN_DOWNLOAD');
   });
 
+  it("takes a key set's candidates (a PKG after a rotation): the keys that open the file are found among them", async () => {
+    const w = worker();
+    const { reply, end } = await w.register({
+      usk: [
+        { id: 'other', key: otherUsk },
+        { id: 'current', key: usk },
+      ],
+      vk: [
+        { id: 'new', key: generateSigningKeys().vk },
+        { id: 'old', key: vk },
+      ],
+    });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.status).toBe(200);
+    expectSameBytes(await bytesOf(res), plain);
+    expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
+  });
+
   it('fetches a URL source and takes its size from Content-Length', async () => {
     const w = worker();
     const { reply } = await w.register({ source: { kind: 'url', url: `${serverUrl}/ct` } });
@@ -984,6 +1002,8 @@ describe('registrations', () => {
       { disposition: 'open' as never },
       { size: -1 },
       { usk: 5 as never },
+      { usk: [] as never },
+      { vk: [{ id: 'a' }] as never },
     ];
     for (const request of bad) {
       const { reply } = await w.register(request);

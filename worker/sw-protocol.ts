@@ -1,3 +1,4 @@
+import type { UserKeys, VerifyingKeys } from '../lib/unseal.js';
 import type { Policy } from '../lib/policy.js';
 import type { VerificationResult } from '../lib/signatures.js';
 
@@ -49,12 +50,13 @@ export interface DownloadFields {
   /** The recipient to decrypt for, as the header lists it. */
   recipientId: string;
   /**
-   * That recipient's user secret key (base64), e.g. from `PkgClient.decryptionKey`. Held in the
-   * worker's memory until the download ends or expires.
+   * That recipient's user secret key (base64), e.g. from `PkgClient.decryptionKey`, or the user
+   * keys of the PKG's key set (`decryptionKey().usks`: each is tried). Held in the worker's memory
+   * until the download ends or expires.
    */
-  usk: string;
-  /** The PKG's verification key (base64), e.g. from `PkgClient.verificationKey`. */
-  vk: string;
+  usk: UserKeys;
+  /** The PKG's verification key (base64), e.g. from `PkgClient.verificationKey`, or its key set (`verificationKeys()`). */
+  vk: VerifyingKeys;
   /** The name the browser saves the plaintext under (the last part of the URL, and Content-Disposition). */
   filename: string;
   /** The response's Content-Type; default application/octet-stream. */
@@ -122,8 +124,8 @@ export interface OffloadOpen {
   source: WireSource;
   size?: number;
   recipientId: string;
-  usk: string;
-  vk: string;
+  usk: UserKeys;
+  vk: VerifyingKeys;
   /** A URL's strong ETag from an earlier pass: the bytes must be the same (If-Match). */
   ifMatch?: string;
   /**

@@ -1,3 +1,4 @@
+import { isCandidateList } from '../lib/key-candidates.js';
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import type { RandomAccessFile } from '../lib/random-access.js';
 import { encodeError } from './errors.js';
@@ -51,11 +52,21 @@ const randomId = (): string => {
 
 const MEDIA_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(?:\s*;\s*[\w!#$&^.+-]+=(?:[\w!#$&^.+-]+|"[^"\\\r\n]*"))*$/;
 
+function isKeyOrCandidates(v: unknown): boolean {
+  if (typeof v === 'string') return true;
+  try {
+    return isCandidateList(v);
+  } catch {
+    return false; // an empty list or a malformed candidate
+  }
+}
+
 /** Checks a registration from a page; returns the reason it is unusable, or undefined. */
 function invalidRequest(r: RegisterRequest): string | undefined {
   if (typeof r !== 'object' || r === null) return 'the request must be an object';
   if (typeof r.recipientId !== 'string') return 'recipientId must be a string';
-  if (typeof r.usk !== 'string' || typeof r.vk !== 'string') return 'usk and vk must be base64 strings';
+  if (!isKeyOrCandidates(r.usk) || !isKeyOrCandidates(r.vk))
+    return 'usk and vk must be base64 strings or lists of { id, key }';
   if (r.contentType !== undefined && (typeof r.contentType !== 'string' || !MEDIA_TYPE.test(r.contentType)))
     return 'contentType is not a media type';
   if (r.disposition !== undefined && r.disposition !== 'attachment' && r.disposition !== 'inline')

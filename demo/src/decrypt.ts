@@ -9,7 +9,7 @@ import {
   type VerificationResult,
   type WorkerUnsealer,
 } from 'postguard-ts/worker';
-import { HINT_TYPES } from 'postguard-ts';
+import { HINT_TYPES, type UserKeys, type VerifyingKeys } from 'postguard-ts';
 import { attributeLabel, isEmailType } from './attributes.js';
 import { append, byId, h, setStatus, showError, uid } from './dom.js';
 import { PREVIEW_LIMIT, contentTypeFor, decryptedName, formatBytes, previewKind } from './files.js';
@@ -59,7 +59,8 @@ interface Opened {
 
 interface Key {
   recipientId: string;
-  usk: string;
+  /** The primary's user key, or one per key of the PKG's key set (a file sealed before a rotation opens too). */
+  usk: UserKeys;
   source: 'cache' | 'cached-jwt' | 'session';
 }
 
@@ -148,7 +149,7 @@ function clearPreview(): void {
 
 async function inspect(file: File): Promise<Opened> {
   const { pg, pkg } = await services;
-  const vk = await pkg.verificationKey();
+  const vk = await pkg.verificationKeys();
   try {
     const unsealer = await pg.StreamUnsealer.new(file.stream(), vk);
     try {
@@ -360,7 +361,7 @@ async function getKey(): Promise<void> {
       onSession: (session: IdentitySession) => panel.show(session),
     });
     nextKeyFresh = false;
-    key = { recipientId, usk: answer.usk, source: answer.source };
+    key = { recipientId, usk: answer.usks ?? answer.usk, source: answer.source };
     panel.hide();
     openSection.dataset['keySource'] = answer.source;
     const passkeyText = pkg.keyProtection === 'passkey' ? PASSKEY_SOURCE_TEXT[answer.source] : undefined;
@@ -435,7 +436,7 @@ async function decryptToBlob(
       onBytes(bytes);
     },
   });
-  const unsealer = await pg.StreamUnsealer.new(o.file.stream(), await pkg.verificationKey());
+  const unsealer = await pg.StreamUnsealer.new(o.file.stream(), await pkg.verificationKeys());
   try {
     const verified = await unsealer.unseal(k.recipientId, k.usk, sink);
     return [new Blob(parts, { type: contentType }), verified];
@@ -448,7 +449,7 @@ async function decryptToBlob(
 function prepareDecryption(
   o: Opened,
   k: Key,
-  vk: string,
+  vk: VerifyingKeys,
   filename: string,
   contentType: string,
   view: ProgressView,
@@ -486,7 +487,7 @@ async function download(): Promise<void> {
       const prepared = await prepareDecryption(
         o,
         k,
-        await pkg.verificationKey(),
+        await pkg.verificationKeys(),
         filename,
         contentType,
         view,
@@ -533,7 +534,7 @@ async function preview(): Promise<void> {
       const prepared = await prepareDecryption(
         o,
         k,
-        await pkg.verificationKey(),
+        await pkg.verificationKeys(),
         filename,
         contentType,
         view,
