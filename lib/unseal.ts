@@ -439,9 +439,11 @@ export class StreamUnsealer extends VerifiedHeaderView {
     const result = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
     result.catch(() => undefined);
     const pulled = pullSegments(this.reader.chunkSource(), opener, {
-      // The default depth, whatever the hasher: more measured no faster here (the opener decrypts
-      // as it reads), and what it reads ahead of its reader is what a service worker holds.
-      depth: INLINE_IN_FLIGHT,
+      // As many segments as the hasher asks of a sealer: on a hashing thread, enough queued there
+      // to keep it busy through a pause of this thread (with four it sat idle between replies);
+      // inline (a service worker) and on the second reading, the default four, which is also what
+      // a service worker holds ahead of its reader.
+      depth: hasher?.inFlight(this.segmentSize) ?? INLINE_IN_FLIGHT,
       cancelSource: (reason) => {
         settle.reject(reason);
         return this.reader.cancel(reason);
