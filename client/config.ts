@@ -29,6 +29,12 @@ export interface Timeouts {
    * delivered (the time a Yivi scan takes is not counted); TIMED_OUT when it passes. 0 (default): none.
    */
   transferMs?: number;
+  /**
+   * An overall deadline for an upload: `upload()` from its first request to the finalize's answer
+   * (a Yivi scan included; the keys come first), or `resume()`; TIMED_OUT when it passes, and a
+   * kept upload stays resumable. 0 (default): none; each request still has its own deadline.
+   */
+  uploadMs?: number;
 }
 
 /** How storage chunk uploads are retried after a failure that may pass. */
@@ -253,6 +259,7 @@ export function resolveConfig(config: PostGuardConfig): ResolvedConfig {
       finalizeMs: milliseconds('timeouts.finalizeMs', timeouts['finalizeMs'], 120_000),
       idleMs: milliseconds('timeouts.idleMs', timeouts['idleMs'], 30_000),
       transferMs: milliseconds('timeouts.transferMs', timeouts['transferMs'], 0, 0),
+      uploadMs: milliseconds('timeouts.uploadMs', timeouts['uploadMs'], 0, 0),
     },
     retry: {
       maxAttempts: maxAttempts as number,

@@ -45,7 +45,7 @@ export const ClientErrorCode = {
   KEPT_BYTES_CHANGED: 'KEPT_BYTES_CHANGED',
   /** A request was answered with a redirect to another origin (or one a browser does not show): not followed, the app's headers stay home. */
   REDIRECT_REFUSED: 'REDIRECT_REFUSED',
-  /** A download did not finish within `timeouts.transferMs`. */
+  /** A download did not finish within `timeouts.transferMs`, or an upload within `timeouts.uploadMs`. */
   TIMED_OUT: 'TIMED_OUT',
   /** The sealed object cannot run again: one of its inputs is a stream and was already read. */
   INVALID_STATE: 'INVALID_STATE',

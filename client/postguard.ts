@@ -182,7 +182,9 @@ export class PostGuard {
     const storage = this.storage();
     const keeper = await this.keeper();
     const records = await keeper.list();
-    return records.filter((r) => r.uuid !== undefined).map((record) => new PendingUpload(record, keeper, storage));
+    return records
+      .filter((r) => r.uuid !== undefined)
+      .map((record) => new PendingUpload(record, keeper, storage, this.config.timeouts.uploadMs));
   }
 
   /**

@@ -4,12 +4,13 @@ import { isKeyedUploadId } from './keyed.js';
 import { isResumable, type UploadResult } from './sealed.js';
 import type { StorageClient } from './storage.js';
 import { resumeSession, uploadCiphertext } from './upload.js';
+import { withinUploadDeadline } from './upload-deadline.js';
 
 /** How `PendingUpload.resume` runs. */
 export interface ResumeOptions {
   /** Called after each chunk the storage service confirmed, with the ciphertext bytes stored so far and the total. */
   onProgress?: (uploadedBytes: number, totalBytes: number) => void;
-  /** Aborts (`ABORTED`); the upload stays resumable. */
+  /** Aborts (`ABORTED`); the upload stays resumable. `timeouts.uploadMs` bounds the whole resume (`TIMED_OUT`). */
   signal?: AbortSignal;
 }
 
@@ -25,6 +26,8 @@ export class PendingUpload {
     private readonly record: UploadRecord,
     private readonly keeper: UploadKeeper,
     private readonly storage: StorageClient,
+    /** `timeouts.uploadMs` (0: no overall deadline). */
+    private readonly uploadMs = 0,
   ) {}
 
   /** The upload's id at the storage service (the recipients' link carries it). */
@@ -60,6 +63,12 @@ export class PendingUpload {
    * stays, to be resumed again.
    */
   async resume(options: ResumeOptions = {}): Promise<UploadResult> {
+    return withinUploadDeadline(options.signal, this.uploadMs, (signal) =>
+      this.resumeWithin(signal === options.signal ? options : { ...options, signal }),
+    );
+  }
+
+  private async resumeWithin(options: ResumeOptions): Promise<UploadResult> {
     const { record, keeper } = this;
     const source = await keeper.open(record.id);
     if (source === undefined || record.recoveryToken === undefined) {

@@ -13,6 +13,7 @@ import { PendingUpload } from './resume.js';
 import type { SignMethod } from './sign.js';
 import { StorageClient, type StorageLimits, type UploadSession } from './storage.js';
 import { ChunkFeed, checkLimits, located, uploadCiphertext } from './upload.js';
+import { withinUploadDeadline } from './upload-deadline.js';
 import { plainLength, zipStream, type ZipEntry } from './zip.js';
 
 /** Whom the storage service mails about an upload, and what it says. */
@@ -325,7 +326,7 @@ export class Sealed {
       const state = await keyedState(keeper, keyedId);
       if ('sent' in state) return { uuid: state.sent };
       if ('kept' in state)
-        return new PendingUpload(state.kept, keeper, this.storage).resume({
+        return new PendingUpload(state.kept, keeper, this.storage, this.parts.config.timeouts.uploadMs).resume({
           ...(signal === undefined ? {} : { signal }),
           ...(onProgress === undefined ? {} : { onProgress }),
         });
@@ -345,9 +346,12 @@ export class Sealed {
 
     const keeper = await this.parts.keeper();
     const label = options.label ?? this.label();
-    if (!keeper.persistent) return this.uploadAsSealed(keys, exact, notify, options);
-
-    return this.uploadKept(keeper, keys, { id: keyedId ?? newUploadId(), exact, limits, label, notify }, options);
+    // The overall deadline counts from here: the time the sender's scan took is theirs.
+    return withinUploadDeadline(signal, this.parts.config.timeouts.uploadMs, (within) => {
+      const timed = within === signal ? options : { ...options, signal: within };
+      if (!keeper.persistent) return this.uploadAsSealed(keys, exact, notify, timed);
+      return this.uploadKept(keeper, keys, { id: keyedId ?? newUploadId(), exact, limits, label, notify }, timed);
+    });
   }
 
   /**

@@ -78,19 +78,22 @@ const CASES = [
   ['put', 'mid-http-header'],
 ] as const;
 
-function client(when: string, mode: string, signal?: AbortSignal, keeper?: UploadKeeper) {
+function client(when: string, mode: string, signal?: AbortSignal, keeper?: UploadKeeper, uploadMs?: number) {
   return new PostGuard({
     pkgUrl: pkg.url,
     cryptifyUrl: `${mode === 'mid-http-header' ? servers.cutBase : servers.httpBase}/${when}/${mode}`,
     allowInsecureUrls: true,
-    timeouts: { storageMs: signal === undefined ? STORAGE_MS : 60_000 },
+    timeouts: {
+      storageMs: signal === undefined && uploadMs === undefined ? STORAGE_MS : 60_000,
+      ...(uploadMs === undefined ? {} : { uploadMs }),
+    },
     retry: { maxAttempts: 2, initialDelayMs: 1, maxDelayMs: 5 },
     ...(keeper === undefined ? {} : { keeper }),
   });
 }
 
-function upload(when: string, mode: string, signal?: AbortSignal, keeper?: UploadKeeper) {
-  const pg = client(when, mode, signal, keeper);
+function upload(when: string, mode: string, signal?: AbortSignal, keeper?: UploadKeeper, uploadMs?: number) {
+  const pg = client(when, mode, signal, keeper, uploadMs);
   return pg
     .encrypt({
       files: [{ name: 'a.bin', content: new Uint8Array(100_000).fill(7) }],
@@ -114,6 +117,27 @@ describe.each(CASES)('upload() against a storage service that misbehaves at %s (
     expect(error).toMatchObject({ name: 'ClientError', code: 'STORAGE_UNAVAILABLE' });
     // Two attempts of a chunk at most (retry.maxAttempts), each its own timeout.
     expect(ms).toBeLessThan(2 * STORAGE_MS + 2000);
+  });
+});
+
+describe('the overall deadline (timeouts.uploadMs)', () => {
+  const UPLOAD_MS = 400;
+
+  it('ends an upload whose requests each still have time: TIMED_OUT, with the upload it belongs to', async () => {
+    const started = Date.now();
+    const { error, ms } = await settled(upload('put', 'silent', undefined, undefined, UPLOAD_MS), () => started);
+    expect(error).toMatchObject({ name: 'ClientError', code: 'TIMED_OUT', uuid: UUID });
+    expect(ms).toBeLessThan(UPLOAD_MS + 1000);
+  });
+
+  it('ends a resume the same way, and the upload stays resumable', async () => {
+    const keeper = await stoppedUpload();
+    const [pending] = await client('put', 'silent', undefined, keeper, UPLOAD_MS).resumeUploads();
+    const started = Date.now();
+    const { error, ms } = await settled(pending!.resume(), () => started);
+    expect(error).toMatchObject({ name: 'ClientError', code: 'TIMED_OUT' });
+    expect(ms).toBeLessThan(UPLOAD_MS + 1000);
+    expect(await keeper.list()).toHaveLength(1);
   });
 });
 
