@@ -251,7 +251,12 @@ export function opfsBytes(
       (await ownFiles(dir))
         .filter(({ file }) => file.size > 0)
         .map(({ id, file }): KeptBytes => ({ id, size: file.size, modifiedAt: file.lastModified })),
-    removeBytes: (id) => removeFile(dir, fileName(id)),
+    async removeBytes(id) {
+      await removeFile(dir, fileName(id));
+      // What a writer that never closed left (a reload mid-sealing); one still open refuses, and
+      // the sweep takes it once it is old.
+      await removeFile(dir, partName(id)).catch(() => undefined);
+    },
     async sweep(before) {
       for (const { id, file } of await ownFiles(dir))
         if (file.size === 0 && file.lastModified < before) await removeFile(dir, fileName(id));
