@@ -17,12 +17,15 @@
  *   npm run bench:memory                       1 GiB, Node then Chromium
  *   npm run bench:memory -- --mib 64 --skip-browser
  *   npm run bench:memory -- --mib 256 --skip-node   Chromium only
- *   npm run bench:memory -- --mib 256 --skip-node --stages seal,seal+opfs,seal-then-put,upload
+ *   npm run bench:memory -- --mib 256 --skip-node --stages seal,seal+opfs,seal+sync,seal-then-put,upload
  *                                              what each stage of a page's send costs alone
+ *   npm run bench:memory -- --mib 256 --skip-node --stages fetch,receive
+ *                                              a page's receive beside the plain fetch of its ciphertext
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -37,7 +40,7 @@ import type { MemoryPage, SendStage, stage } from './memory-page/main.js';
 import { plaintext, startTransferStack } from './storage-transfer.js';
 
 const BOB = 'bob@example.com';
-const STAGES: readonly SendStage[] = ['seal', 'seal+opfs', 'seal-then-put', 'upload'];
+const STAGES: readonly SendStage[] = ['seal', 'seal+opfs', 'seal+sync', 'seal-then-put', 'upload', 'fetch', 'receive'];
 const MiB = 1024 * 1024;
 /** The whole run's way out: a stuck service fails the run instead of hanging it. */
 const RUN_MS = 60 * 60 * 1000;
@@ -46,12 +49,25 @@ interface Services {
   pkgUrl: string;
   storageUrl: string;
   apiKey: string;
+  /** The stack's process (the fake PKG and the storage stand-in). */
+  pid: number;
+}
+
+/** User and system CPU seconds a process of this machine has used (from /proc). */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** The child's role: start the stack, print its URLs as one JSON line, stay up until stdin closes. */
 async function serve(): Promise<void> {
   const stack = await startTransferStack();
-  const services: Services = { pkgUrl: stack.pkg.url, storageUrl: stack.storage.url, apiKey: stack.pkg.apiKey };
+  const services: Services = {
+    pkgUrl: stack.pkg.url,
+    storageUrl: stack.storage.url,
+    apiKey: stack.pkg.apiKey,
+    pid: process.pid,
+  };
   process.stdout.write(`${JSON.stringify(services)}\n`);
   process.stdin.resume();
   await new Promise((resolve) => process.stdin.once('end', resolve));
@@ -156,12 +172,16 @@ async function inChromium(services: Services, bytes: number, stages?: SendStage[
       proxy: { '/pkg': { target: services.pkgUrl, rewrite: (path) => path.slice('/pkg'.length) } },
     },
   });
-  const browser = await chromium.launch(chromiumLaunchOptions);
+  // A profile on disk, as a user's is: a context of its own (Playwright's default) is off the record,
+  // and Chromium keeps an off-the-record origin's private file system in the browser's memory.
+  const profile = mkdtempSync(join(tmpdir(), 'pg-bench-profile-'));
+  const context = await chromium.launchPersistentContext(profile, chromiumLaunchOptions);
+  const browser = context.browser()!;
   try {
     const address = server.httpServer.address();
     if (typeof address !== 'object' || address === null) throw new Error('the preview server has no port');
     const origin = `http://127.0.0.1:${address.port}`;
-    const page = await browser.newPage();
+    const page = context.pages()[0] ?? (await context.newPage());
     await page.goto(`${origin}/`);
     await page.waitForFunction(() => document.body.dataset['ready'] === 'true', null, { timeout: 60_000 });
     const cdp = await page.context().newCDPSession(page);
@@ -189,14 +209,32 @@ async function inChromium(services: Services, bytes: number, stages?: SendStage[
       );
     const services_ = { pkgUrl: `${origin}/pkg`, cryptifyUrl: services.storageUrl };
     if (stages !== undefined) {
+      // CPU seconds by process type (Chromium's count) and the stand-in's: on a shared machine the
+      // wall clock says how busy the others were, the CPU time what a stage costs.
+      const cpu = async () => {
+        const { processInfo } = (await system.send('SystemInfo.getProcessInfo')) as {
+          processInfo: Array<{ type: string; cpuTime: number }>;
+        };
+        const by: Record<string, number> = { standIn: cpuSecondsOf(services.pid) };
+        for (const p of processInfo) by[p.type] = (by[p.type] ?? 0) + p.cpuTime;
+        return by;
+      };
       for (const which of stages) {
+        const before = await cpu();
         const { ms } = await page.evaluate((a) => (globalThis as unknown as { stage: typeof stage }).stage(a), {
           ...services_,
           bytes,
           jwt: services.apiKey,
+          readerJwt: `${FAKE_JWT_PREFIX}${BOB}`,
           stage: which,
         });
-        console.log(`Chromium ${which} ${mib(bytes)}: ${(bytes / 1e6 / (ms / 1000)).toFixed(1)} MB/s (${load()})`);
+        const after = await cpu();
+        const spent = Object.entries(after)
+          .map(([type, s]) => `${type} ${(s - (before[type] ?? 0)).toFixed(1)}`)
+          .join(', ');
+        console.log(
+          `Chromium ${which} ${mib(bytes)}: ${(bytes / 1e6 / (ms / 1000)).toFixed(1)} MB/s (${load()}); CPU s: ${spent}`,
+        );
       }
       return;
     }
@@ -216,8 +254,9 @@ async function inChromium(services: Services, bytes: number, stages?: SendStage[
       throw new Error(`the page read ${got.result} bytes, expected at least ${bytes}`);
     row(`Chromium download + decrypt ${mib(bytes)} (${what})`, bytes, got, ['rss', 'heap']);
   } finally {
-    await browser.close();
+    await context.close();
     await server.close();
+    rmSync(profile, { recursive: true, force: true });
   }
 }
 

@@ -31,7 +31,8 @@ const within = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
 
 /**
  * Unfinished uploads kept by this browser, for this origin, shared by its tabs: the sealed bytes in
- * the Origin Private File System where the page can write files there (`createWritable()`), else in
+ * the Origin Private File System where the page can write files there (`createWritable()`; a
+ * worker writes them through a sync access handle where it can, keeper-opfs.ts), else in
  * IndexedDB in pieces of 4 MiB (Blobs where the engine stores them); the records in IndexedDB (database 'postguard-uploads'),
  * their recovery tokens sealed under a non-extractable AES-GCM key kept there too. Where
  * neither works (some private modes), in memory, with `persistent` false. A write holds at most one

@@ -44,11 +44,39 @@ const api = {
     };
   },
 
+  /**
+   * The names in the keeper's OPFS folder, sorted, and whether this engine gives a worker a sync
+   * access handle and move() (where keeper-opfs.ts writes through its writer worker).
+   */
+  async folder() {
+    const root = await navigator.storage?.getDirectory?.().catch(() => undefined);
+    const dir = await root?.getDirectoryHandle(OPFS_FOLDER).catch(() => undefined);
+    const names: string[] = [];
+    if (dir !== undefined)
+      for await (const name of (dir as unknown as { keys(): AsyncIterable<string> }).keys()) names.push(name);
+    const source = `postMessage(!!self.FileSystemFileHandle && typeof FileSystemFileHandle.prototype.createSyncAccessHandle === "function" && typeof FileSystemFileHandle.prototype.move === "function")`;
+    const worker = new Worker(URL.createObjectURL(new Blob([source], { type: 'text/javascript' })));
+    const syncInWorkers = await new Promise<boolean>((resolve) => {
+      worker.onmessage = ({ data }) => resolve(data === true);
+      worker.onerror = () => resolve(false);
+    });
+    worker.terminate();
+    return { names: names.sort(), syncInWorkers };
+  },
+
   /** The keeper contract; resolves with the backend and the rules checked. */
-  async contract(bytesIn?: BrowserKeeperBackend) {
+  async contract(bytesIn?: BrowserKeeperBackend, withoutWorkers = false) {
     const backend = (await keeper(bytesIn)).backend;
-    const steps = await keeperContract((options) => browserKeeper({ ...options, ...(bytesIn ? { bytesIn } : {}) }));
-    return { backend, steps };
+    // Without Worker, the OPFS keeper writes through createWritable(), as where a page may not
+    // start its writer worker (a Content Security Policy without blob: workers).
+    const Worker = globalThis.Worker;
+    if (withoutWorkers) (globalThis as { Worker?: unknown }).Worker = undefined;
+    try {
+      const steps = await keeperContract((options) => browserKeeper({ ...options, ...(bytesIn ? { bytesIn } : {}) }));
+      return { backend, steps };
+    } finally {
+      globalThis.Worker = Worker;
+    }
   },
 
   /**

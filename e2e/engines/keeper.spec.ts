@@ -53,7 +53,7 @@ async function open(tab: EnginePage, url: string): Promise<void> {
 
 const MIB = 1024 * 1024;
 
-test('browserKeeper picks a persistent place, and keeps the keeper contract there and in the IndexedDB fallback', async ({
+test('browserKeeper picks a persistent place, and keeps the keeper contract there (OPFS: from its writer worker and through createWritable) and in the IndexedDB fallback', async ({
   tab,
   keeperUrl,
   engine,
@@ -68,6 +68,11 @@ test('browserKeeper picks a persistent place, and keeps the keeper contract ther
   const picked = await tab.evaluate(() => keeperTest.contract());
   expect(picked).toMatchObject({ backend: probe.backend });
   expect(picked.steps).toHaveLength(10);
+  if (probe.backend === 'opfs') {
+    const writable = await tab.evaluate(() => keeperTest.contract(undefined, true));
+    expect(writable).toMatchObject({ backend: 'opfs' });
+    expect(writable.steps).toHaveLength(10);
+  }
   if (probe.backend !== 'indexeddb') {
     const fallback = await tab.evaluate(() => keeperTest.contract('indexeddb'));
     expect(fallback).toMatchObject({ backend: 'indexeddb' });
@@ -79,6 +84,7 @@ for (const bytesIn of [undefined, 'indexeddb'] as const) {
   test(`an upload survives a reload, and one cut off mid-write is not listed (${bytesIn ?? 'default'})`, async ({
     tab,
     keeperUrl,
+    engine,
   }) => {
     await open(tab, keeperUrl);
     await tab.evaluate(() => keeperTest.wipe());
@@ -86,6 +92,16 @@ for (const bytesIn of [undefined, 'indexeddb'] as const) {
       test.skip((await tab.evaluate(() => keeperTest.probe())).backend === 'indexeddb', 'the default test covers it');
     await tab.evaluate(([b]) => keeperTest.write('kept', 5, 100, b ?? undefined), [bytesIn ?? null] as const);
     await tab.evaluate(([b]) => keeperTest.write('cut', 5, 200, b ?? undefined, false), [bytesIn ?? null] as const);
+    if (bytesIn === undefined) {
+      // Where a worker may have a sync access handle, the writer worker wrote them: the bytes
+      // being written are in a .part file, under their name only once closed.
+      const { names, syncInWorkers } = await tab.evaluate(() => keeperTest.folder());
+      const { backend } = await tab.evaluate(() => keeperTest.probe());
+      console.log(`${engine}: ${backend}, sync handles in workers: ${syncInWorkers}, ${JSON.stringify(names)}`);
+      if (backend === 'opfs')
+        expect(names).toEqual(syncInWorkers ? ['cut.pgenc.part', 'kept.pgenc'] : ['cut.pgenc', 'kept.pgenc']);
+      if (engine === 'chromium') expect(syncInWorkers).toBe(true);
+    }
     await open(tab, keeperUrl);
     const kept = await tab.evaluate(([b]) => keeperTest.check('kept', 5, 100, b ?? undefined), [
       bytesIn ?? null,
