@@ -407,8 +407,8 @@ export class Sealed {
         // Unknown lengths (a stream) are recorded once sealed: their size is not known before.
         if (exact !== undefined) await keeper.save({ ...record, sealing: true });
         const kept = (await keeper.create(id)).getWriter();
-        // One chunk's write to the keeper runs while the next one is sealed (an OPFS write takes
-        // about as long as sealing the chunk): awaited before the next write, and before the close.
+        // One chunk's write to the keeper runs while the next one is sealed (a keeper's write may
+        // cross to another thread or process): awaited before the next write, and before the close.
         let keeping: Promise<void> = Promise.resolve();
         const sink = chunkingSink(
           chunkSize,
