@@ -175,6 +175,8 @@ describe.concurrent('threat model (docs/security.md) through pg-cli dec', () => 
     expect(result.stdout).toContain('"sender":"content-signer"');
     expect(result.stdout).toContain('"contentSigner":"private"');
     expect(JSON.parse(result.stdout)).toEqual({
+      // The PKG's key the file was sealed under (its id in the key set: 8 bytes of SHA-256, hex).
+      keyId: expect.stringMatching(/^[0-9a-f]{16}$/),
       output,
       recipient: BOB,
       sender: 'content-signer',

@@ -31,6 +31,7 @@ describe('new PostGuard(config)', () => {
       finalizeMs: 120_000,
       idleMs: 30_000,
       transferMs: 0,
+      uploadMs: 0,
     });
     expect(c.retry).toEqual({ maxAttempts: 5, initialDelayMs: 500, maxDelayMs: 30_000 });
     expect(c.attributes).toEqual({ email: 'pbdf.sidn-pbdf.email.email', domain: 'pbdf.sidn-pbdf.email.domain' });

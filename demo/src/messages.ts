@@ -41,6 +41,10 @@ const TEXTS: Record<string, [string, string]> = {
     'Your key does not open this file.',
     'The identity you proved is not the one the file was encrypted for (check the e-mail address and any extra attributes), or the cached key belongs to someone else. Try again with a new scan.',
   ],
+  NO_MATCHING_KEY: [
+    'This file was sealed under a key this PKG no longer uses.',
+    'The PKG retired the key this file was sealed under, so nobody can get a key to open it here. Ask the sender to encrypt it again.',
+  ],
   TAMPERED: [
     'This file was changed after it was encrypted.',
     'The download was stopped and marked as failed; do not use any partial file. Ask the sender for the file again.',
