@@ -207,9 +207,10 @@ function wireSource(options: DownloadOptions): { source: WireSource; transfer: T
   throw new TypeError('source must be a URL, a Blob or a ReadableStream');
 }
 
-/** Registers a ciphertext with the service worker; fetch the returned URL to get the plaintext. */
-export async function prepareDownload(options: DownloadOptions): Promise<PreparedDownload> {
-  const worker = await activeWorker();
+/** The registration message for `options`, and what it hands over (a relayed stream's port, the page's decrypter). */
+async function registrationOf(
+  options: DownloadOptions,
+): Promise<{ request: RegisterRequest; transfer: Transferable[] }> {
   const { source, transfer } = wireSource(options);
   const request: RegisterRequest = {
     source,
@@ -233,115 +234,154 @@ export async function prepareDownload(options: DownloadOptions): Promise<Prepare
     request.decrypter = decrypter;
     transfer.push(decrypter);
   }
+  return { request, transfer };
+}
 
-  const channel = new MessageChannel();
-  let settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };
-  const done = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
-  done.catch(() => undefined);
-  // A browser may stop the worker in the middle (a crash, a limit): then no message ever comes.
-  // Until the URL is fetched the registration's lifetime bounds the silence; once it is being
-  // answered, the worker speaks at least every 10 s (its heartbeat).
-  const ttl = Math.min(60 * 60_000, options.ttlMs ?? (options.seekable === true ? 30 : 5) * 60_000);
-  let watchdog: ReturnType<typeof setTimeout> | undefined;
-  const silence = (ms: number) => {
-    clearTimeout(watchdog);
-    watchdog = setTimeout(() => {
-      settle.reject(
+/**
+ * This page's end of one registration: the worker's messages turned into the caller's callbacks,
+ * `done` and `lifetime`, with a watchdog on the worker's silence. A browser may stop the worker in
+ * the middle (a crash, a limit): then no message ever comes. Until the URL is fetched the
+ * registration's lifetime bounds the silence; once it is being answered, the worker speaks at
+ * least every 10 s (its heartbeat).
+ */
+class RegistrationWatch {
+  readonly channel = new MessageChannel();
+  readonly done: Promise<VerificationResult>;
+  /** A seekable registration lives until the worker ends it (its lifetime, a failure, a revoke), whatever `done` did. */
+  readonly lifetime: Promise<void>;
+  private settle!: { resolve: (r: VerificationResult) => void; reject: (e: unknown) => void };
+  private ended!: () => void;
+  private watchdog: ReturnType<typeof setTimeout> | undefined;
+  /** What the worker made of `seekable` (a stream source cannot seek: it is then a one-shot download). */
+  private seekable: boolean;
+  private readonly ttl: number;
+
+  constructor(private readonly options: DownloadOptions) {
+    this.done = new Promise<VerificationResult>((resolve, reject) => (this.settle = { resolve, reject }));
+    this.done.catch(() => undefined);
+    this.lifetime = new Promise<void>((resolve) => (this.ended = resolve));
+    this.seekable = options.seekable === true;
+    this.ttl = Math.min(60 * 60_000, options.ttlMs ?? (options.seekable === true ? 30 : 5) * 60_000);
+    void this.done.catch(() => undefined).finally(() => clearTimeout(this.watchdog));
+  }
+
+  /** The worker's answer to the registration; later messages go to the callbacks. */
+  registered(): Promise<{ id: string; url: string; seekable: boolean }> {
+    return new Promise((resolve, reject) => {
+      this.channel.port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
+        // A seekable URL may sit unread between a video's requests for as long as it lives.
+        if (data.type === 'registered' || !this.seekable)
+          this.silence(data.type === 'registered' ? this.ttl + SILENCE_MS : SILENCE_MS);
+        if (data.type !== 'registered') return this.event(data);
+        if (data.ok) {
+          this.seekable = data.seekable === true;
+          return resolve({ id: data.id, url: data.url, seekable: this.seekable });
+        }
+        const error = reviveError(data.error);
+        reject(error);
+        this.settle.reject(error);
+        this.channel.port1.close();
+      };
+    });
+  }
+
+  /** The worker says when a seekable registration's lifetime is over; this bounds it should the worker be gone. */
+  boundLifetime(): void {
+    // Each request the worker answers starts the lifetime again there, and its messages here.
+    let bound = setTimeout(this.ended, this.ttl + SILENCE_MS);
+    const previous = this.channel.port1.onmessage;
+    this.channel.port1.onmessage = (event: MessageEvent<DownloadEvent>) => {
+      clearTimeout(bound);
+      bound = setTimeout(this.ended, this.ttl + SILENCE_MS);
+      previous?.call(this.channel.port1, event);
+    };
+    void this.lifetime.then(() => clearTimeout(bound));
+  }
+
+  private event(data: Exclude<DownloadEvent, { type: 'registered' }>): void {
+    const { options } = this;
+    switch (data.type) {
+      case 'verifying':
+        options.onVerifying?.(data.bytes);
+        break;
+      case 'progress':
+        options.onProgress?.(data.bytes);
+        break;
+      case 'done':
+        options.onProgress?.(data.bytes);
+        this.settle.resolve(data.result);
+        // A seekable download goes on answering (and may still fail in a later range).
+        if (!this.seekable) this.channel.port1.close();
+        break;
+      case 'range':
+        options.onRange?.({
+          start: data.start,
+          end: data.end,
+          total: data.total,
+          verified: 'segments',
+          claimedSender: data.sender,
+        });
+        break;
+      case 'error':
+        this.settle.reject(reviveError(data.error));
+        this.channel.port1.close();
+        this.ended();
+        break;
+    }
+  }
+
+  private silence(ms: number): void {
+    clearTimeout(this.watchdog);
+    this.watchdog = setTimeout(() => {
+      this.settle.reject(
         new PostGuardError(
           ErrorCode.SOURCE_FAILED,
           `the service worker stopped answering (nothing for ${Math.round(ms / 1000)} s)`,
         ),
       );
-      channel.port1.close();
-      ended();
+      this.channel.port1.close();
+      this.ended();
     }, ms);
-  };
-  void done.catch(() => undefined).finally(() => clearTimeout(watchdog));
-  // A seekable registration lives until the worker ends it (its lifetime, a failure, a revoke): its
-  // page keeps the worker up all along (trackDownload), whatever `done` did.
-  let ended!: () => void;
-  const lifetime = new Promise<void>((resolve) => (ended = resolve));
-  // What the worker made of `seekable` (a stream source cannot seek: it is then a one-shot download).
-  let seekableHere = options.seekable === true;
-  const registered = new Promise<{ id: string; url: string; seekable: boolean }>((resolve, reject) => {
-    channel.port1.onmessage = ({ data }: MessageEvent<DownloadEvent>) => {
-      // A seekable URL may sit unread between a video's requests for as long as it lives.
-      if (data.type === 'registered' || !seekableHere)
-        silence(data.type === 'registered' ? ttl + SILENCE_MS : SILENCE_MS);
-      switch (data.type) {
-        case 'registered':
-          if (data.ok) {
-            seekableHere = data.seekable === true;
-            resolve({ id: data.id, url: data.url, seekable: seekableHere });
-          } else {
-            const error = reviveError(data.error);
-            reject(error);
-            settle.reject(error);
-            channel.port1.close();
-          }
-          break;
-        case 'verifying':
-          options.onVerifying?.(data.bytes);
-          break;
-        case 'progress':
-          options.onProgress?.(data.bytes);
-          break;
-        case 'done':
-          options.onProgress?.(data.bytes);
-          settle.resolve(data.result);
-          // A seekable download goes on answering (and may still fail in a later range).
-          if (!seekableHere) channel.port1.close();
-          break;
-        case 'range':
-          options.onRange?.({
-            start: data.start,
-            end: data.end,
-            total: data.total,
-            verified: 'segments',
-            claimedSender: data.sender,
-          });
-          break;
-        case 'error':
-          settle.reject(reviveError(data.error));
-          channel.port1.close();
-          ended();
-          break;
-      }
-    };
-  });
-  worker.postMessage({ type: MESSAGE_REGISTER, request }, [channel.port2, ...transfer]);
+  }
+}
+
+/** `registered`, or an error when the worker does not answer within `ms` (it may not be our decrypting worker). */
+async function answeredWithin<T>(registered: Promise<T>, port: MessagePort, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      channel.port1.close();
+      port.close();
       reject(
         new Error('the service worker did not answer the registration (is it the postguard-ts decrypting worker?)'),
       );
-    }, options.registrationTimeoutMs ?? 10_000);
+    }, ms);
   });
-  const { id, url, seekable } = await Promise.race([registered, timeout]).finally(() => clearTimeout(timer));
-  if (seekable) {
-    // The worker says when the lifetime is over; this bounds it should the worker be gone. Each
-    // request the worker answers starts the lifetime again there, and its messages here.
-    let bound = setTimeout(ended, ttl + SILENCE_MS);
-    const previous = channel.port1.onmessage;
-    channel.port1.onmessage = (event: MessageEvent<DownloadEvent>) => {
-      clearTimeout(bound);
-      bound = setTimeout(ended, ttl + SILENCE_MS);
-      previous?.call(channel.port1, event);
-    };
-    void lifetime.then(() => clearTimeout(bound));
-  }
-  trackDownload(worker, seekable ? lifetime : done);
+  return Promise.race([registered, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Registers a ciphertext with the service worker; fetch the returned URL to get the plaintext. */
+export async function prepareDownload(options: DownloadOptions): Promise<PreparedDownload> {
+  const worker = await activeWorker();
+  const { request, transfer } = await registrationOf(options);
+  const watch = new RegistrationWatch(options);
+  const registered = watch.registered();
+  worker.postMessage({ type: MESSAGE_REGISTER, request }, [watch.channel.port2, ...transfer]);
+  const { id, url, seekable } = await answeredWithin(
+    registered,
+    watch.channel.port1,
+    options.registrationTimeoutMs ?? 10_000,
+  );
+  if (seekable) watch.boundLifetime();
+  trackDownload(worker, seekable ? watch.lifetime : watch.done);
   return {
     id,
     url,
     seekable,
-    done,
+    done: watch.done,
     revoke: () => worker.postMessage({ type: MESSAGE_REVOKE, id }),
     fetch: async (init) => {
       const response = await fetch(url, init);
-      return options.paced === true && response.ok ? acknowledging(response, channel.port1) : response;
+      return options.paced === true && response.ok ? acknowledging(response, watch.channel.port1) : response;
     },
   };
 }
