@@ -78,7 +78,13 @@ function wrapped(fn: (arg: never) => unknown): string {
 }
 
 async function launchChromium(downloads: string): Promise<EngineBrowser> {
-  const browser = await chromium.launch({ ...chromiumLaunchOptions, downloadsPath: downloads });
+  // Precise performance.memory: by default Chromium rounds the heap size and refreshes it only now
+  // and then, so a page's heap measure (the keeper spec) could miss most of a 64 MiB peak.
+  const browser = await chromium.launch({
+    ...chromiumLaunchOptions,
+    args: [...(chromiumLaunchOptions.args ?? []), '--enable-precise-memory-info'],
+    downloadsPath: downloads,
+  });
   const context = await browser.newContext({ acceptDownloads: true });
   // Playwright names downloads by GUID; the engine's own behaviour (and the file name) is what we
   // test, so hand downloads back to Chromium's download manager through CDP.
