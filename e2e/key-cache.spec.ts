@@ -2,6 +2,7 @@ import { chooseEncFile, getKey } from './demo.js';
 import { expect, openDemo, test } from './fixtures.js';
 import { policyFor, sealWithPolicy } from './sealing.js';
 import { dumpOriginStorage } from './storage-dump.js';
+import { addVirtualAuthenticator } from '../test/virtual-authenticator.js';
 
 /**
  * "Remember my key": one Yivi scan serves every file for the same identity until the session
@@ -139,18 +140,7 @@ test('"Remember my key" behind a passkey (a virtual authenticator with PRF): the
   const f = await files(stack);
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      ctap2Version: 'ctap2_1',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      hasPrf: true,
-      automaticPresenceSimulation: true,
-    },
-  });
+  await addVirtualAuthenticator(cdp);
   // WebAuthn refuses an IP address as its relying party: the same demo, named localhost.
   await page.goto(`${stack.demoUrl.replace('//127.0.0.1:', '//localhost:')}decrypt.html`);
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');

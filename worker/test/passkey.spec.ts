@@ -4,6 +4,7 @@ import { extractSigningKey } from '../../lib/keys.js';
 import { disclose } from '../../devtools/standin/wallet.js';
 import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { dumpOriginStorage } from '../../e2e/storage-dump.js';
+import { addVirtualAuthenticator } from '../../test/virtual-authenticator.js';
 import { test, expect } from './fixtures.js';
 
 /**
@@ -41,22 +42,6 @@ async function sealForAlice(text: string): Promise<string> {
     new TextEncoder().encode(text),
   );
   return Buffer.from(ct).toString('base64');
-}
-
-async function authenticator(cdp: CDPSession, hasPrf: boolean): Promise<string> {
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      ctap2Version: 'ctap2_1',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      hasPrf,
-      automaticPresenceSimulation: true,
-    },
-  });
-  return authenticatorId;
 }
 
 /** Opens `ct` for Alice; the test's wallet answers a QR if one is shown. */
@@ -111,7 +96,7 @@ test('the passkey tier: one assertion per page session, no scan for cached keys,
 
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
-  const withPrf = await authenticator(cdp, true);
+  const withPrf = await addVirtualAuthenticator(cdp, true);
   await client();
   const registered = await page.evaluate(() => pgt.registerPasskey());
   expect(registered).toMatchObject({ credentialId: expect.stringMatching(/^[\w-]{16,}$/) });
@@ -167,7 +152,7 @@ test('the passkey tier: one assertion per page session, no scan for cached keys,
   await page.evaluate(() => (pgt.clockOffsetMs = 0));
 
   // An authenticator without PRF: PRF_UNAVAILABLE, and the passkey kept before stays the one in use.
-  await authenticator(cdp, false);
+  await addVirtualAuthenticator(cdp, false);
   expect(await page.evaluate(() => pgt.registerPasskey())).toMatchObject({ error: { code: 'PRF_UNAVAILABLE' } });
   const after = await dumpOriginStorage(page);
   expect(after).not.toContain('|usk|');
