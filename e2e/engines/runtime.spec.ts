@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { seal } from '../../lib/index.js';
 import { DEFAULT_SEGMENT_SIZE } from '../../lib/index.js';
@@ -10,6 +12,9 @@ import { startPkg, type RunningPkg } from '../../server/testing.js';
 import { makeKeys } from '../../worker/test/fixtures.js';
 import { expectSeekResult, makeVideo, sealForStream } from '../../worker/test/video.js';
 import { splitFrame } from '../../lib/frame.js';
+import { embeddedWasmBytesModule } from '../../lib/build/wasm-bytes.js';
+import * as emitted from '../../lib/crypto/wasm-bytes.js';
+import { serveStatic } from '../consumer/static-server.js';
 import { listDownloads, settledDownloads } from './driver.js';
 import { expect, test, until, type EnginePage } from './fixtures.js';
 
@@ -326,4 +331,58 @@ test.describe('with the PKG and the stand-in wallet', () => {
     expect(left.filter((k) => /\|(?:jwt|usk)\|/.test(k))).toEqual([]);
     expect(left.filter((k) => k.includes('|params|'))).toHaveLength(2);
   });
+});
+
+test('the WebAssembly as the package embeds it inflates and compiles in a page, a worker and a service worker', async ({
+  tab,
+}) => {
+  // Where it did not, the library would fall back to @noble without a word (slower, same bytes), so
+  // the other specs would not notice: the embedded module (lib/build/wasm-bytes.ts), run as it is
+  // in each of the three realms, must hand out the modules' exact sizes and compile them.
+  const dir = mkdtempSync(join(tmpdir(), 'pg-embedded-wasm-'));
+  const probe = `${(await embeddedWasmBytesModule()).replaceAll('export const', 'const')}
+async function probe() {
+  const sizes = {};
+  for (const [name, bytes] of [['keccak', keccakWasmBytes], ['ristretto', ristrettoWasmBytes], ['bls', blsWasmBytes]]) {
+    try {
+      const module = await bytes();
+      await WebAssembly.instantiate(module, {});
+      sizes[name] = module.length;
+    } catch (error) {
+      sizes[name] = String(error);
+    }
+  }
+  return sizes;
+}`;
+  writeFileSync(join(dir, 'worker.js'), `${probe}\nvoid probe().then((sizes) => postMessage(sizes));`);
+  writeFileSync(
+    join(dir, 'sw.js'),
+    `${probe}\nself.addEventListener('message', (event) => void probe().then((sizes) => event.source.postMessage(sizes)));`,
+  );
+  writeFileSync(join(dir, 'index.html'), `<!doctype html><script>${probe}</script>`);
+  const site = await serveStatic(dir);
+  try {
+    await tab.goto(`${site.url}/index.html`);
+    const got = await tab.evaluate(async () => {
+      const run = (globalThis as unknown as { probe: () => Promise<unknown> }).probe;
+      const page = await run();
+      const worker = await new Promise((resolve) => (new Worker('worker.js').onmessage = (e) => resolve(e.data)));
+      await navigator.serviceWorker.register('sw.js');
+      const { active } = await navigator.serviceWorker.ready;
+      const sw = await new Promise((resolve) => {
+        navigator.serviceWorker.onmessage = (e) => resolve(e.data);
+        active!.postMessage('probe');
+      });
+      return { page, worker, sw };
+    });
+    const sizes = {
+      keccak: (await emitted.keccakWasmBytes()).length,
+      ristretto: (await emitted.ristrettoWasmBytes()).length,
+      bls: (await emitted.blsWasmBytes()).length,
+    };
+    expect(got).toEqual({ page: sizes, worker: sizes, sw: sizes });
+  } finally {
+    await site.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -40,9 +40,9 @@ const embeddedWasm = (): Plugin => {
   return {
     name: 'postguard-embedded-wasm',
     enforce: 'pre',
-    load(id) {
+    async load(id) {
       if (emitters.has(id)) this.error(`${id} is a WebAssembly emitter: the runtime imports its layout module instead`);
-      return id === source ? embeddedWasmBytesModule() : undefined;
+      return id === source ? await embeddedWasmBytesModule() : undefined;
     },
   };
 };
@@ -67,8 +67,12 @@ export function scriptBuild(entry: string, format: 'iife' | 'es', fileName: stri
       copyPublicDir: false,
       lib: { entry, formats: [format], name: 'PostGuard', fileName: () => fileName },
       // One file, whatever the sources load on first use (the crypto worker's offload-serve.ts); an
-      // iife is one file anyway.
-      ...(format === 'es' ? { rollupOptions: { output: { codeSplitting: false } } } : {}),
+      // iife is one file anyway. Vite's library mode leaves an ES module's whitespace and
+      // tree-shaking annotations in place for the bundler that would take it next: these scripts
+      // are served as they are, so they are minified whole (about 4 KB less gzip each).
+      ...(format === 'es'
+        ? { rollupOptions: { output: { codeSplitting: false, minify: true, comments: { annotation: false } } } }
+        : {}),
     },
   };
 }

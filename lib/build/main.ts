@@ -26,7 +26,7 @@ for (const project of ['tsconfig.build.json', 'tsconfig.node.json']) {
 }
 copyFileSync(fileURLToPath(new URL('../../worker/README.md', import.meta.url)), `${dist}worker/README.md`);
 // The WebAssembly modules ship as bytes, not as the emitters that make them (wasm-bytes.ts).
-writeFileSync(`${dist}lib/crypto/wasm-bytes.js`, embeddedWasmBytesModule());
+writeFileSync(`${dist}lib/crypto/wasm-bytes.js`, await embeddedWasmBytesModule());
 // tsc compiled the emitters only because the source wasm-bytes.ts imports them: nothing left in
 // dist/ does (no-emitters.test.ts). No `force`: a file missing here means the list is stale.
 for (const file of emitterOutputs(dist)) rmSync(file);

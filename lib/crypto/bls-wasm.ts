@@ -289,7 +289,7 @@ export async function instantiatePairingWasm(): Promise<PairingWasm> {
   if (typeof WebAssembly !== 'object' || typeof WebAssembly.instantiate !== 'function') {
     throw new Error('WebAssembly is not available in this environment');
   }
-  const { instance } = await WebAssembly.instantiate(blsWasmBytes() as Uint8Array<ArrayBuffer>, {});
+  const { instance } = await WebAssembly.instantiate((await blsWasmBytes()) as Uint8Array<ArrayBuffer>, {});
   return new Engine(instance.exports as unknown as Exports, blsLayout());
 }
 

@@ -171,7 +171,10 @@ export async function instantiateKeccakWasm(bytes?: Uint8Array): Promise<KeccakW
   if (typeof WebAssembly !== 'object' || typeof WebAssembly.instantiate !== 'function') {
     throw new Error('WebAssembly is not available in this environment');
   }
-  const { instance } = await WebAssembly.instantiate((bytes ?? keccakWasmBytes()) as Uint8Array<ArrayBuffer>, {});
+  const { instance } = await WebAssembly.instantiate(
+    (bytes ?? (await keccakWasmBytes())) as Uint8Array<ArrayBuffer>,
+    {},
+  );
   const e = instance.exports;
   const fn = (name: string) => e[name] as (input: number, blocks: number) => void;
   const absorb = Object.fromEntries(RATE_LANES.map((l) => [l, fn(absorbExport(l))])) as Exports['absorb'];

@@ -229,7 +229,7 @@ export async function instantiateRistrettoWasm(module?: {
   if (typeof WebAssembly !== 'object' || typeof WebAssembly.instantiate !== 'function') {
     throw new Error('WebAssembly is not available in this environment');
   }
-  const { bytes, layout } = module ?? { bytes: ristrettoWasmBytes(), layout: ristrettoLayout().layout };
+  const { bytes, layout } = module ?? { bytes: await ristrettoWasmBytes(), layout: ristrettoLayout().layout };
   const { instance } = await WebAssembly.instantiate(bytes as Uint8Array<ArrayBuffer>, {});
   const wasm = instance.exports as unknown as Exports;
   wasm.init();

@@ -11,13 +11,16 @@ import { ristrettoModule } from './ristretto-wasm-module.js';
  * The package build replaces it with the same bytes embedded (lib/build/wasm-bytes.ts), so a
  * published worker or service worker compiles them without generating them first. The bytes are
  * pinned by SHA-256 in wasm-bytes.test.ts: changing them is a reviewed change.
+ *
+ * Asynchronous, because the embedded bytes are compressed and inflated with DecompressionStream;
+ * every caller compiles them asynchronously anyway.
  */
 
 /** 'emitted' here; 'embedded' in the built package. */
 export const wasmBytesOrigin: 'emitted' | 'embedded' = 'emitted';
 
-export const keccakWasmBytes = (): Uint8Array => keccakModuleBytes();
+export const keccakWasmBytes = async (): Promise<Uint8Array> => keccakModuleBytes();
 
-export const ristrettoWasmBytes = (): Uint8Array => ristrettoModule().bytes;
+export const ristrettoWasmBytes = async (): Promise<Uint8Array> => ristrettoModule().bytes;
 
-export const blsWasmBytes = (): Uint8Array => buildBlsModule().bytes;
+export const blsWasmBytes = async (): Promise<Uint8Array> => buildBlsModule().bytes;
