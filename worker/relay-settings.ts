@@ -10,9 +10,10 @@ import { BATCH_BYTES, WINDOW_BYTES } from './port-stream.js';
  * than elsewhere (its delivery wakes two more threads, in the network process and the web
  * process), and the relay alone, page → worker → page with no crypto, moved 64 MiB 3x faster with
  * 4 MiB windows (worker/README.md, "Where the crypto worker's time goes in WebKit"); with 1 MiB
- * batches too, a 64 MiB sealStream over the relay cost 13-16% less CPU across the browser's
- * threads and ran 22-39% faster in the same runs. Chromium and Firefox measured no better with
- * them and keep 256 KiB batches in a 1 MiB window: less memory in flight.
+ * batches too, a 64 MiB sealStream over the relay ran 3-39% faster at 0-16% less CPU across the
+ * browser's threads in four A/B runs (unsealing: 14% faster to 24% slower, 1-9% less CPU).
+ * Chromium measured no better with them; Chromium and Firefox keep 256 KiB batches in a 1 MiB
+ * window: less memory in flight.
  */
 export interface RelaySettings {
   /** Bytes a receiving side lets its sender have in flight. */
