@@ -1,6 +1,7 @@
 import { transferHandlers, type TransferHandler } from 'comlink';
 import { encodeError, reviveError } from './errors.js';
 import { portToReadable, portToWritable, readableToPort, writableToPort } from './port-stream.js';
+import { relaySettings } from './relay-settings.js';
 
 /**
  * comlink transfer handlers, installed on both sides of every channel (page, crypto worker):
@@ -10,7 +11,8 @@ import { portToReadable, portToWritable, readableToPort, writableToPort } from '
  * - 'pg-readable' / 'pg-writable': a ReadableStream or WritableStream argument (or return value)
  *   stays where it is and is relayed over a MessagePort with a credit window (port-stream.ts), in
  *   every browser. The relay is faster than a natively transferred stream (which crosses one
- *   structured-cloned chunk per round trip) and keeps errors, abort and cancel reasons coded.
+ *   structured-cloned chunk per round trip) and keeps errors, abort and cancel reasons coded. Its
+ *   batch and window are the engine's (relay-settings.ts: larger in WebKit).
  *
  * Who owns the chunks. A readable handed over is read by the relay, which copies every chunk: the
  * caller's source may reuse its buffers. A writable handed over becomes, on the receiving side,
@@ -42,17 +44,17 @@ const readableHandler: TransferHandler<ReadableStream<unknown>, MessagePort> = {
   canHandle: (value): value is ReadableStream<unknown> =>
     typeof ReadableStream !== 'undefined' && value instanceof ReadableStream,
   serialize(stream) {
-    const port = readableToPort(stream);
+    const port = readableToPort(stream, { batchBytes: relaySettings().batchBytes });
     return [port, [port]];
   },
-  deserialize: (port) => portToReadable(port),
+  deserialize: (port) => portToReadable(port, { windowBytes: relaySettings().windowBytes }),
 };
 
 const writableHandler: TransferHandler<WritableStream<Uint8Array>, MessagePort> = {
   canHandle: (value): value is WritableStream<Uint8Array> =>
     typeof WritableStream !== 'undefined' && value instanceof WritableStream,
   serialize(stream) {
-    const { port, settled } = writableToPort(stream);
+    const { port, settled } = writableToPort(stream, { windowBytes: relaySettings().windowBytes });
     settlements.set(stream, settled);
     return [port, [port]];
   },

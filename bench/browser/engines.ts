@@ -6,6 +6,8 @@ import type { BenchKeys } from './main.js';
 import { SampledChecksum, countingSink, fromChunks, generated, rechunk } from './core.js';
 import { receiveWritable, sendReadable } from './relay.js';
 import { workerClient } from './worker-client.js';
+import type { PhaseKeys, PhaseRequest, PhaseRun, Variant } from './phases.worker.js';
+import { readableToPort, writableToPort } from '../../worker/port-stream.js';
 import { loadKeccakWasm } from '../../lib/crypto/keccak-wasm.js';
 import { bestOf, segmentData } from '../shake-core.js';
 
@@ -297,7 +299,67 @@ async function pipeLimit(bytes: number): Promise<DownloadRun> {
   return { ms: run.ms, ttfbMs: run.ttfbMs, prepareMs: 0, bytes: run.bytes, checksum: '', status: 200 };
 }
 
+// ---- where the crypto worker's time goes (bench/worker-phases.ts) ----
+
+let callPhases: ReturnType<typeof workerClient<PhaseRequest>> | undefined;
+
+/** Starts phases.worker.ts (with its nested hashing worker); true once that one is up. */
+async function phasesInit(): Promise<boolean> {
+  callPhases = workerClient<PhaseRequest>(
+    new Worker(new URL('./phases.worker.ts', import.meta.url), { type: 'module', name: 'bench-phases' }),
+  );
+  return callPhases<boolean>({ op: 'init' });
+}
+
+type PhaseCall =
+  | { op: 'aes'; direction: 'encrypt' | 'decrypt'; inFlight: number; segments: number }
+  | { op: 'hash'; inFlight: number; segments: number }
+  | { op: 'shake'; segments: number }
+  | { op: 'prepare' | 'local-seal' | 'local-unseal'; bytes: number }
+  | { op: 'echo' | 'relay-seal'; bytes: number; variant: Variant }
+  | { op: 'relay-unseal'; variant: Variant };
+
+/** One measurement in phases.worker.ts; the relayed ones with their source and sink in this page. */
+async function phase(call: PhaseCall): Promise<PhaseRun | string> {
+  if (!callPhases) throw new Error('phasesInit first');
+  const k: PhaseKeys = { mpk: keys.mpk, vk: keys.vk, rid: keys.rid, usk: keys.usk, options: keys.options as never };
+  switch (call.op) {
+    case 'aes':
+    case 'hash':
+    case 'shake':
+      return callPhases(call);
+    case 'prepare':
+      return callPhases({ op: 'prepare', keys: k, bytes: call.bytes });
+    case 'local-seal':
+    case 'local-unseal':
+      return callPhases({
+        op: 'local',
+        direction: call.op === 'local-seal' ? 'seal' : 'unseal',
+        keys: k,
+        bytes: call.bytes,
+      });
+  }
+  const chunks = ciphertexts.get('full');
+  const source = call.op === 'relay-unseal' ? fromChunks(chunks ?? []) : generated(call.bytes);
+  const sink = countingSink();
+  const { variant } = call;
+  const input = readableToPort(source, { batchBytes: variant.batchBytes });
+  const { port: output } = writableToPort(sink.writable, { windowBytes: variant.outWindowBytes });
+  const start = performance.now();
+  const run =
+    call.op === 'echo'
+      ? await callPhases<PhaseRun>({ op: 'echo', input, output, variant }, [input, output])
+      : await callPhases<PhaseRun>(
+          { op: 'relay', direction: call.op === 'relay-seal' ? 'seal' : 'unseal', keys: k, input, output, variant },
+          [input, output],
+        );
+  await sink.closed;
+  return { ...run, ms: performance.now() - start, bytes: sink.report().bytes };
+}
+
 const benchEngines = {
+  phasesInit,
+  phase,
   shakeLimit,
   pipeLimit,
   init,
