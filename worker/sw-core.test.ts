@@ -1105,10 +1105,13 @@ describe('file names', () => {
 /**
  * A page's crypto worker that the test can silence: the real serveDecrypter behind a bridge that
  * forwards every message both ways (the job's reply port and its plaintext relay too) until
- * `silence()`, as a closed tab's worker stops. `jobs` counts the jobs it was given.
+ * `silence()`, as a closed tab's worker stops. `silentAfterChunks` silences it by itself once that
+ * many plaintext chunks went through, so a test that needs the service worker to take over mid-file
+ * does not race the page to the file's end. `jobs` counts the jobs it was given.
  */
-function pageDecrypter() {
+function pageDecrypter({ silentAfterChunks = Infinity }: { silentAfterChunks?: number } = {}) {
   let silent = false;
+  let chunks = 0;
   const jobs: Array<{ reopen?: number }> = [];
   const bridge = (from: MessagePort, to: MessagePort) => {
     from.onmessage = ({ data, ports }: MessageEvent) => {
@@ -1125,6 +1128,7 @@ function pageDecrypter() {
       }
       if (message?.t === 'bytes' && message.chunk !== undefined) transfer.push(message.chunk.buffer as ArrayBuffer);
       to.postMessage(out, transfer);
+      if (message?.t === 'bytes' && ++chunks >= silentAfterChunks) silent = true;
     };
   };
   /** A port whose messages go both ways to and from `port`, through the bridge. */
@@ -1246,13 +1250,12 @@ describe("offloaded to the page's crypto worker", () => {
     });
     await new Promise<void>((resolve) => changing.listen(0, '127.0.0.1', resolve));
     try {
-      const d = pageDecrypter();
+      const d = pageDecrypter({ silentAfterChunks: 3 });
       const w = worker(offloading);
       const url = `http://127.0.0.1:${(changing.address() as { port: number }).port}/ct`;
       const { reply, end } = await w.register({ source: { kind: 'url', url }, decrypter: d.port, verifyFirst: false });
       const reader = (await w.get(registeredUrl(reply)).response).body!.getReader();
       await reader.read();
-      d.silence();
       await expect(
         (async () => {
           for (let r = await reader.read(); !r.done; r = await reader.read());
