@@ -40,10 +40,10 @@ export const rereadable = (source: WireSource): boolean => source.kind === 'blob
  * Firefox's for a Blob a page sent to a worker (in the page it too reads it whole), and both
  * benchmark runs that sliced a 128 MiB Blob there failed (worker/README.md, "Where a service-worker download's time goes").
  */
-const WHOLE_BLOB_STREAMS =
-  typeof navigator !== 'undefined' &&
-  /\bAppleWebKit\//.test(navigator.userAgent ?? '') &&
-  !/\bChrome\//.test(navigator.userAgent ?? '');
+export const readsBlobsWhole = (userAgent: string): boolean =>
+  // Not `\bChrome`: headless Chromium calls itself HeadlessChrome/, with no word boundary before Chrome.
+  /\bAppleWebKit\//.test(userAgent) && !/Chrome\//.test(userAgent);
+const WHOLE_BLOB_STREAMS = typeof navigator !== 'undefined' && readsBlobsWhole(navigator.userAgent ?? '');
 /** The slices a Blob is read in where Blob.stream() would read it whole. */
 const BLOB_SLICE_BYTES = 1 << 20;
 
