@@ -138,6 +138,13 @@ interface BodyEvents {
 }
 
 /**
+ * The size of the chunks a response body is given. The pipe from a service worker to its page
+ * moves 1 MiB chunks faster than 256 KiB ones in WebKitGTK (about 1.4x, a service worker doing
+ * nothing else), and as fast in Chromium and Firefox (worker/README.md).
+ */
+const RESPONSE_CHUNK_BYTES = 1 << 20;
+
+/**
  * The response body: `prefix` (already authenticated chunks), then whatever `more` yields. The
  * last chunk is held back until `more` reports the authenticated end, so a body never reaches
  * its Content-Length (and never ends cleanly) before the whole file verified. Pulled only as
@@ -154,8 +161,33 @@ function body(
   let ahead: Uint8Array | undefined;
   let primed = false;
   let sent = 0;
-  const take = async (): Promise<Uint8Array | undefined> =>
-    prefix.length > 0 ? prefix.shift() : more ? await more() : undefined;
+  let ended = false;
+  const one = async (): Promise<Uint8Array | undefined> => {
+    const chunk = ended ? undefined : prefix.length > 0 ? prefix.shift() : more ? await more() : undefined;
+    ended = chunk === undefined;
+    return chunk;
+  };
+  // Segments go out gathered into RESPONSE_CHUNK_BYTES: the browser's pipe moves larger chunks
+  // faster. Not the first two (the first is sent once the second is in hand, below), so the first
+  // byte waits for no more than it did.
+  let takes = 0;
+  const take = async (): Promise<Uint8Array | undefined> => {
+    const first = await one();
+    if (first === undefined || takes++ < 2) return first;
+    const parts = [first];
+    let bytes = first.byteLength;
+    for (let chunk; bytes < RESPONSE_CHUNK_BYTES && (chunk = await one()) !== undefined; bytes += chunk.byteLength) {
+      parts.push(chunk);
+    }
+    if (parts.length === 1) return first;
+    const joined = new Uint8Array(bytes);
+    bytes = 0;
+    for (const part of parts) {
+      joined.set(part, bytes);
+      bytes += part.byteLength;
+    }
+    return joined;
+  };
   const mismatch = () =>
     new PostGuardError(ErrorCode.MALFORMED, `the plaintext does not have the announced length ${length}`);
   return new ReadableStream<Uint8Array>(
