@@ -21,7 +21,8 @@
  *   ENGINES=chromium CASES=stream STREAM_MIB=256 REPEATS=5 npm run bench:browser
  *
  * Options (or the environment variable in capitals): --engines (chromium,firefox,webkit),
- * --cases (stream,sw), --stream-mib (64), --sw-mib (256), --repeats (3), --chunk-kib (64), --ref (a
+ * --cases (stream,sw), --stream-mib (64), --sw-mib (256), --repeats (3), --chunk-kib (64), --sw-kinds
+ * (the downloads), --pipe-chunks-kib and --pipe-hwm (the pipe's variants), --ref (a
  * commit whose lib/ and worker/ to build instead of the working tree, e.g. HEAD).
  * Each engine is launched, run and closed in turn; one that fails prints its error (and the rows it
  * had) and the others still run; the exit status is then 1. Every wait has a timeout.
@@ -46,6 +47,9 @@ const { values: args } = parseArgs({
     'sw-mib': { type: 'string', default: process.env.SW_MIB ?? '256' },
     repeats: { type: 'string', default: process.env.REPEATS ?? '3' },
     'chunk-kib': { type: 'string', default: process.env.CHUNK_KIB ?? '64' },
+    'pipe-chunks-kib': { type: 'string', default: process.env.PIPE_CHUNKS_KIB ?? '64,256,1024,4096' },
+    'pipe-hwm': { type: 'string', default: process.env.PIPE_HWM ?? '0' },
+    'sw-kinds': { type: 'string', default: process.env.SW_KINDS ?? 'blob,sw,sw-self,sw-stream,sw-stream-self' },
     ref: { type: 'string', default: process.env.REF },
   },
 });
@@ -56,6 +60,19 @@ const REPEATS = Number(args.repeats);
 const CHUNK = Number(args['chunk-kib']) * 1024;
 const WARM = 8 * MiB;
 const engines = args.engines.split(',').filter(Boolean) as Engine[];
+const list = (text: string) => text.split(',').filter(Boolean);
+/** The pipe's variants: every chunk size with every queue length (chunks), each run in turn. */
+const PIPES = list(args['pipe-chunks-kib']).flatMap((kib) =>
+  list(args['pipe-hwm']).map((hwm) => ({ chunk: Number(kib) * 1024, hwm: Number(hwm) })),
+);
+const ALL_KINDS: DownloadKind[] = ['blob', 'sw', 'sw-self', 'sw-stream', 'sw-stream-self'];
+const KINDS = list(args['sw-kinds']) as DownloadKind[];
+for (const k of KINDS)
+  if (!ALL_KINDS.includes(k)) throw new Error(`unknown download kind ${k} (${ALL_KINDS.join(', ')})`);
+if (!KINDS.includes('blob')) KINDS.unshift('blob');
+if (!PIPES.every((p) => p.chunk > 0 && p.hwm >= 0) || PIPES.length === 0) {
+  throw new Error('--pipe-chunks-kib must list positive sizes and --pipe-hwm chunk counts of 0 or more');
+}
 const cases = args.cases.split(',').filter(Boolean);
 for (const e of engines) if (!ENGINES.includes(e)) throw new Error(`unknown engine ${e} (${ENGINES.join(', ')})`);
 for (const c of cases) if (c !== 'stream' && c !== 'sw') throw new Error(`unknown case ${c} (stream, sw)`);
@@ -293,7 +310,7 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
     undefined,
   );
   if (!controlled) throw new Error('the decrypting service worker does not control the page');
-  const kinds: DownloadKind[] = ['blob', 'sw', 'sw-self', 'sw-stream', 'sw-stream-self'];
+  const kinds = KINDS;
   const label: Record<DownloadKind, string> = {
     blob: 'Blob URL (plaintext)',
     sw: "service worker, defaults (verifyFirst), the page's crypto worker decrypting",
@@ -349,11 +366,18 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
       r: REPEATS,
     },
   );
-  const pipe: DownloadRun[] = [];
+  const pipes = PIPES.map((p) => ({ ...p, runs: [] as DownloadRun[] }));
   for (let r = 0; r < REPEATS; r++) {
-    const run = await call('the do-nothing service worker', budget(bytes), (n) => benchEngines.pipeLimit(n), bytes);
-    if (run.bytes !== bytes) throw new Error(`the pipe's service worker gave ${run.bytes} of ${bytes} bytes`);
-    pipe.push(run);
+    for (const p of pipes) {
+      const run = await call(
+        'the do-nothing service worker',
+        budget(bytes),
+        (a) => benchEngines.pipeLimit(a.bytes, a.chunk, a.hwm),
+        { bytes, chunk: p.chunk, hwm: p.hwm },
+      );
+      if (run.bytes !== bytes) throw new Error(`the pipe's service worker gave ${run.bytes} of ${bytes} bytes`);
+      p.runs.push(run);
+    }
   }
   for (const kind of kinds) {
     console.log(
@@ -363,18 +387,32 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
     );
   }
   console.log(`  SHAKE128 (WebAssembly, one thread, best of ${REPEATS}): ${shake.toFixed(0)} MB/s`);
-  console.log(`  service worker doing nothing: ${pipe.map((r) => mbps(bytes, r.ms).toFixed(0)).join(', ')} MB/s`);
-  const rate = (kind: DownloadKind) => mbps(bytes, median(runs[kind].map((r) => r.ms)));
-  const ttfb = (kind: DownloadKind) => median(runs[kind].map((r) => r.ttfbMs));
+  for (const p of pipes) {
+    console.log(
+      `  service worker doing nothing, ${p.chunk / 1024} KiB chunks, high-water mark ${p.hwm}: ` +
+        `${p.runs.map((r) => mbps(bytes, r.ms).toFixed(0)).join(', ')} MB/s`,
+    );
+  }
+  const rate = (kind: DownloadKind) => (runs[kind].length ? mbps(bytes, median(runs[kind].map((r) => r.ms))) : NaN);
+  const ttfb = (kind: DownloadKind) => (runs[kind].length ? median(runs[kind].map((r) => r.ttfbMs)) : NaN);
   const blob = rate('blob');
-  const pipeRate = mbps(bytes, median(pipe.map((r) => r.ms)));
+  // The pipe at its best: the chunk size (and queue) that moved the bytes fastest here.
+  const best = pipes
+    .map((p) => ({ ...p, rate: mbps(bytes, median(p.runs.map((r) => r.ms))) }))
+    .reduce((a, b) => (b.rate > a.rate ? b : a));
+  const pipeRate = best.rate;
   const limit = Math.min(blob, shake);
   const size = `${SW_MIB} MiB`;
-  rows.push(
+  const all: Row[] = [
     { name: 'limit: Blob URL (the plaintext, no decryption)', unit: 'MB/s', ours: blob },
     { name: 'limit: SHAKE128, WebAssembly on one thread', unit: 'MB/s', ours: shake },
     { name: 'limit: the lower of the two (the format in this engine)', unit: 'MB/s', ours: limit },
-    { name: 'pipe: a service worker doing nothing', unit: 'MB/s', ours: pipeRate, theirs: limit },
+    {
+      name: `pipe: a service worker doing nothing (best: ${best.chunk / 1024} KiB chunks${best.hwm ? `, ${best.hwm} queued` : ''})`,
+      unit: 'MB/s',
+      ours: pipeRate,
+      theirs: limit,
+    },
     {
       name: `download ${size}, service worker (defaults: verifyFirst)`,
       unit: 'MB/s',
@@ -402,7 +440,9 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
       theirs: limit,
     },
     { name: '  time to first byte', unit: 'ms', ours: ttfb('sw-stream-self'), theirs: ttfb('blob') },
-  );
+  ];
+  // The kinds left out with --sw-kinds have no figure.
+  rows.push(...all.filter((row) => row.ours === undefined || Number.isFinite(row.ours)));
 }
 
 async function runEngine(engine: Engine, url: string, keys: BenchKeys): Promise<boolean> {

@@ -7,6 +7,7 @@
  *
  *   npx tsx bench/sw-profile.ts                          64 MiB, verifyFirst: false
  *   npx tsx bench/sw-profile.ts --mib 128 --kind sw      the defaults (verify first)
+ *   npx tsx bench/sw-profile.ts --kind sw-stream-self    the service worker decrypting itself (no offload)
  */
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +24,9 @@ const { values: args } = parseArgs({
 });
 const bytes = Number(args.mib) * 2 ** 20;
 const kind = args.kind as DownloadKind;
-if (!['sw', 'sw-stream', 'blob'].includes(kind)) throw new Error('--kind: sw, sw-stream or blob');
+if (!['sw', 'sw-stream', 'sw-self', 'sw-stream-self', 'blob'].includes(kind)) {
+  throw new Error('--kind: sw, sw-stream, sw-self, sw-stream-self or blob');
+}
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const outDir = `${repo}tmp/sw-profile/`;

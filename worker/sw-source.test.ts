@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { expectSameBytes } from '../test/bytes.js';
-import { blobStream, openSource } from './sw-source.js';
+import { blobStream, openSource, isWebKit } from './sw-source.js';
 
 const noFetch = (() => Promise.reject(new Error('no network here'))) as typeof fetch;
 
@@ -54,5 +54,16 @@ describe('the watched source', () => {
     await cancelled.read();
     await cancelled.cancel();
     expect(await cancelled.closed).toBeUndefined();
+  });
+
+  it('tells WebKit from Chromium, headless or not, and Firefox (WebKit alone slices Blobs)', () => {
+    const chromium =
+      'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36';
+    expect(isWebKit(chromium)).toBe(false);
+    expect(isWebKit(chromium.replace('Chrome/', 'HeadlessChrome/'))).toBe(false);
+    expect(isWebKit('Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0')).toBe(false);
+    expect(
+      isWebKit('Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/60.5 Safari/605.1.15'),
+    ).toBe(true);
   });
 });

@@ -33,6 +33,13 @@ export async function cancelWireSource(source: WireSource): Promise<void> {
 /** A source that can be opened again for a second pass: a Blob, or a URL (fetched again). */
 export const rereadable = (source: WireSource): boolean => source.kind === 'blob' || source.kind === 'url';
 
+/** WebKit (Safari, WebKitGTK): not Chromium, whose user agent names AppleWebKit too. */
+export const isWebKit = (userAgent: string): boolean =>
+  // Not `\bChrome`: headless Chromium calls itself HeadlessChrome/, with no word boundary before Chrome.
+  /\bAppleWebKit\//.test(userAgent) && !/Chrome\//.test(userAgent);
+/** Whether this worker runs in WebKit. */
+export const WEBKIT = typeof navigator !== 'undefined' && isWebKit(navigator.userAgent ?? '');
+
 /**
  * Blob.stream() in WebKit reads the whole Blob before it hands over its first chunk, all of it at
  * once (128 MiB in WebKitGTK: 2-3 s before the first byte, and the file in memory), so there a Blob
@@ -40,10 +47,7 @@ export const rereadable = (source: WireSource): boolean => source.kind === 'blob
  * Firefox's for a Blob a page sent to a worker (in the page it too reads it whole), and both
  * benchmark runs that sliced a 128 MiB Blob there failed (worker/README.md, "Where a service-worker download's time goes").
  */
-const WHOLE_BLOB_STREAMS =
-  typeof navigator !== 'undefined' &&
-  /\bAppleWebKit\//.test(navigator.userAgent ?? '') &&
-  !/\bChrome\//.test(navigator.userAgent ?? '');
+const WHOLE_BLOB_STREAMS = WEBKIT;
 /** The slices a Blob is read in where Blob.stream() would read it whole. */
 const BLOB_SLICE_BYTES = 1 << 20;
 

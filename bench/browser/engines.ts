@@ -276,10 +276,11 @@ let pipeFrame: HTMLIFrameElement | undefined;
 
 /**
  * The service-worker pipe's own ceiling: `bytes` of zeros made by a service worker that does
- * nothing else (public/pipe-sw.js, scope /pipe/), read in a frame it controls. A decrypting
- * service worker moves its plaintext through the same pipe, so it cannot beat this.
+ * nothing else (public/pipe-sw.js, scope /pipe/) in chunks of `chunk` bytes with `hwm` of them
+ * queued, read in a frame it controls. A decrypting service worker moves its plaintext through
+ * the same pipe, so it cannot beat this.
  */
-async function pipeLimit(bytes: number): Promise<DownloadRun> {
+async function pipeLimit(bytes: number, chunk = 256 * 1024, hwm = 0): Promise<DownloadRun> {
   if (!pipeFrame) {
     const registration = await navigator.serviceWorker.register('/pipe-sw.js', { scope: '/pipe/' });
     const worker = registration.installing ?? registration.waiting ?? registration.active;
@@ -293,8 +294,10 @@ async function pipeLimit(bytes: number): Promise<DownloadRun> {
     document.body.append(pipeFrame);
     await new Promise((resolve) => pipeFrame!.addEventListener('load', resolve, { once: true }));
   }
-  type PipeWindow = Window & { pipeRun(n: number): Promise<DownloadRun & { controlled: boolean }> };
-  const run = await (pipeFrame.contentWindow as PipeWindow).pipeRun(bytes);
+  type PipeWindow = Window & {
+    pipeRun(n: number, chunk: number, hwm: number): Promise<DownloadRun & { controlled: boolean }>;
+  };
+  const run = await (pipeFrame.contentWindow as PipeWindow).pipeRun(bytes, chunk, hwm);
   if (!run.controlled) throw new Error('the pipe frame is not controlled by its service worker');
   return { ms: run.ms, ttfbMs: run.ttfbMs, prepareMs: 0, bytes: run.bytes, checksum: '', status: 200 };
 }
