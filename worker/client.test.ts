@@ -1,5 +1,5 @@
 import { expose } from 'comlink';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AuthenticationError, FormatError, InputError, PostGuardError } from '../lib/errors.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import type { SealOptions } from '../lib/seal.js';
@@ -60,10 +60,15 @@ function connect() {
 }
 
 /**
- * As the page's PostGuardWorker and crypto.worker.ts connect: comlink and the relayed streams share
- * the worker's own channel (worker-channel.ts); a MessagePort stands in for the Worker here.
+ * As the page's PostGuardWorker and crypto.worker.ts connect in Firefox: comlink and the relayed
+ * streams share the worker's own channel (worker-channel.ts); a MessagePort stands in for the
+ * Worker here, and the user agent is Firefox's while the client is made.
  */
-function connectOverChannel() {
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0';
+const CHROMIUM =
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36';
+
+function connectOverChannel(userAgent = FIREFOX) {
   const { port1, port2 } = new MessageChannel();
   const channel = new WorkerChannel(port1 as unknown as ChannelTarget);
   acceptOn(channel);
@@ -74,7 +79,13 @@ function connectOverChannel() {
     transferred.push(...(transfer ?? []));
     post(message, transfer as never);
   }) as typeof port2.postMessage;
-  const pg = new PostGuardWorker({ worker: port2 as unknown as Worker });
+  vi.stubGlobal('navigator', { userAgent });
+  let pg: PostGuardWorker;
+  try {
+    pg = new PostGuardWorker({ worker: port2 as unknown as Worker });
+  } finally {
+    vi.unstubAllGlobals();
+  }
   return { pg, transferred, close: () => (port1.close(), port2.close()) };
 }
 
@@ -91,6 +102,15 @@ describe("streams over the worker's own channel", () => {
     expect(Buffer.from(opened.bytes()).equals(plain)).toBe(true);
     su.free();
     expect(transferred.some((t) => t instanceof MessagePort)).toBe(false);
+    close();
+  });
+
+  it('elsewhere (Chromium, WebKit) each stream still gets a MessagePort of its own', async () => {
+    const { pg, transferred, close } = connectOverChannel(CHROMIUM);
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(message(100_000)), sealed.writable);
+    expect(sealed.state()).toBe('closed');
+    expect(transferred.filter((t) => t instanceof MessagePort)).toHaveLength(2);
     close();
   });
 
