@@ -51,6 +51,7 @@ const { values: args } = parseArgs({
     'pipe-hwm': { type: 'string', default: process.env.PIPE_HWM ?? '0' },
     'sw-kinds': { type: 'string', default: process.env.SW_KINDS ?? 'blob,sw,sw-self,sw-stream,sw-stream-self' },
     ref: { type: 'string', default: process.env.REF },
+    'with-ports': { type: 'boolean', default: process.env.WITH_PORTS === '1' },
   },
 });
 const MiB = 2 ** 20;
@@ -59,6 +60,7 @@ const SW_MIB = Number(args['sw-mib']);
 const REPEATS = Number(args.repeats);
 const CHUNK = Number(args['chunk-kib']) * 1024;
 const WARM = 8 * MiB;
+const WITH_PORTS = args['with-ports'];
 const engines = args.engines.split(',').filter(Boolean) as Engine[];
 const list = (text: string) => text.split(',').filter(Boolean);
 /** The pipe's variants: every chunk size with every queue length (chunks), each run in turn. */
@@ -190,15 +192,16 @@ type Call = ReturnType<typeof caller>;
 
 async function streamCase(call: Call, rows: Row[], pgWorker: string): Promise<void> {
   const bytes = STREAM_MIB * MiB;
-  const impls: StreamImpl[] = ['ours', 'pgwasm-worker', 'pgwasm-main'];
+  const impls: StreamImpl[] = ['ours', 'pgwasm-worker', 'pgwasm-main', ...(WITH_PORTS ? ['ours-ports' as const] : [])];
   const label: Record<StreamImpl, string> = {
     ours: 'crypto worker',
+    'ours-ports': 'crypto worker, a MessagePort per stream (--with-ports)',
     'pgwasm-worker': `pg-wasm in a worker, ${pgWorker}`,
     'pgwasm-main': 'pg-wasm on the main thread',
   };
 
   // Seal: generated plaintext in, ciphertext counted out.
-  const seals: Record<StreamImpl, StreamRun[]> = { ours: [], 'pgwasm-worker': [], 'pgwasm-main': [] };
+  const seals: Record<StreamImpl, StreamRun[]> = { ours: [], 'pgwasm-worker': [], 'pgwasm-main': [], 'ours-ports': [] };
   let expected: string | undefined;
   for (const impl of impls) {
     await call(`seal warm-up (${impl})`, budget(WARM), (a) => benchEngines.seal(a.impl, a.bytes, a.chunk), {
@@ -243,7 +246,7 @@ async function streamCase(call: Call, rows: Row[], pgWorker: string): Promise<vo
     bytes: WARM,
     chunk: CHUNK,
   });
-  const opens: Record<StreamImpl, StreamRun[]> = { ours: [], 'pgwasm-worker': [], 'pgwasm-main': [] };
+  const opens: Record<StreamImpl, StreamRun[]> = { ours: [], 'pgwasm-worker': [], 'pgwasm-main': [], 'ours-ports': [] };
   for (const impl of impls) {
     await call(`unseal warm-up (${impl})`, budget(WARM), (i) => benchEngines.decrypt(i, 'warm'), impl);
   }
@@ -463,9 +466,10 @@ async function runEngine(engine: Engine, url: string, keys: BenchKeys): Promise<
       if (Date.now() > deadline) throw new Error('the page script did not start within 60 s');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const info = await call('init', 120_000, (a) => benchEngines.init(a.keys, a.wasm), {
+    const info = await call('init', 120_000, (a) => benchEngines.init(a.keys, a.wasm, a.withPorts), {
       keys,
       wasm: '/pg-wasm_bg.wasm',
+      withPorts: WITH_PORTS,
     });
     console.log(`${info.userAgent}`);
     userAgent = info.userAgent;

@@ -44,6 +44,29 @@ globalThis.hops = async (mode) => {
   hasher?.terminate();
   return ms;
 };
+const ECHO = script("const serve = (ep) => { ep.onmessage = (e) => { const b = e.data; ep.postMessage(b, [b]); }; };" +
+  "self.onmessage = (e) => { if (e.ports[0]) serve(e.ports[0]); else { serve(self); self.onmessage(e); } };");
+globalThis.pageHops = async (mode) => {
+  const w = new Worker(ECHO);
+  let ep = w;
+  if (mode === 'port') {
+    const { port1, port2 } = new MessageChannel();
+    w.postMessage(null, [port2]);
+    ep = port1;
+  }
+  const N = 512;
+  let sent = 0, got = 0, postMs = 0;
+  const post = (b) => { const t = performance.now(); ep.postMessage(b, [b]); postMs += performance.now() - t; sent++; };
+  const t = performance.now();
+  await new Promise((done) => {
+    ep.onmessage = (m) => { got++; if (sent < N) post(m.data); if (got === N) done(); };
+    for (let i = 0; i < 12; i++) post(new ArrayBuffer(262144));
+  });
+  const ms = performance.now() - t;
+  w.terminate();
+  if (mode === 'port') ep.close();
+  return [ms, postMs];
+};
 const NESTED = script("self.onmessage = () => {}; import('data:text/javascript,export default 1').then(() => self.postMessage('ready'));");
 globalThis.starts = async (nest, n) => {
   const url = script((nest ? "new Worker(" + JSON.stringify(NESTED) + ", { type: 'module' }); " : '') + "self.onmessage = () => self.postMessage('pong');");
@@ -69,6 +92,7 @@ const server = createServer((_, res) => {
 await new Promise((resolve) => server.once('listening', resolve));
 const { port } = server.address() as { port: number };
 declare const hops: (mode: string) => Promise<number>;
+declare const pageHops: (mode: string) => Promise<[number, number]>;
 declare const starts: (nest: boolean, n: number) => Promise<number>;
 try {
   for (const engine of args.engines.split(',') as Engine[]) {
@@ -83,7 +107,18 @@ try {
       console.log(
         `${engine}: 512 round trips of 256 KiB, ms per run: nested ${ms.nested!.join(', ')}; port ${ms.port!.join(', ')}`,
       );
+      const page2: Record<string, string[]> = { worker: [], port: [] };
+      for (let i = 0; i < 3; i++) {
+        for (const mode of ['worker', 'port']) {
+          const [all, post] = await page.evaluate((m) => pageHops(m), mode);
+          page2[mode]!.push(`${Math.round(all)} (posting ${Math.round(post)})`);
+        }
+      }
+      console.log(
+        `${engine}: 512 round trips of 256 KiB between the page and a worker, ms per run: Worker.postMessage ${page2.worker!.join(', ')}; MessageChannel port ${page2.port!.join(', ')}`,
+      );
       const n = Number(args.starts);
+      if (n === 0) continue;
       const none = await page.evaluate(([k]) => starts(false, k), [n] as const);
       const nested = await page.evaluate(([k]) => starts(true, k), [n] as const);
       console.log(

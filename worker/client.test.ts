@@ -1,5 +1,5 @@
 import { expose } from 'comlink';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AuthenticationError, FormatError, InputError, PostGuardError } from '../lib/errors.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import type { SealOptions } from '../lib/seal.js';
@@ -10,7 +10,9 @@ import { splitFrame } from '../lib/frame.js';
 import { DEFAULT_SEGMENT_SIZE } from '../lib/index.js';
 import { SEGMENT_OVERHEAD } from '../lib/segments.js';
 import { PostGuardWorker } from './client.js';
+import { acceptOn } from './transfer.js';
 import { cryptoWorkerApi } from './worker-api.js';
+import { WorkerChannel, type ChannelTarget } from './worker-channel.js';
 
 /**
  * The client and the worker API over comlink, in Node: one end of a MessageChannel serves
@@ -56,6 +58,76 @@ function connect() {
   const pg = new PostGuardWorker({ endpoint: port2 as never });
   return { pg, close: () => (port1.close(), port2.close()) };
 }
+
+/**
+ * As the page's PostGuardWorker and crypto.worker.ts connect in Firefox: comlink and the relayed
+ * streams share the worker's own channel (worker-channel.ts); a MessagePort stands in for the
+ * Worker here, and the user agent is Firefox's while the client is made.
+ */
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0';
+const CHROMIUM =
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36';
+
+function connectOverChannel(userAgent = FIREFOX) {
+  const { port1, port2 } = new MessageChannel();
+  const channel = new WorkerChannel(port1 as unknown as ChannelTarget);
+  acceptOn(channel);
+  expose(cryptoWorkerApi(), channel.endpoint);
+  const transferred: unknown[] = [];
+  const post = port2.postMessage.bind(port2);
+  port2.postMessage = ((message: unknown, transfer?: Transferable[]) => {
+    transferred.push(...(transfer ?? []));
+    post(message, transfer as never);
+  }) as typeof port2.postMessage;
+  vi.stubGlobal('navigator', { userAgent });
+  let pg: PostGuardWorker;
+  try {
+    pg = new PostGuardWorker({ worker: port2 as unknown as Worker });
+  } finally {
+    vi.unstubAllGlobals();
+  }
+  return { pg, transferred, close: () => (port1.close(), port2.close()) };
+}
+
+describe("streams over the worker's own channel", () => {
+  it('sealStream → StreamUnsealer, with no MessagePort sent', async () => {
+    const { pg, transferred, close } = connectOverChannel();
+    const plain = message(1_500_000);
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(plain, 50_000), sealed.writable);
+    const opened = collector();
+    const su = await pg.StreamUnsealer.new(chunkedSource(sealed.bytes(), 33_333), vk);
+    expect((await su.unseal(ALICE, usk, opened.writable)).public).toEqual(options.pubSignKey.policy);
+    expect(opened.state()).toBe('closed');
+    expect(Buffer.from(opened.bytes()).equals(plain)).toBe(true);
+    su.free();
+    expect(transferred.some((t) => t instanceof MessagePort)).toBe(false);
+    close();
+  });
+
+  it('elsewhere (Chromium, WebKit) each stream still gets a MessagePort of its own', async () => {
+    const { pg, transferred, close } = connectOverChannel(CHROMIUM);
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(message(100_000)), sealed.writable);
+    expect(sealed.state()).toBe('closed');
+    expect(transferred.filter((t) => t instanceof MessagePort)).toHaveLength(2);
+    close();
+  });
+
+  it('a tampered stream: the promise rejects and the writable is aborted, both with TAMPERED', async () => {
+    const { pg, close } = connectOverChannel();
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(message(600_000)), sealed.writable);
+    const ct = sealed.bytes();
+    ct[ct.length - 5000]! ^= 1;
+    const opened = collector();
+    const su = await pg.StreamUnsealer.new(chunkedSource(ct), vk);
+    await expect(su.unseal(ALICE, usk, opened.writable)).rejects.toMatchObject({ code: 'TAMPERED' });
+    await expect.poll(() => opened.state()).toBe('aborted');
+    expect(opened.abortReason()).toMatchObject({ code: 'TAMPERED' });
+    close();
+  });
+});
 
 describe('through comlink', () => {
   let pg: PostGuardWorker;

@@ -26,7 +26,8 @@ import type { VerificationResult } from '../lib/signatures.js';
 import type { CryptoWorkerApi, RemoteHeaderView, RemoteStreamUnsealer, RemoteUnsealer } from './api.js';
 import { ErrorCode, InputError, describeThrown, isPostGuardError } from '../lib/errors.js';
 import { offerPageDecrypter } from './page-decrypter.js';
-import { sentWritableSettled } from './transfer.js';
+import { sendingOn, sentWritableSettled } from './transfer.js';
+import { WorkerChannel } from './worker-channel.js';
 
 /** How `new PostGuardWorker(options)` reaches its crypto worker; none is needed with a bundler that follows `new URL(...)`. */
 export interface PostGuardWorkerOptions {
@@ -42,6 +43,14 @@ export interface PostGuardWorkerOptions {
   /** Any comlink endpoint serving worker-api.ts instead of a worker (tests: one end of a MessageChannel). */
   endpoint?: Endpoint;
 }
+
+/**
+ * Whether this page relays the crypto worker's streams over the worker's own channel
+ * (worker-channel.ts): in Firefox, where a MessagePort per stream is ~70x slower. Chromium and WebKit
+ * move bytes over a port as fast, and keep a port per stream.
+ */
+const relaysOverWorkerChannel = (): boolean =>
+  typeof navigator !== 'undefined' && /\bFirefox\//.test(navigator.userAgent);
 
 /** How long a failed call waits for the abort of its writable to arrive, so the sink has seen it first. */
 const ABORT_ARRIVAL_MS = 2000;
@@ -210,9 +219,16 @@ export class WorkerUnsealer extends WorkerHeaderView<RemoteUnsealer> {
 
 /** A StreamUnsealer that lives in the worker; it reads the ciphertext stream there. */
 export class WorkerStreamUnsealer extends WorkerHeaderView<RemoteStreamUnsealer> {
+  private constructor(
+    remote: Remote<RemoteStreamUnsealer>,
+    private readonly channel: WorkerChannel | undefined,
+  ) {
+    super(remote);
+  }
+
   /** @internal */
-  static wrap(remote: Remote<RemoteStreamUnsealer>): WorkerStreamUnsealer {
-    return new WorkerStreamUnsealer(remote);
+  static wrap(remote: Remote<RemoteStreamUnsealer>, channel?: WorkerChannel): WorkerStreamUnsealer {
+    return new WorkerStreamUnsealer(remote, channel);
   }
 
   /**
@@ -221,7 +237,7 @@ export class WorkerStreamUnsealer extends WorkerHeaderView<RemoteStreamUnsealer>
    * segment authenticated, or aborted with the error (code intact) if anything fails.
    */
   unseal(recipientId: string, usk: UserKeys, writable: WritableStream<Uint8Array>): Promise<VerificationResult> {
-    return afterWritable(writable, () => this.remote.unseal(recipientId, usk, writable));
+    return afterWritable(writable, () => sendingOn(this.channel, () => this.remote.unseal(recipientId, usk, writable)));
   }
 }
 
@@ -235,6 +251,11 @@ export class PostGuardWorker {
   /** The worker, unless an endpoint was given. */
   readonly worker: Worker | undefined;
   private readonly remote: Remote<CryptoWorkerApi>;
+  /**
+   * The worker's own channel, which relays the streams (worker-channel.ts: a MessagePort per stream
+   * is slow in Firefox); none with an endpoint, whose streams each get a MessagePort.
+   */
+  private readonly channel: WorkerChannel | undefined;
   private readonly withdraw: () => void;
 
   /** pg-wasm's `Unsealer.new`, answered by the worker: `await pg.Unsealer.new(ciphertext, vk)`. */
@@ -249,13 +270,17 @@ export class PostGuardWorker {
     /** Relays `readable` to the worker, which reads and authenticates the header from it. */
     new: async (readable: ReadableStream<Uint8Array>, vk: VerifyingKeys): Promise<WorkerStreamUnsealer> =>
       WorkerStreamUnsealer.wrap(
-        (await this.remote.streamUnsealer(readable, vk)) as unknown as Remote<RemoteStreamUnsealer>,
+        (await sendingOn(this.channel, () =>
+          this.remote.streamUnsealer(readable, vk),
+        )) as unknown as Remote<RemoteStreamUnsealer>,
+        this.channel,
       ),
   };
 
   constructor(options: PostGuardWorkerOptions = {}) {
     if (options.endpoint !== undefined) {
       this.worker = options.worker;
+      this.channel = undefined;
       this.remote = wrap<CryptoWorkerApi>(options.endpoint);
     } else {
       this.worker =
@@ -263,7 +288,8 @@ export class PostGuardWorker {
         (options.workerUrl !== undefined
           ? new Worker(options.workerUrl, { type: 'module', name: 'postguard-crypto' })
           : new Worker(new URL('./crypto.worker.js', import.meta.url), { type: 'module', name: 'postguard-crypto' }));
-      this.remote = wrap<CryptoWorkerApi>(this.worker);
+      this.channel = relaysOverWorkerChannel() ? new WorkerChannel(this.worker) : undefined;
+      this.remote = wrap<CryptoWorkerApi>(this.channel?.endpoint ?? this.worker);
     }
     // This page's service-worker downloads are decrypted here (download.ts, sw-offload.ts).
     this.withdraw = offerPageDecrypter(() => this.remote.decrypterPort());
@@ -295,7 +321,9 @@ export class PostGuardWorker {
       await quietly(() => readable.cancel(error));
       throw error;
     }
-    return afterWritable(writable, () => this.remote.sealStream(mpk, sent, readable, writable));
+    return afterWritable(writable, () =>
+      sendingOn(this.channel, () => this.remote.sealStream(mpk, sent, readable, writable)),
+    );
   }
 
   /** The SHAKE128 backend in the worker ('wasm', or '@noble/hashes' where WebAssembly is refused). */

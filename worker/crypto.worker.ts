@@ -2,7 +2,9 @@
 import { expose } from 'comlink';
 import { loadShake128 } from '#shake';
 import { HASH_WORKER_NAME, serveHashing, startHashWorker } from '../lib/crypto/hash-worker.js';
+import { acceptOn } from './transfer.js';
 import { cryptoWorkerApi } from './worker-api.js';
+import { WorkerChannel } from './worker-channel.js';
 
 /**
  * The crypto worker's entry: serves worker-api.ts to the page that started it (client.ts). The
@@ -24,5 +26,8 @@ if (self.name === HASH_WORKER_NAME) {
   if (!/\bFirefox\//.test(self.navigator.userAgent)) {
     void startHashWorker(() => new Worker(self.location.href, { type: 'module', name: HASH_WORKER_NAME }));
   }
-  expose(cryptoWorkerApi());
+  // The page's streams arrive over this worker's own channel (worker-channel.ts), beside comlink's calls.
+  const channel = new WorkerChannel(self);
+  acceptOn(channel);
+  expose(cryptoWorkerApi(), channel.endpoint);
 }

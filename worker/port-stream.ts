@@ -1,6 +1,7 @@
 import { ErrorCode, PostGuardError } from '../lib/errors.js';
 import { asBytes } from '../lib/io.js';
 import { encodeError, reviveError } from './errors.js';
+import type { RelayPort } from './worker-channel.js';
 
 /**
  * Byte streams between threads (page ↔ crypto worker, page → service worker), relayed over a
@@ -21,7 +22,9 @@ import { encodeError, reviveError } from './errors.js';
  *   side as the same class with the same `code`, and so do a consumer's cancel and a sink's failure.
  *
  * The two halves: a Sender (readableToPort, portToWritable) and a Receiver (portToReadable,
- * writableToPort). One side of every pair lives in each thread.
+ * writableToPort). One side of every pair lives in each thread. The port is a MessagePort, or one
+ * multiplexed over a worker's own channel (worker-channel.ts: the crypto worker's streams, since a
+ * MessagePort is slow in Firefox); `serveReadable` and `serveWritable` take the page's end of either.
  */
 
 /** Bytes the receiver lets the sender have in flight: sent, not yet taken by its consumer. */
@@ -93,7 +96,7 @@ class Sender {
   private recheck: (() => void) | undefined;
 
   constructor(
-    private readonly port: MessagePort,
+    private readonly port: RelayPort,
     /** Copy chunks (the caller may reuse them) or transfer their buffers (the writer gave them up). */
     private readonly copy: boolean,
     private readonly batchBytes: number,
@@ -241,7 +244,7 @@ class Receiver {
   private done = false;
 
   constructor(
-    private readonly port: MessagePort,
+    private readonly port: RelayPort,
     private readonly window: number,
   ) {
     port.onmessage = ({ data }: MessageEvent<Data>) => this.data(data);
@@ -343,8 +346,14 @@ class Receiver {
  */
 export function readableToPort(readable: ReadableStream<unknown>, options: SenderOptions = {}): MessagePort {
   const { port1, port2 } = new MessageChannel();
+  serveReadable(readable, port1, options);
+  return port2;
+}
+
+/** readableToPort on a port of the caller's: `port`'s other end goes to portToReadable. */
+export function serveReadable(readable: ReadableStream<unknown>, port: RelayPort, options: SenderOptions = {}): void {
   const reader = readable.getReader();
-  const sender = new Sender(port1, options.owned !== true, options.batchBytes ?? BATCH_BYTES, (reason) => {
+  const sender = new Sender(port, options.owned !== true, options.batchBytes ?? BATCH_BYTES, (reason) => {
     // Also ends a read that is waiting on a slow source.
     reader.cancel(reason).catch(ignore);
   });
@@ -363,7 +372,6 @@ export function readableToPort(readable: ReadableStream<unknown>, options: Sende
       await reader.cancel(error).catch(ignore);
     }
   })();
-  return port2;
 }
 
 /** Relayed readables whose consumer may hand chunks back: the switch that lets it (spendChunksOnRead). */
@@ -383,7 +391,7 @@ export function spendChunksOnRead(readable: ReadableStream<unknown>): boolean {
 }
 
 /** The readable served on `port` by readableToPort: chunks are Uint8Arrays this thread owns. */
-export function portToReadable<T = Uint8Array>(port: MessagePort, options: ReceiverOptions = {}): ReadableStream<T> {
+export function portToReadable<T = Uint8Array>(port: RelayPort, options: ReceiverOptions = {}): ReadableStream<T> {
   const receiver = new Receiver(port, options.windowBytes ?? WINDOW_BYTES);
   let spend = false;
   /** The chunk handed out last, while it may still go back. */
@@ -430,9 +438,18 @@ export function writableToPort(
   options: ReceiverOptions = {},
 ): { port: MessagePort; settled: Promise<void> } {
   const { port1, port2 } = new MessageChannel();
+  return { port: port2, settled: serveWritable(writable, port1, options) };
+}
+
+/** writableToPort on a port of the caller's: `port`'s other end goes to portToWritable. */
+export function serveWritable(
+  writable: WritableStream<Uint8Array>,
+  port: RelayPort,
+  options: ReceiverOptions = {},
+): Promise<void> {
   const writer = writable.getWriter();
   const settled = writer.closed;
-  const receiver = new Receiver(port1, options.windowBytes ?? WINDOW_BYTES);
+  const receiver = new Receiver(port, options.windowBytes ?? WINDOW_BYTES);
   // A sink can fail between writes (a connection that drops while the sender waits on its source):
   // the sender hears it now, not at a next write that may never come. After the relay ended this
   // is a no-op.
@@ -460,7 +477,7 @@ export function writableToPort(
       }
     }
   })();
-  return { port: port2, settled };
+  return settled;
 }
 
 /**
@@ -471,7 +488,7 @@ export function writableToPort(
  * and StreamUnsealer are such writers: see transfer.ts. close() resolves once the other side's sink
  * has closed; if that sink fails, writes and close() fail with its (coded) error.
  */
-export function portToWritable(port: MessagePort): WritableStream<Uint8Array> {
+export function portToWritable(port: RelayPort): WritableStream<Uint8Array> {
   let sender!: Sender;
   return new WritableStream<Uint8Array>({
     start(controller) {

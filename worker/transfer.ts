@@ -1,7 +1,15 @@
 import { transferHandlers, type TransferHandler } from 'comlink';
 import { encodeError, reviveError } from './errors.js';
-import { portToReadable, portToWritable, readableToPort, writableToPort } from './port-stream.js';
+import {
+  portToReadable,
+  portToWritable,
+  readableToPort,
+  serveReadable,
+  serveWritable,
+  writableToPort,
+} from './port-stream.js';
 import { relaySettings } from './relay-settings.js';
+import { isChannelWire, type ChannelWire, type RelayPort, type WorkerChannel } from './worker-channel.js';
 
 /**
  * comlink transfer handlers, installed on both sides of every channel (page, crypto worker):
@@ -13,6 +21,9 @@ import { relaySettings } from './relay-settings.js';
  *   every browser. The relay is faster than a natively transferred stream (which crosses one
  *   structured-cloned chunk per round trip) and keeps errors, abort and cancel reasons coded. Its
  *   batch and window are the engine's (relay-settings.ts: larger in WebKit).
+ *   A call made inside `sendingOn(channel, ...)` (the page's PostGuardWorker) relays its streams
+ *   over the worker's own channel instead (worker-channel.ts: a MessagePort is slow in Firefox);
+ *   the worker accepts them on the channel it was given with `acceptOn`.
  *
  * Who owns the chunks. A readable handed over is read by the relay, which copies every chunk: the
  * caller's source may reuse its buffers. A writable handed over becomes, on the receiving side,
@@ -40,25 +51,69 @@ const settlements = new WeakMap<WritableStream<unknown>, Promise<void>>();
 export const sentWritableSettled = (writable: WritableStream<unknown>): Promise<void> | undefined =>
   settlements.get(writable);
 
-const readableHandler: TransferHandler<ReadableStream<unknown>, MessagePort> = {
+/** The channel the call being made now relays its streams over (set by sendingOn for one synchronous call). */
+let outbound: WorkerChannel | undefined;
+/** The channel this realm accepts relayed streams on (the crypto worker's own, set by acceptOn). */
+let inbound: WorkerChannel | undefined;
+
+/**
+ * Makes the comlink call `call` with its stream arguments relayed over `channel`. comlink serializes
+ * the arguments while the call is being made, before it returns its promise, so the channel is
+ * in effect for exactly that call.
+ */
+export function sendingOn<T>(channel: WorkerChannel | undefined, call: () => T): T {
+  outbound = channel;
+  try {
+    return call();
+  } finally {
+    outbound = undefined;
+  }
+}
+
+/** Lets streams relayed over `channel` (this worker's own, from the page's PostGuardWorker) arrive here. */
+export function acceptOn(channel: WorkerChannel): void {
+  inbound = channel;
+}
+
+type StreamWire = MessagePort | ChannelWire;
+
+function arrivingPort(wire: StreamWire): RelayPort {
+  if (!isChannelWire(wire)) return wire;
+  if (inbound === undefined) throw new Error('a stream was relayed over a worker channel this realm does not accept');
+  return inbound.accept(wire.__pgRelay);
+}
+
+const readableHandler: TransferHandler<ReadableStream<unknown>, StreamWire> = {
   canHandle: (value): value is ReadableStream<unknown> =>
     typeof ReadableStream !== 'undefined' && value instanceof ReadableStream,
   serialize(stream) {
-    const port = readableToPort(stream, { batchBytes: relaySettings().batchBytes });
+    const batch = { batchBytes: relaySettings().batchBytes };
+    if (outbound !== undefined) {
+      const port = outbound.open();
+      serveReadable(stream, port, batch);
+      return [{ __pgRelay: port.id }, []];
+    }
+    const port = readableToPort(stream, batch);
     return [port, [port]];
   },
-  deserialize: (port) => portToReadable(port, { windowBytes: relaySettings().windowBytes }),
+  deserialize: (wire) => portToReadable(arrivingPort(wire), { windowBytes: relaySettings().windowBytes }),
 };
 
-const writableHandler: TransferHandler<WritableStream<Uint8Array>, MessagePort> = {
+const writableHandler: TransferHandler<WritableStream<Uint8Array>, StreamWire> = {
   canHandle: (value): value is WritableStream<Uint8Array> =>
     typeof WritableStream !== 'undefined' && value instanceof WritableStream,
   serialize(stream) {
-    const { port, settled } = writableToPort(stream, { windowBytes: relaySettings().windowBytes });
+    const window = { windowBytes: relaySettings().windowBytes };
+    if (outbound !== undefined) {
+      const port = outbound.open();
+      settlements.set(stream, serveWritable(stream, port, window));
+      return [{ __pgRelay: port.id }, []];
+    }
+    const { port, settled } = writableToPort(stream, window);
     settlements.set(stream, settled);
     return [port, [port]];
   },
-  deserialize: (port) => portToWritable(port),
+  deserialize: (wire) => portToWritable(arrivingPort(wire)),
 };
 
 let installed = false;

@@ -25,8 +25,12 @@ import { bestOf, segmentData } from '../shake-core.js';
  * reader and counted, never saved. Exposed as window.benchEngines.
  */
 
-/** ours: the crypto worker. pgwasm-worker: pg-wasm in bench.worker.ts. pgwasm-main: pg-wasm on this thread. */
-export type StreamImpl = 'ours' | 'pgwasm-worker' | 'pgwasm-main';
+/**
+ * ours: the crypto worker. pgwasm-worker: pg-wasm in bench.worker.ts. pgwasm-main: pg-wasm on this
+ * thread. ours-ports (--with-ports): the crypto worker with each stream relayed over a MessagePort
+ * of its own, as before worker/worker-channel.ts (a PostGuardWorker given the worker as an endpoint).
+ */
+export type StreamImpl = 'ours' | 'pgwasm-worker' | 'pgwasm-main' | 'ours-ports';
 /**
  * blob: the plaintext's Blob URL. sw: through the service worker, its defaults (verifyFirst), the
  * page's crypto worker decrypting. sw-stream: verifyFirst false. The `-self` kinds: the same with
@@ -56,6 +60,8 @@ export interface DownloadRun {
 
 let keys: BenchKeys;
 let ours: PostGuardWorker;
+let oursPorts: PostGuardWorker | undefined;
+let portsOwner: PostGuardWorker | undefined;
 let callWorker: ReturnType<typeof workerClient<BenchRequest>>;
 let transferable = false;
 const ciphertexts = new Map<'full' | 'warm', Uint8Array[]>();
@@ -75,10 +81,16 @@ function streamsTransfer(): boolean {
   }
 }
 
-async function init(k: BenchKeys, wasmUrl: string) {
+async function init(k: BenchKeys, wasmUrl: string, withPorts = false) {
   keys = k;
   transferable = streamsTransfer();
   ours = new PostGuardWorker();
+  if (withPorts) {
+    // Kept: comlink releases the worker's API when the PostGuardWorker that started it is collected.
+    portsOwner = new PostGuardWorker();
+    const worker = portsOwner.worker!;
+    oursPorts = new PostGuardWorker({ worker, endpoint: worker });
+  }
   callWorker = workerClient<BenchRequest>(
     new Worker(new URL('./bench.worker.ts', import.meta.url), { type: 'module', name: 'bench-pgwasm' }),
   );
@@ -129,8 +141,8 @@ async function seal(impl: StreamImpl, bytes: number, chunkBytes: number): Promis
   const source = generated(bytes, sum, chunkBytes);
   const sink = countingSink();
   const start = performance.now();
-  if (impl === 'ours') {
-    await ours.sealStream(keys.mpk, keys.options, source, sink.writable);
+  if (impl === 'ours' || impl === 'ours-ports') {
+    await (impl === 'ours' ? ours : oursPorts!).sealStream(keys.mpk, keys.options, source, sink.writable);
   } else if (impl === 'pgwasm-main') {
     await pgSealStream(keys.mpk, keys.options as never, source, sink.writable);
   } else {
@@ -154,8 +166,8 @@ async function decrypt(impl: StreamImpl, which: 'full' | 'warm'): Promise<Stream
   const sink = countingSink();
   const source = fromChunks(chunks);
   const start = performance.now();
-  if (impl === 'ours') {
-    const unsealer = await ours.StreamUnsealer.new(source, keys.vk);
+  if (impl === 'ours' || impl === 'ours-ports') {
+    const unsealer = await (impl === 'ours' ? ours : oursPorts!).StreamUnsealer.new(source, keys.vk);
     await unsealer.unseal(keys.rid, keys.usk, sink.writable);
     unsealer.free();
   } else if (impl === 'pgwasm-main') {
