@@ -81,7 +81,8 @@ const api = {
 
   /**
    * Saves a record, then writes `chunks` MiB of patterned bytes (closed unless `close` is false,
-   * as a crash would leave them). Reports the JS heap before and its highest point while writing.
+   * as a crash would leave them). Reports the JS heap before, and its lowest and highest points while
+   * writing (a collection during the write can drop the heap below where it started).
    * `reuse` writes every chunk from one buffer.
    */
   async write(id: string, chunks: number, seed: number, bytesIn?: BrowserKeeperBackend, close = true, reuse = false) {
@@ -89,6 +90,7 @@ const api = {
     await k.save({ id, createdAt: Date.now(), size: chunks * MIB, recipients: ['alice@example.org'], label: id });
     const before = heap();
     let peak = before ?? 0;
+    let low = before ?? 0;
     const started = performance.now();
     const writer = (await k.create(id)).getWriter();
     // Reusing one buffer keeps the writer's own garbage out of the heap measure; a keeper must
@@ -96,11 +98,19 @@ const api = {
     const buffer = new Uint8Array(MIB);
     for (let i = 0; i < chunks; i++) {
       await writer.write(reuse ? fillPattern(buffer, seed + i) : patterned(MIB, seed + i));
-      peak = Math.max(peak, heap() ?? 0);
+      const now = heap() ?? 0;
+      peak = Math.max(peak, now);
+      low = Math.min(low, now);
     }
     if (close) await writer.close();
     peak = Math.max(peak, heap() ?? 0);
-    return { backend: k.backend, ms: Math.round(performance.now() - started), heapBefore: before, heapPeak: peak };
+    return {
+      backend: k.backend,
+      ms: Math.round(performance.now() - started),
+      heapBefore: before,
+      heapLow: low,
+      heapPeak: peak,
+    };
   },
 
   /** What a keeper lists, and whether `id`'s bytes are exactly the patterned chunks written. */
