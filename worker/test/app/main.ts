@@ -117,6 +117,16 @@ const describeError = (e: unknown) => ({
 
 let pg: PostGuardWorker;
 
+/**
+ * Waits until `seen()` gives something, or 5 s. A cancel crosses from the worker after the call it
+ * ends has settled; on a loaded machine that took longer than a fixed 100 ms pause, and the test
+ * then read "not cancelled". A cancel that never comes still fails it, 5 s later.
+ */
+async function noticed(seen: () => unknown, withinMs = 5000): Promise<void> {
+  const until = performance.now() + withinMs;
+  while (seen() === undefined && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
 /** A source of `size` bytes in `chunk`-byte chunks that records how far it was read and why it was cancelled. */
 function watchedSource(size: number, chunk = 65_536, reuse = false) {
   const state = { read: 0, cancelled: undefined as unknown };
@@ -184,7 +194,7 @@ const pgt = {
       () => undefined,
       (e: unknown) => e,
     );
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await noticed(() => big.state.cancelled);
 
     const tampered = ct.slice();
     tampered[600_000]! ^= 1;
@@ -205,7 +215,7 @@ const pgt = {
       () => undefined,
       (e: unknown) => e,
     );
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await noticed(() => cancelled);
     return {
       reuse: { equal: opened.digest() === reused.digest(), bytes: opened.bytes() },
       notBytes: { ...describeError(notBytesError), cause: describeError((notBytesError as Error).cause) },
