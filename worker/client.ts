@@ -354,6 +354,7 @@ export { plaintextSize } from '../lib/segment-map.js';
  */
 export { readableToPort, portToReadable } from './port-stream.js';
 export type { SenderOptions, ReceiverOptions } from './port-stream.js';
+export type { RelayPort } from './worker-channel.js';
 export * from '../lib/pkg/index.js';
 export {
   PostGuardError,

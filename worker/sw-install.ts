@@ -14,3 +14,4 @@ export type { DecrypterOptions, DecrypterRoute } from './sw-core.js';
 /** The stream relay's receiving side, for a stream a page hands over with readableToPort. */
 export { portToReadable } from './port-stream.js';
 export type { ReceiverOptions } from './port-stream.js';
+export type { RelayPort } from './worker-channel.js';

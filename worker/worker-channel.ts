@@ -15,7 +15,7 @@ import type { Endpoint } from 'comlink';
  * hands over); the worker opens a port for an id when the stream arrives with a call.
  */
 
-/** What port-stream.ts needs of a port: a MessagePort is one. */
+/** What the stream relay (readableToPort, portToReadable) needs of a port: a MessagePort is one. */
 export interface RelayPort {
   onmessage: ((event: MessageEvent) => void) | null;
   postMessage(message: unknown, transfer?: Transferable[]): void;
