@@ -196,7 +196,17 @@ const pgt = {
     );
     await noticed(() => big.state.cancelled);
 
-    const tampered = ct.slice();
+    // A ciphertext long enough that the worker finds the damage (segment 2) before the page has
+    // read it all: the unsealer keeps up to 3 MiB of segments in flight and the relay a window more,
+    // so the 3 MiB file above could be read to its end, its source closed, before the verdict came,
+    // and then there is nothing left to cancel.
+    const long = watchedSource(16 * 1024 * 1024);
+    const sealedLong = new TransformStream<Uint8Array, Uint8Array>();
+    const [, longCt] = await Promise.all([
+      pg.sealStream(mpk, options, long.stream, sealedLong.writable),
+      collect(sealedLong.readable),
+    ]);
+    const tampered = longCt.slice();
     tampered[600_000]! ^= 1;
     let offset = 0;
     let cancelled: unknown;
