@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { portToReadable, portToWritable, serveReadable, serveWritable } from './port-stream.js';
 import { WorkerChannel, type ChannelTarget } from './worker-channel.js';
+import { concat } from '../test/streams.js';
 
 /**
  * Relayed streams multiplexed over one channel (worker-channel.ts): here the two ends of a
@@ -21,16 +22,6 @@ async function readAll(readable: ReadableStream<Uint8Array>): Promise<Uint8Array
   const parts: Uint8Array[] = [];
   for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value.slice());
   return concat(parts);
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 describe('WorkerChannel', () => {
