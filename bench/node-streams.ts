@@ -22,6 +22,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadPgWasm } from '../test/pgwasm.js';
 import { rechunk } from './browser/core.js';
+import { fromChunks, generatedSource, median } from './streams.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 
 const { values: args } = parseArgs({
@@ -87,41 +88,13 @@ function threadCpu(): Map<string, number> {
 }
 const threadIds = () => new Set(threadCpu().keys());
 
-function source(total: number): ReadableStream<Uint8Array> {
-  const chunk = new Uint8Array(CHUNK).map((_, i) => i & 255);
-  let sent = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      pull(c) {
-        if (sent >= total) return c.close();
-        const n = Math.min(CHUNK, total - sent);
-        c.enqueue(chunk.slice(0, n));
-        sent += n;
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}
+const source = (total: number) => generatedSource(total, CHUNK);
 const sink = (keep?: Uint8Array[]) =>
   new WritableStream<Uint8Array>({
     write(c) {
       keep?.push(c);
     },
   });
-function fromChunks(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
-  let i = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      pull(c) {
-        if (i >= chunks.length) return c.close();
-        c.enqueue(chunks[i++]!);
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const mbps = (ms: number) => BYTES / 1e6 / (ms / 1000);
 
 interface Side {

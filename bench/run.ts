@@ -24,6 +24,7 @@ import {
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from '../lib/keys.js';
 import { shake128 } from '@noble/hashes/sha3.js';
 import { storageTransferRows } from './storage-transfer.js';
+import { fromChunks, generatedSource, median as medianOf } from './streams.js';
 
 const { values: args } = parseArgs({
   options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
@@ -109,24 +110,7 @@ async function streamCase(runs: number, ours: () => Promise<unknown>, theirs: ()
   };
 }
 
-const medianOf = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
-
-/** A source of `total` bytes in CHUNK-sized pieces, generated on the fly (flat memory). */
-function source(total: number): ReadableStream<Uint8Array> {
-  const chunk = new Uint8Array(CHUNK).map((_, i) => i & 255);
-  let sent = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      pull(c) {
-        if (sent >= total) return c.close();
-        const n = Math.min(CHUNK, total - sent);
-        c.enqueue(chunk.slice(0, n));
-        sent += n;
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}
+const source = (total: number) => generatedSource(total, CHUNK);
 
 /** A sink that counts bytes, or keeps them (to feed an unsealer). */
 function sink(keep: Uint8Array[] | undefined): { writable: WritableStream<Uint8Array>; bytes: () => number } {
@@ -140,19 +124,6 @@ function sink(keep: Uint8Array[] | undefined): { writable: WritableStream<Uint8A
     }),
     bytes: () => n,
   };
-}
-
-function fromChunks(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
-  let i = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      pull(c) {
-        if (i >= chunks.length) return c.close();
-        c.enqueue(chunks[i++]!);
-      },
-    },
-    { highWaterMark: 0 },
-  );
 }
 
 const mbps = (bytes: number, ms: number) => bytes / 1e6 / (ms / 1000);
