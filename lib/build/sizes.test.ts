@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import type { InlineConfig, Rollup } from 'vite';
 import { describe, expect, it } from 'vitest';
 import { SIZE_BUDGETS } from './budgets.js';
-import { cryptoWorkerBuild, serviceWorkerBuild } from './bundles.js';
+import { cryptoWorkerBuild, pageModuleBuild, serviceWorkerBuild } from './bundles.js';
 
 /**
  * The ready-built scripts stay within their budgets (budgets.ts): each is built in memory from the
@@ -39,5 +39,14 @@ describe('the ready-built scripts', () => {
       `postguard-crypto-worker.js: ${kib(worker.gzip)} gzip (budget ${kib(SIZE_BUDGETS.readyBuiltCryptoWorker)})`,
     );
     expect(worker.gzip).toBeLessThanOrEqual(SIZE_BUDGETS.readyBuiltCryptoWorker);
+  });
+
+  it('the page module (postguard.js) is one file within the main-thread budget', async () => {
+    const page = await built(pageModuleBuild('dist'));
+    expect(page.files).toEqual(['postguard.js']);
+    // It starts the ready-built worker from beside itself: the worker's code is not in it.
+    expect(page.code).toContain('postguard-crypto-worker.js');
+    console.log(`postguard.js: ${kib(page.gzip)} gzip (budget ${kib(SIZE_BUDGETS.pageModule)})`);
+    expect(page.gzip).toBeLessThanOrEqual(SIZE_BUDGETS.pageModule);
   });
 });
