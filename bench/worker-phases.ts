@@ -16,6 +16,7 @@
  *   pg-wasm    pg-wasm in a worker, as bench:browser measures it
  *
  *   node --import tsx bench/worker-phases.ts --engines webkit --rounds 5 --mib 64
+ *   node --import tsx bench/worker-phases.ts --only ours,pg-wasm --with-ports   (ours-ports: a MessagePort per stream)
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -35,6 +36,8 @@ const { values: args } = parseArgs({
     only: { type: 'string', default: '' },
     /** A/B variants of the relayed cases: "name:window=KiB,batch=KiB,out=KiB,depth=n;..." ("base" is the product). */
     variants: { type: 'string', default: 'base' },
+    /** Also the real crypto worker with a MessagePort per stream (bench:browser's --with-ports). */
+    'with-ports': { type: 'boolean', default: false },
   },
 });
 const MiB = 2 ** 20;
@@ -133,7 +136,10 @@ try {
       while (!(await page.evaluate(() => 'benchEngines' in globalThis, undefined))) {
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
-      const info = await page.evaluate((k) => benchEngines.init(k, '/pg-wasm_bg.wasm'), keys);
+      const info = await page.evaluate((a) => benchEngines.init(a.k, '/pg-wasm_bg.wasm', a.ports), {
+        k: keys,
+        ports: args['with-ports'],
+      });
       const nested = await page.evaluate(() => benchEngines.phasesInit(), undefined);
       console.log(`\n== ${engine}: ${info.userAgent}; phases worker's hashing worker: ${nested}; load ${load()}`);
       await page.evaluate((b) => benchEngines.prepare('full', b, 64 * 1024), BYTES);
@@ -169,6 +175,14 @@ try {
           run: phase({ op: 'relay-seal', bytes: BYTES, variant }),
         })),
         { name: 'ours seal', run: () => page.evaluate((b) => benchEngines.seal('ours', b, 64 * 1024), BYTES) },
+        ...(args['with-ports']
+          ? [
+              {
+                name: 'ours-ports seal',
+                run: () => page.evaluate((b) => benchEngines.seal('ours-ports', b, 64 * 1024), BYTES),
+              },
+            ]
+          : []),
         {
           name: 'pg-wasm worker seal',
           run: () => page.evaluate((b) => benchEngines.seal('pgwasm-worker', b, 64 * 1024), BYTES),
@@ -179,6 +193,14 @@ try {
           run: phase({ op: 'relay-unseal', variant }),
         })),
         { name: 'ours unseal', run: () => page.evaluate(() => benchEngines.decrypt('ours', 'full'), undefined) },
+        ...(args['with-ports']
+          ? [
+              {
+                name: 'ours-ports unseal',
+                run: () => page.evaluate(() => benchEngines.decrypt('ours-ports', 'full'), undefined),
+              },
+            ]
+          : []),
         {
           name: 'pg-wasm worker unseal',
           run: () => page.evaluate(() => benchEngines.decrypt('pgwasm-worker', 'full'), undefined),

@@ -15,7 +15,22 @@ import { WorkerChannel } from './worker-channel.js';
 
 declare const self: DedicatedWorkerGlobalScope;
 
-if (self.name === HASH_WORKER_NAME) {
+/**
+ * Set on the worker's global by the first evaluation of this entry. WebKitGTK 2.50 evaluates the
+ * entry again, in the same worker, when the worker first loads a chunk that imports from it (the
+ * bundled offload-serve.js, loaded by decrypterPort on a page's first offloaded download, imports
+ * the shared code from this entry's chunk): a second comlink server then answered every call (each
+ * call ran twice), and two relays read each stream, so over the worker's own channel the page's
+ * sender ran past its window. Chromium evaluates it once. One server per worker, however often
+ * the entry runs.
+ */
+const STARTED = Symbol.for('postguard-ts.crypto-worker.started');
+const startedBefore = STARTED in self;
+(self as unknown as Record<symbol, boolean>)[STARTED] = true;
+
+if (startedBefore) {
+  // Already serving: the first evaluation's hashing worker, channel and comlink server stand.
+} else if (self.name === HASH_WORKER_NAME) {
   void loadShake128().then((createShake) => serveHashing(self, createShake));
 } else {
   // Start compiling the WebAssembly Keccak now, not on the first seal.

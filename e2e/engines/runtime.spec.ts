@@ -99,6 +99,8 @@ test('a file through the service worker: fetched with its Content-Length, and sa
     expect(await tab.evaluate((id) => pgt.swOutcome(id), probe.id)).toEqual({
       sender: { public: keys.sender, contentSigner: 'public', bound: true },
     });
+    // The offload loaded its chunk into the crypto worker: still one server there, each call answered once.
+    expect(await tab.evaluate(() => pgt.answersPerCall())).toBe(1);
 
     const name = `report-${size}.pdf`;
     const prepared = await tab.evaluate(([k, f]) => pgt.swPrepare('plain', k.id, k.usk, k.vk, f), [

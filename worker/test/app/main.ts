@@ -162,6 +162,27 @@ const pgt = {
   hashesOnOwnThread: (): Promise<boolean> => pg.hashesOnOwnThread(),
 
   /**
+   * How many answers the crypto worker gave one call: 1 with one comlink server in it, 2 once its
+   * entry had run twice (WebKit re-evaluates it on loading the offload chunk: crypto.worker.ts).
+   */
+  async answersPerCall(): Promise<number> {
+    const answers = new Map<unknown, number>();
+    const count = ({ data }: MessageEvent) => {
+      const id = (data as { id?: unknown } | null)?.id;
+      if (id !== undefined) answers.set(id, (answers.get(id) ?? 0) + 1);
+    };
+    pg.worker!.addEventListener('message', count);
+    try {
+      await pg.hashesOnOwnThread();
+      // A second server's answer comes right after the first.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      pg.worker!.removeEventListener('message', count);
+    }
+    return Math.max(0, ...answers.values());
+  },
+
+  /**
    * The stream relay's rules through the real worker: a source that reuses its buffer, a chunk
    * that is not bytes, a failing sink in this page, a cancel from the worker (tampered segment).
    */
