@@ -76,7 +76,9 @@ export class RemoteHashing {
     const id = this.nextId++;
     const stream = new RemoteSegmentHasher(this, id);
     this.streams.set(id, stream);
-    this.endpoint.post({ op: 'open', id, absorbed }, []);
+    // Cloned, not transferred, and a clone carries the view's whole ArrayBuffer: the header read
+    // from a source that gave the file as one chunk would take the whole file along.
+    this.endpoint.post({ op: 'open', id, absorbed: ownedBytes(absorbed) }, []);
     return stream;
   }
 
