@@ -63,7 +63,8 @@ import { createHash } from 'node:crypto';
  * come in bursts: reading a download from the storage stand-in (`npm run bench:memory -- --mib 256
  * --skip-browser`, separate processes alternating in both orders, load 5-11), 6 MiB ran faster in 9
  * of 10 pairs, median 1.48x (27-78 MB/s against 42-175). From memory (64 KiB chunks in hand) it
- * measured the same as 3 MiB (paired time 0.92-1.04 over six runs of `bench/node-streams.ts`). It
+ * measured the same as 3 MiB within the noise (`bench/node-streams.ts`, paired time 3 MiB / 6 MiB
+ * 0.82-1.04 over seven runs, median 0.98). It
  * costs ~8 MiB more ArrayBuffers at the peak of such a download (medians 70 and 78 MiB over ten
  * runs each; RSS varied more than that). Sealing keeps 3 MiB: its source is the caller's, and each
  * MiB queued there cost RSS in the SDK's upload (segment-hasher.ts). Browsers' hashing workers keep
