@@ -338,8 +338,10 @@ describe('streaming tampering', () => {
 
   it('a sink that fails during unseal cancels the source with SINK_FAILED', async () => {
     let cancelled: unknown;
-    const long = collector(); // long enough that verified output is written while input remains
-    await sealStream(mpk, options, chunkedSource(new Uint8Array(12 * DEFAULT_SEGMENT_SIZE)), long.writable);
+    // Long enough that verified output is written while input remains: more than the opener keeps
+    // in flight (24 segments on Node's hashing thread).
+    const long = collector();
+    await sealStream(mpk, options, chunkedSource(new Uint8Array(32 * DEFAULT_SEGMENT_SIZE)), long.writable);
     const source = chunkedSource(long.bytes()).getReader();
     const watched = new ReadableStream<Uint8Array>({
       async pull(c) {

@@ -4,6 +4,7 @@ import { expectSameBytes } from '../test/bytes.js';
 import { loadPgWasm, type PgWasm } from '../test/pgwasm.js';
 import { chunkedSource, collector, concat, readAll } from '../test/streams.js';
 import { inlineSegmentHasher, remoteInFlight } from './crypto/segment-hasher.js';
+import { OPEN_QUEUE_BYTES } from './crypto/segment-hasher-node.js';
 import { readFrame, splitFrame } from './frame.js';
 import { DEFAULT_SEGMENT_SIZE, decodeHeader } from './header.js';
 import {
@@ -270,8 +271,8 @@ describe('StreamUnsealer.open: the plaintext as a stream that pulls its source',
   });
 
   it('reads the source only as far as the reader asks (plus the segments in flight)', async () => {
-    // Longer than what may be in flight: the hasher's depth, 12 segments on a hashing thread.
-    const long = await sealToBytes(optionShapes[1]!, content(24 * DEFAULT_SEGMENT_SIZE));
+    // Longer than what may be in flight: the opener's depth, 24 segments on Node's hashing thread.
+    const long = await sealToBytes(optionShapes[1]!, content(48 * DEFAULT_SEGMENT_SIZE));
     const source = countingSource(long);
     const unsealer = await StreamUnsealer.new(source.readable, vk);
     const opened = await unsealer.open('bob', bobUsk);
@@ -280,7 +281,7 @@ describe('StreamUnsealer.open: the plaintext as a stream that pulls its source',
     await new Promise((resolve) => setTimeout(resolve, 300));
     const wire = DEFAULT_SEGMENT_SIZE + 112;
     // One segment read, the most the hasher keeps in flight, and a chunk of slack: never the whole file.
-    const inFlight = remoteInFlight(DEFAULT_SEGMENT_SIZE);
+    const inFlight = remoteInFlight(DEFAULT_SEGMENT_SIZE, OPEN_QUEUE_BYTES);
     expect(source.pulled()).toBeLessThanOrEqual(splitFrame(long).framingBytes + (inFlight + 2) * wire);
     expect(source.pulled()).toBeLessThan(long.length - 8 * wire);
     await reader.cancel(new Error('enough'));

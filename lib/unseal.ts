@@ -439,11 +439,12 @@ export class StreamUnsealer extends VerifiedHeaderView {
     const result = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
     result.catch(() => undefined);
     const pulled = pullSegments(this.reader.chunkSource(), opener, {
-      // As many segments as the hasher asks of a sealer: on a hashing thread, enough queued there
-      // to keep it busy through a pause of this thread (with four it sat idle between replies);
+      // As many segments as the hasher asks of an opener: on a hashing thread, enough queued there
+      // to keep it busy through a pause of this thread or of the source (with four it sat idle
+      // between replies; Node's thread takes 6 MiB of them, segment-hasher-node.ts says why);
       // inline (a service worker) and on the second reading, the default four, which is also what
       // a service worker holds ahead of its reader.
-      depth: hasher?.inFlight(this.segmentSize) ?? INLINE_IN_FLIGHT,
+      depth: hasher?.inFlight(this.segmentSize, 'open') ?? INLINE_IN_FLIGHT,
       cancelSource: (reason) => {
         settle.reject(reason);
         return this.reader.cancel(reason);

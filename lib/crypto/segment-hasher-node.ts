@@ -1,6 +1,6 @@
 import type { createHash, Hash } from 'node:crypto';
 import { Worker, type MessagePort } from 'node:worker_threads';
-import { FORK_DIGEST_BYTES, inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
+import { FORK_DIGEST_BYTES, REMOTE_QUEUE_BYTES, inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
 import { RemoteHashing, type HashReply, type HashRequest } from './segment-hasher-remote.js';
 import type { Xof } from './xof.js';
 
@@ -58,6 +58,20 @@ import { createHash } from 'node:crypto';
 (${hashThread.toString()})(parentPort, createHash, ${FORK_DIGEST_BYTES});
 `;
 
+/**
+ * The unsealer queues twice the sealer's 3 MiB here. Its source is often the network, whose chunks
+ * come in bursts: reading a download from the storage stand-in (`npm run bench:memory -- --mib 256
+ * --skip-browser`, separate processes alternating in both orders, load 5-11), 6 MiB ran faster in 9
+ * of 10 pairs, median 1.48x (27-78 MB/s against 42-175). From memory (64 KiB chunks in hand) it
+ * measured the same as 3 MiB within the noise (`bench/node-streams.ts`, paired time 3 MiB / 6 MiB
+ * 0.82-1.04 over seven runs, median 0.98). It
+ * costs ~8 MiB more ArrayBuffers at the peak of such a download (medians 70 and 78 MiB over ten
+ * runs each; RSS varied more than that). Sealing keeps 3 MiB: its source is the caller's, and each
+ * MiB queued there cost RSS in the SDK's upload (segment-hasher.ts). Browsers' hashing workers keep
+ * 3 MiB both ways (hash-worker.ts): WebKit measured no difference from 6 to 24 segments.
+ */
+export const OPEN_QUEUE_BYTES = 6 << 20;
+
 class HashThread {
   readonly worker: Worker;
   ready = false;
@@ -69,15 +83,18 @@ class HashThread {
     this.worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(THREAD_SOURCE)}`), { execArgv: [] });
     const worker = this.worker;
     let waiting = false;
-    this.hashing = new RemoteHashing({
-      post: (request, transfer) => worker.postMessage(request, transfer as never),
-      hold: (on) => {
-        waiting = on;
-        // Until it is online the thread keeps the process alive (for `startHashThread()`'s answer).
-        if (on) worker.ref();
-        else if (this.ready) worker.unref();
+    this.hashing = new RemoteHashing(
+      {
+        post: (request, transfer) => worker.postMessage(request, transfer as never),
+        hold: (on) => {
+          waiting = on;
+          // Until it is online the thread keeps the process alive (for `startHashThread()`'s answer).
+          if (on) worker.ref();
+          else if (this.ready) worker.unref();
+        },
       },
-    });
+      { seal: REMOTE_QUEUE_BYTES, open: OPEN_QUEUE_BYTES },
+    );
     this.online = new Promise((resolve) => {
       worker.once('online', () => {
         this.ready = true;

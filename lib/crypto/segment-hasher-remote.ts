@@ -1,6 +1,14 @@
 import { ErrorCode, PostGuardError } from '../errors.js';
 import { ownedBytes } from '../owned-bytes.js';
-import { FORK_DIGEST_BYTES, remoteInFlight, type Forked, type SegmentHasher } from './segment-hasher.js';
+import {
+  FORK_DIGEST_BYTES,
+  REMOTE_QUEUES,
+  remoteInFlight,
+  type Direction,
+  type Forked,
+  type QueueBytes,
+  type SegmentHasher,
+} from './segment-hasher.js';
 import type { XofFactory, Xof } from './xof.js';
 
 /**
@@ -65,7 +73,11 @@ export class RemoteHashing {
   private nextId = 1;
   private waiting = 0;
 
-  constructor(private readonly endpoint: HashingEndpoint) {}
+  /** `queues`: how much each direction keeps queued on the thread (the sealer's 3 MiB both ways unless told). */
+  constructor(
+    private readonly endpoint: HashingEndpoint,
+    readonly queues: QueueBytes = REMOTE_QUEUES,
+  ) {}
 
   get stopped(): boolean {
     return this.dead;
@@ -76,7 +88,9 @@ export class RemoteHashing {
     const id = this.nextId++;
     const stream = new RemoteSegmentHasher(this, id);
     this.streams.set(id, stream);
-    this.endpoint.post({ op: 'open', id, absorbed }, []);
+    // Cloned, not transferred, and a clone carries the view's whole ArrayBuffer: the header read
+    // from a source that gave the file as one chunk would take the whole file along.
+    this.endpoint.post({ op: 'open', id, absorbed: ownedBytes(absorbed) }, []);
     return stream;
   }
 
@@ -112,7 +126,6 @@ export class RemoteHashing {
 }
 
 class RemoteSegmentHasher implements SegmentHasher {
-  readonly inFlight = remoteInFlight;
   private readonly pending: Pending[] = [];
   private failure: unknown;
 
@@ -120,6 +133,10 @@ class RemoteSegmentHasher implements SegmentHasher {
     private readonly hashing: RemoteHashing,
     private readonly id: number,
   ) {}
+
+  inFlight(segmentSize: number, direction: Direction = 'seal'): number {
+    return remoteInFlight(segmentSize, this.hashing.queues[direction]);
+  }
 
   absorbAndFork(buffer: Uint8Array, start: number, end: number, tails: readonly Uint8Array[]): Promise<Forked> {
     if (this.failure !== undefined) return Promise.reject(this.failure);

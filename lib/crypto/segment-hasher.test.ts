@@ -10,6 +10,7 @@ import { extractUsk } from '../keys.js';
 import { inlineSegmentHasher, type SegmentHasher } from './segment-hasher.js';
 import { segmentHasher, startHashThread, stopHashThread } from './segment-hasher-node.js';
 import { createShake128 } from './shake-node.js';
+import { RemoteHashing, type HashRequest } from './segment-hasher-remote.js';
 
 const header = new TextEncoder().encode('the header bytes start every transcript');
 const started = () => createShake128().update(header);
@@ -82,6 +83,18 @@ describe('the segment transcript on a thread of its own (Node)', () => {
     expect(buffer).toEqual(whole.subarray(10, 60));
     expect(digests[0]).toEqual(expected([whole.subarray(15, 55)], new Uint8Array([1])));
     hasher.close();
+  });
+
+  it('opens a transcript with the absorbed bytes alone, not the rest of the buffer they are a view of', () => {
+    // A header read from a source that gave the whole file as one chunk is a view into that chunk:
+    // the open message is cloned, and a clone of a view takes its whole ArrayBuffer along.
+    const posted: HashRequest[] = [];
+    const hashing = new RemoteHashing({ post: (request) => posted.push(request), hold: () => {} });
+    const file = new Uint8Array(8 << 20).map((_, i) => i & 255);
+    hashing.open(file.subarray(0, header.length)).close();
+    const open = posted.find((r) => r.op === 'open');
+    expect(open?.op === 'open' && open.absorbed.buffer.byteLength).toBe(header.length);
+    expect(open?.op === 'open' && open.absorbed).toEqual(file.subarray(0, header.length));
   });
 
   it('close rejects what is pending and what comes after, with INVALID_STATE', async () => {

@@ -18,13 +18,22 @@ export interface Forked {
 
 export interface SegmentHasher {
   absorbAndFork(buffer: Uint8Array, start: number, end: number, tails: readonly Uint8Array[]): Forked | Promise<Forked>;
-  /** How many segments of this size a sealer should keep in flight to keep this transcript busy. */
-  inFlight(segmentSize: number): number;
+  /**
+   * How many segments of this size a sealer (or, with 'open', an opener) should keep in flight to
+   * keep this transcript busy.
+   */
+  inFlight(segmentSize: number, direction?: Direction): number;
   /** Ends the transcript (frees another thread's state); pending calls reject. Idempotent. */
   close(): void;
 }
 
 export const FORK_DIGEST_BYTES = 64;
+
+/** Which way a stream runs: its queue to the hashing thread may differ (segment-hasher-node.ts). */
+export type Direction = 'seal' | 'open';
+
+/** Bytes of segments a stream queues on a hashing thread, per direction. */
+export type QueueBytes = Readonly<Record<Direction, number>>;
 
 /**
  * Inline, what runs beside the hashing is WebCrypto's AES-GCM, which four segments keep busy; also
@@ -46,8 +55,10 @@ export const INLINE_IN_FLIGHT = 4;
  */
 export const REMOTE_QUEUE_BYTES = 3 << 20;
 
-export const remoteInFlight = (segmentSize: number): number =>
-  Math.max(INLINE_IN_FLIGHT, Math.min(64, Math.floor(REMOTE_QUEUE_BYTES / segmentSize)));
+export const REMOTE_QUEUES: QueueBytes = { seal: REMOTE_QUEUE_BYTES, open: REMOTE_QUEUE_BYTES };
+
+export const remoteInFlight = (segmentSize: number, queueBytes = REMOTE_QUEUE_BYTES): number =>
+  Math.max(INLINE_IN_FLIGHT, Math.min(64, Math.floor(queueBytes / segmentSize)));
 
 /** The transcript on the calling thread: the work is done at the call. */
 export function inlineSegmentHasher(transcript: Xof): SegmentHasher {
