@@ -1,6 +1,6 @@
 import { ErrorCode, PostGuardError, isPostGuardError } from '../lib/errors.js';
 import type { VerificationResult } from '../lib/signatures.js';
-import { StreamUnsealer } from '../lib/unseal.js';
+import { StreamUnsealer, type PlaintextStream } from '../lib/unseal.js';
 import { encodeError } from './errors.js';
 import { failureResponse, plaintextHeaders, type Verified } from './sw-headers.js';
 import { MESSAGE_READ, type RegisterRequest } from './sw-protocol.js';
@@ -8,7 +8,7 @@ import { post, type DownloadRegistry, type Registration } from './sw-registry.js
 import type { DecrypterSettings } from './sw-settings.js';
 import { withTimeout } from '../lib/net/waits.js';
 import { offloadedUnsealing, offloadable } from './sw-offload.js';
-import { WEBKIT, openSource, rereadable } from './sw-source.js';
+import { WEBKIT, openSource, rereadable, type OpenedSource } from './sw-source.js';
 
 /**
  * The whole file, answered 200: the plaintext of the registration's source, pulled from the
@@ -88,7 +88,7 @@ async function unsealHere(
 ): Promise<Unsealing> {
   const source = await openSource(r.source, r.size, settings.fetch, signal, settings.stallMs, ifMatch);
   let reader: ReadableStreamDefaultReader<Uint8Array>;
-  let opened: Awaited<ReturnType<StreamUnsealer['open']>>;
+  let opened: PlaintextStream;
   let unsealer: StreamUnsealer;
   try {
     unsealer = await StreamUnsealer.new(
@@ -109,6 +109,16 @@ async function unsealHere(
     // A stall or a short source is what really happened; the unsealer only saw its read fail.
     throw source.failure ?? error;
   }
+  return unsealing(source, opened, reader, unsealer);
+}
+
+/** A running reading of `source` in this worker, as the response takes it. */
+function unsealing(
+  source: OpenedSource,
+  opened: PlaintextStream,
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  unsealer: StreamUnsealer,
+): Unsealing {
   const result = opened.result.catch((error: unknown) => Promise.reject(source.failure ?? error));
   result.catch(() => undefined);
   return {
@@ -127,6 +137,37 @@ async function unsealHere(
     pass: { unsealer },
     cancel: (reason) => reader.cancel(reason).catch(() => undefined),
   };
+}
+
+/**
+ * The second reading of a Blob that `unsealer` (this worker's first reading) verified in full,
+ * after the `skip` bytes of plaintext the first reading kept: only the rest of the Blob is read
+ * (a slice from the next segment on) and decrypted, each segment's tag checked at its position.
+ */
+async function resumeHere(
+  blob: Blob,
+  settings: DecrypterSettings,
+  signal: AbortSignal,
+  unsealer: StreamUnsealer,
+  skip: number,
+): Promise<Unsealing> {
+  const source = await openSource(
+    { kind: 'blob', blob: blob.slice(unsealer.resumeOffset(skip)) },
+    undefined,
+    settings.fetch,
+    signal,
+    settings.stallMs,
+  );
+  let opened: PlaintextStream;
+  let reader: ReadableStreamDefaultReader<Uint8Array>;
+  try {
+    opened = unsealer.resume(source.stream, skip);
+    reader = opened.readable.getReader();
+  } catch (error) {
+    await source.stream.cancel(error).catch(() => undefined);
+    throw source.failure ?? error;
+  }
+  return unsealing(source, opened, reader, unsealer);
 }
 
 /** What a body tells its response as it goes. */
@@ -314,15 +355,34 @@ async function plan(
     return { prefix: held, more: undefined, length: heldBytes, verified: 'complete', sending: first, result };
   }
   if (r.verifyFirst !== false && rereadable(r.source)) {
-    // Too big to hold, but the source can be read again: authenticate it all (counting, keeping
-    // nothing), then decrypt it a second time for the response, whose length is now exact.
+    // Too big to hold, but the source can be read again: authenticate it all, then decrypt it a
+    // second time for the response, whose length is now exact. A Blob this worker reads keeps the
+    // first hold limit of plaintext, so the second reading starts after it and the response
+    // starts with it (worker/README.md, "Where a service-worker download's time goes"); a URL,
+    // which may answer with other bytes the second time, or a reading elsewhere, keeps nothing.
+    const blob = r.source.kind === 'blob' ? r.source.blob : undefined;
+    const here = 'unsealer' in first.pass ? first.pass.unsealer : undefined;
+    const keep = blob !== undefined && here !== undefined && heldBytes > 0;
     let total = heldBytes + overflow.byteLength;
-    held.length = 0;
+    if (!keep) held.length = 0;
     for (let chunk = await first.next(); chunk !== undefined; chunk = await first.next()) {
       total += chunk.byteLength;
       verifying(total);
     }
     const result = await first.result;
+    if (keep) {
+      const rest = await resumeHere(blob, ctx.settings, signal, here, heldBytes);
+      try {
+        // Its first segment before the response: should the bytes not be the verified ones (a
+        // Blob cannot change; a test's can), that is refused before any byte, as below.
+        const next = await rest.next();
+        if (next !== undefined) held.push(next);
+      } catch (error) {
+        await rest.cancel(error);
+        throw error;
+      }
+      return { prefix: held, more: () => rest.next(), length: total, verified: 'complete', sending: rest, result };
+    }
     // A Blob holds the very bytes just verified, so the second pass only decrypts (worker/README.md,
     // "Verify first"). A URL with a strong ETag is asked for the very bytes just verified (a changed
     // file is then an HTTP 412, refused before any byte); a URL is authenticated again as it streams.
@@ -331,7 +391,7 @@ async function plan(
       ctx.settings,
       signal,
       first.etag,
-      r.source.kind === 'blob' ? { pass: first.pass, result } : undefined,
+      blob !== undefined ? { pass: first.pass, result } : undefined,
     );
     return { prefix: [], more: () => second.next(), length: total, verified: 'complete', sending: second, result };
   }
