@@ -16,8 +16,9 @@ import { WEBKIT, openSource, rereadable, type OpenedSource } from './sw-source.j
  * source (worker/README.md):
  *   complete, held: a file up to the hold limit is authenticated whole (every segment and the
  *     sender's signature) before its first byte is sent, and served from memory;
- *   complete, twice: a larger Blob or URL is authenticated in a first pass that keeps nothing,
- *     then decrypted again for the response (a URL pinned to the same bytes by its ETag);
+ *   complete, twice: a larger Blob or URL is authenticated in a first pass, then decrypted again
+ *     for the response (a URL pinned to the same bytes by its ETag); a Blob's first pass keeps
+ *     the first hold limit of plaintext, and the second reads only the rest;
  *   streaming: a one-shot stream too big to hold is sent as it authenticates; the last chunk is
  *     held back until the end verified, so a body never completes before the file did, and any
  *     failure errors it (the browser marks the download failed).
