@@ -8,7 +8,7 @@ import { post, type DownloadRegistry, type Registration } from './sw-registry.js
 import type { DecrypterSettings } from './sw-settings.js';
 import { withTimeout } from '../lib/net/waits.js';
 import { offloadedUnsealing, offloadable } from './sw-offload.js';
-import { WEBKIT, openSource, rereadable, type OpenedSource } from './sw-source.js';
+import { CHROMIUM, WEBKIT, openSource, rereadable, type OpenedSource } from './sw-source.js';
 
 /**
  * The whole file, answered 200: the plaintext of the registration's source, pulled from the
@@ -189,12 +189,13 @@ const RESPONSE_CHUNK_BYTES = WEBKIT ? 1 << 20 : 0;
 
 /**
  * Chunks a verified file's body decrypts ahead of the browser's reads (a second reading, which
- * only decrypts): it goes on while the pipe to the page is full, instead of waiting for the next
- * read. Chromium, defaults, A/B: 1.1-1.4x in five rounds of six (worker/README.md). A body that
- * streams as it authenticates, or a paced one, is pulled only as the browser reads: there a queue
- * measured no gain, and a paced body must follow its reader.
+ * only decrypts), in Chromium: it goes on while the pipe to the page is full, instead of waiting
+ * for the next read (defaults, A/B: 1.1-1.4x in five rounds of six; worker/README.md). Firefox
+ * and WebKit pull a body as fast as it comes anyway, and Firefox measured slower with it. A body
+ * that streams as it authenticates, or a paced one, is pulled only as the browser reads: there a
+ * queue measured no gain, and a paced body must follow its reader.
  */
-const VERIFIED_QUEUE_CHUNKS = 4;
+const VERIFIED_QUEUE_CHUNKS = CHROMIUM ? 4 : 0;
 
 /**
  * The response body: `prefix` (already authenticated chunks), then whatever `more` yields. The
