@@ -6,6 +6,7 @@ import { sealStream, type SealOptions } from './seal.js';
 import { extractSigningKey, extractUsk, generateKemKeys, generateSigningKeys } from './keys.js';
 import { StreamUnsealer } from './unseal.js';
 import { splitFrame } from './frame.js';
+import { segmentLayout, totalRegionBytes } from './segment-map.js';
 
 /**
  * StreamUnsealer.reopen: the second reading of bytes a first `open` authenticated in full (the
@@ -93,5 +94,63 @@ describe('StreamUnsealer.reopen', () => {
     await expect(secondReading(cut, earlier)).rejects.toMatchObject({
       code: expect.stringMatching(/^(TAMPERED|TRUNCATED)$/) as unknown,
     });
+  });
+});
+
+/**
+ * StreamUnsealer.resume: the same second reading, after plaintext the first reading kept (the
+ * service worker sends that and decrypts only the rest of its Blob, from a slice).
+ */
+describe('StreamUnsealer.resume', () => {
+  const WIRE = DEFAULT_SEGMENT_SIZE + 112;
+  /** The message bytes of segments 0..n-1: segment 0 begins with the signer block, which is not message. */
+  const keptThrough = (n: number) => {
+    const framing = splitFrame(ciphertext).framingBytes;
+    const layout = segmentLayout(ciphertext.length, framing, DEFAULT_SEGMENT_SIZE)!;
+    const signerBlock = totalRegionBytes(layout) - plain.length;
+    return n * DEFAULT_SEGMENT_SIZE - signerBlock;
+  };
+  const rest = async (unsealer: StreamUnsealer, from: Uint8Array, skip: number) => {
+    const opened = unsealer.resume(chunkedSource(from, 64_000), skip);
+    const out = collector();
+    await opened.readable.pipeTo(out.writable);
+    return { bytes: out.bytes(), size: opened.size, result: await opened.result };
+  };
+
+  it('gives the plaintext after the bytes kept, from the segment that follows them, with the verdict', async () => {
+    const { unsealer, result } = await firstReading(ciphertext);
+    const framing = splitFrame(ciphertext).framingBytes;
+    for (const segment of [1, 2, 3]) {
+      const skip = keptThrough(segment);
+      expect(unsealer.resumeOffset(skip)).toBe(framing + segment * WIRE);
+      const again = await rest(unsealer, ciphertext.subarray(framing + segment * WIRE), skip);
+      expectSameBytes(again.bytes, plain.subarray(skip));
+      expect(again.size).toBe(plain.length - skip);
+      expect(again.result).toBe(result);
+    }
+  });
+
+  it('refuses a point inside a segment, and an unsealer whose reading did not verify the whole file', async () => {
+    const { unsealer } = await firstReading(ciphertext);
+    const invalidState = expect.objectContaining({ code: 'INVALID_STATE' }) as Error;
+    expect(() => unsealer.resumeOffset(keptThrough(1) + 1000)).toThrow(invalidState);
+    expect(() => unsealer.resumeOffset(0)).toThrow(invalidState);
+    const unread = await StreamUnsealer.new(chunkedSource(ciphertext, 64_000), vk, { size: ciphertext.length });
+    const opened = await unread.open('alice', usk);
+    expect(() => unread.resumeOffset(keptThrough(1))).toThrow(invalidState);
+    await opened.readable.cancel();
+  });
+
+  it('refuses a segment that is not the one verified there: changed, or from elsewhere in the file', async () => {
+    const { unsealer } = await firstReading(ciphertext);
+    const skip = keptThrough(1);
+    const offset = unsealer.resumeOffset(skip);
+    const changed = ciphertext.slice(offset);
+    changed[100]! ^= 1;
+    // Segment 2 where segment 1 should be.
+    const moved = ciphertext.slice(offset + WIRE);
+    for (const bytes of [changed, moved]) {
+      await expect(rest(unsealer, bytes, skip)).rejects.toMatchObject({ code: 'TAMPERED' });
+    }
   });
 });

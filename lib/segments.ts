@@ -186,6 +186,8 @@ export interface SegmentReopenContext {
   readonly iv: Uint8Array;
   readonly key: AesKey;
   readonly verified: VerificationResult;
+  /** The segment the bytes given start with (a reading that resumes after plaintext it kept); 0 by default. */
+  readonly firstSegment?: number;
 }
 
 export class SegmentOpener implements Segmenter {
@@ -208,6 +210,7 @@ export class SegmentOpener implements Segmenter {
   ) {
     this.wireSegment = segmentSize + SEGMENT_OVERHEAD;
     this.buffer = new Uint8Array(this.wireSegment);
+    if ('verified' in ctx) this.counter = ctx.firstSegment ?? 0;
   }
 
   /** The sender identity, once the final segment has verified. */

@@ -25,7 +25,7 @@ import { policyToJs, type Policy } from './policy.js';
 import { decodeMemoryPayload, senderBound } from './payload.js';
 import { pullSegments } from './pull.js';
 import { INLINE_IN_FLIGHT } from './crypto/segment-hasher.js';
-import { messageBytes, segmentLayout } from './segment-map.js';
+import { messageBytes, segmentLayout, wireSpan } from './segment-map.js';
 import { SegmentOpener } from './segments.js';
 import {
   SIGNATURE_BYTES,
@@ -316,6 +316,10 @@ export class StreamUnsealer extends VerifiedHeaderView {
   private claimed = false;
   /** The payload has been read from: no retry is possible any more. */
   private consumed = false;
+  /** The reading `open` started: its key, and its opener (segment 0's signer block length). */
+  private reading: { key: AesKey; opener: SegmentOpener } | undefined;
+  /** That reading's verdict, once it verified the whole file (a later reading may then resume). */
+  private verdict: VerificationResult | undefined;
 
   private constructor(
     verified: VerifiedHeader,
@@ -404,7 +408,6 @@ export class StreamUnsealer extends VerifiedHeaderView {
     usk: UserKeys,
     verified?: VerificationResult,
   ): Promise<{ opened: PlaintextStream; failure(): { error: unknown } | undefined }> {
-    let failure: { error: unknown } | undefined;
     if (this.claimed) {
       throw new PostGuardError(
         ErrorCode.INVALID_STATE,
@@ -429,54 +432,132 @@ export class StreamUnsealer extends VerifiedHeaderView {
         : { iv: header.iv, key, hasher, vk, publicPolicy },
       this.segmentSize,
     );
+    this.reading = { key, opener };
     const layout =
       this.ciphertextBytes === undefined
         ? undefined
         : segmentLayout(this.ciphertextBytes, this.framingBytes, this.segmentSize);
-    let size: number | undefined;
-    let delivered = 0;
-    let settle!: { resolve(r: VerificationResult): void; reject(e: unknown): void };
-    const result = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
-    result.catch(() => undefined);
-    const pulled = pullSegments(this.reader.chunkSource(), opener, {
+    const stream = this.plaintext(this.reader, opener, {
       // As many segments as the hasher asks of an opener: on a hashing thread, enough queued there
       // to keep it busy through a pause of this thread or of the source (with four it sat idle
       // between replies; Node's thread takes 6 MiB of them, segment-hasher-node.ts says why);
       // inline (a service worker) and on the second reading, the default four, which is also what
       // a service worker holds ahead of its reader.
       depth: hasher?.inFlight(this.segmentSize, 'open') ?? INLINE_IN_FLIGHT,
-      cancelSource: (reason) => {
-        settle.reject(reason);
-        return this.reader.cancel(reason);
-      },
       finished: () => hasher?.close(),
-      check: (output) => {
-        delivered += output.length;
-        if (size !== undefined && delivered > size) throw sourceMismatch(this.ciphertextBytes!);
-      },
-      complete: () => {
-        if (!opener.result) throw malformed('the stream ended without a final segment');
-        if (size !== undefined && delivered !== size) throw sourceMismatch(this.ciphertextBytes!);
-        settle.resolve(withKeyIds(opener.result, verifyingKeyId, userKeyId));
-      },
-      failed: (error) => {
-        failure = { error };
-        settle.reject(error);
-      },
+      keyIds: { verifyingKeyId, userKeyId },
     });
     if (layout !== undefined) {
       // Segment 0 first: its signer block's length makes the plaintext's size exact.
-      await pulled.prime();
+      await stream.pulled.prime();
       const prefix = opener.prefixBytes;
-      size = prefix === undefined ? undefined : messageBytes(layout, prefix);
-      if (size === undefined) {
+      stream.size = prefix === undefined ? undefined : messageBytes(layout, prefix);
+      if (stream.size === undefined) {
         const error = malformed('the signer policy does not fit in segment 0');
-        await pulled.readable.cancel(error);
+        await stream.pulled.readable.cancel(error);
         throw error;
       }
     }
-    const { readable } = pulled;
-    return { opened: { readable, size, result }, failure: () => failure };
+    return stream.opened();
+  }
+
+  /**
+   * @internal For a second reading of the very bytes this unsealer authenticated in full (a Blob
+   * read twice by the service worker, which kept the first `skip` bytes of plaintext from the first
+   * reading): where in the ciphertext the rest starts. `skip` must end a segment's plaintext.
+   */
+  resumeOffset(skip: number): number {
+    return this.resumePoint(skip).offset;
+  }
+
+  /**
+   * @internal The plaintext after its first `skip` bytes, read from `readable`, which holds the
+   * ciphertext from `resumeOffset(skip)` on (a slice of the same Blob). As `reopen`: only for bytes
+   * that cannot change between the two readings, and only once this unsealer's own reading
+   * verified the whole file (its verdict is the result); each segment is decrypted and its tag
+   * checked at its position (a segment from elsewhere fails), nothing hashed.
+   */
+  resume(readable: ReadableStream<Uint8Array>, skip: number): PlaintextStream {
+    const { segment, size, verdict, key } = this.resumePoint(skip);
+    const reader = new StreamReader(readable);
+    const opener = new SegmentOpener(
+      { iv: this.verified.header.iv, key, verified: verdict, firstSegment: segment },
+      this.segmentSize,
+    );
+    const stream = this.plaintext(reader, opener, { depth: INLINE_IN_FLIGHT, keyIds: {} });
+    stream.size = size;
+    return stream.opened().opened;
+  }
+
+  private resumePoint(skip: number) {
+    const verdict = this.verdict;
+    const prefix = this.reading?.opener.prefixBytes;
+    const layout =
+      this.ciphertextBytes === undefined
+        ? undefined
+        : segmentLayout(this.ciphertextBytes, this.framingBytes, this.segmentSize);
+    const total = layout === undefined || prefix === undefined ? undefined : messageBytes(layout, prefix);
+    const segment = prefix === undefined ? NaN : (skip + prefix) / this.segmentSize;
+    if (
+      verdict === undefined ||
+      layout === undefined ||
+      total === undefined ||
+      !Number.isSafeInteger(segment) ||
+      segment < 1 ||
+      segment >= layout.count ||
+      skip >= total
+    ) {
+      throw new PostGuardError(
+        ErrorCode.INVALID_STATE,
+        'a reading resumes only inside a file of known size that an earlier reading verified, at a segment boundary',
+      );
+    }
+    return { segment, offset: wireSpan(layout, segment).offset, size: total - skip, verdict, key: this.reading!.key };
+  }
+
+  /** The plaintext pipeline over `reader` (the source from the opener's first segment on). */
+  private plaintext(
+    reader: StreamReader,
+    opener: SegmentOpener,
+    options: { depth: number; finished?: () => void; keyIds: { verifyingKeyId?: string; userKeyId?: string } },
+  ) {
+    let failure: { error: unknown } | undefined;
+    let delivered = 0;
+    let settle!: { resolve(r: VerificationResult): void; reject(e: unknown): void };
+    const result = new Promise<VerificationResult>((resolve, reject) => (settle = { resolve, reject }));
+    result.catch(() => undefined);
+    const stream = {
+      /** The plaintext's exact length, once known (checked as it is delivered). */
+      size: undefined as number | undefined,
+      pulled: pullSegments(reader.chunkSource(), opener, {
+        depth: options.depth,
+        cancelSource: (reason) => {
+          settle.reject(reason);
+          return reader.cancel(reason);
+        },
+        ...(options.finished !== undefined ? { finished: options.finished } : {}),
+        check: (output) => {
+          delivered += output.length;
+          if (stream.size !== undefined && delivered > stream.size) throw sourceMismatch(this.ciphertextBytes!);
+        },
+        complete: () => {
+          if (!opener.result) throw malformed('the stream ended without a final segment');
+          if (stream.size !== undefined && delivered !== stream.size) throw sourceMismatch(this.ciphertextBytes!);
+          const verdict = withKeyIds(opener.result, options.keyIds.verifyingKeyId, options.keyIds.userKeyId);
+          if (opener === this.reading?.opener) this.verdict = verdict;
+          settle.resolve(verdict);
+        },
+        failed: (error) => {
+          failure = { error };
+          settle.reject(error);
+        },
+      }),
+      opened: () => ({
+        opened: { readable: stream.pulled.readable, size: stream.size, result } as PlaintextStream,
+        failure: () => failure,
+      }),
+    };
+    return stream;
   }
 
   /**

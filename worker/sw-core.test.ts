@@ -326,6 +326,57 @@ describe('a registered download', () => {
     expect(readings).toBe(2);
   });
 
+  it('a Blob read twice keeps what it could hold of the first reading: the second reads only the rest, from the next segment', async () => {
+    // Two segments' plaintext fit under this limit (segment 0 less its signer block, then segment 1).
+    const starts: number[] = [];
+    let streams = 0;
+    class WatchedBlob extends Blob {
+      override stream() {
+        streams++;
+        return super.stream();
+      }
+      override slice(start?: number, end?: number, type?: string) {
+        starts.push(start ?? 0);
+        return super.slice(start, end, type);
+      }
+    }
+    const w = worker({ holdLimitBytes: 2 * DEFAULT_SEGMENT_SIZE });
+    const { reply, events, end } = await w.register({
+      source: { kind: 'blob', blob: new WatchedBlob([ciphertext as BlobPart]) },
+    });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect(res.headers.get('x-postguard-verified')).toBe('complete');
+    expect(res.headers.get('content-length')).toBe(String(plain.length));
+    expectSameBytes(await bytesOf(res), plain);
+    expect(await end).toMatchObject({ type: 'done', bytes: plain.length });
+    expect([streams, starts]).toEqual([1, [framingBytes + 2 * (DEFAULT_SEGMENT_SIZE + 112)]]);
+    // Still everything verified before the first byte went out.
+    const firstSent = events.findIndex((e) => e.type === 'progress');
+    const verified = events.slice(0, firstSent).filter((e) => e.type === 'verifying');
+    expect(Math.max(...verified.map((e) => (e as { bytes: number }).bytes))).toBe(plain.length);
+  });
+
+  it('a Blob whose rest is not the bytes the first reading verified is refused before any byte', async () => {
+    // A Blob cannot change; this one pretends to, in the part the second reading reads (a slice).
+    const other = await (async () => {
+      const again = collector();
+      await sealStream(kemMpk, sealOptions, chunkedSource(plain), again.writable);
+      return again.bytes();
+    })();
+    class ChangingBlob extends Blob {
+      override slice(start?: number, end?: number, type?: string) {
+        return new Blob([other as BlobPart]).slice(start, end, type);
+      }
+    }
+    const w = worker({ holdLimitBytes: 2 * DEFAULT_SEGMENT_SIZE });
+    const { reply, end } = await w.register({
+      source: { kind: 'blob', blob: new ChangingBlob([ciphertext as BlobPart]) },
+    });
+    const res = await w.get(registeredUrl(reply)).response;
+    expect([res.status, res.headers.get('x-postguard-error')]).toEqual([422, 'TAMPERED']);
+    expect(reviveError(((await end) as { error: unknown }).error)).toMatchObject({ code: 'TAMPERED' });
+  });
+
   it("decrypts a page's stream relayed over a port (what download.ts sends) as it arrives", async () => {
     const w = worker();
     const { reply, end } = await w.register({

@@ -21,7 +21,8 @@ export interface DecrypterOptions {
   maxEventMs?: number;
   /**
    * Most plaintext held in memory to authenticate a file before its first byte is sent: a file up
-   * to this size is served only once it verified completely. 16 MiB.
+   * to this size is served only once it verified completely; of a larger Blob, read twice, the
+   * first reading keeps this much and the second reads only the rest. 16 MiB.
    */
   holdLimitBytes?: number;
   /** A source read that brings nothing for this long fails the download with SOURCE_FAILED. 30 s. */
