@@ -39,8 +39,6 @@ export const isWebKit = (userAgent: string): boolean =>
   /\bAppleWebKit\//.test(userAgent) && !/Chrome\//.test(userAgent);
 /** Whether this worker runs in WebKit. */
 export const WEBKIT = typeof navigator !== 'undefined' && isWebKit(navigator.userAgent ?? '');
-/** Whether this worker runs in Chromium (Chrome, Edge, headless Chromium: `Chrome/` anywhere, as above). */
-export const CHROMIUM = typeof navigator !== 'undefined' && /Chrome\//.test(navigator.userAgent ?? '');
 
 /**
  * Blob.stream() in WebKit reads the whole Blob before it hands over its first chunk, all of it at

@@ -8,7 +8,7 @@ import { post, type DownloadRegistry, type Registration } from './sw-registry.js
 import type { DecrypterSettings } from './sw-settings.js';
 import { withTimeout } from '../lib/net/waits.js';
 import { offloadedUnsealing, offloadable } from './sw-offload.js';
-import { CHROMIUM, WEBKIT, openSource, rereadable, type OpenedSource } from './sw-source.js';
+import { WEBKIT, openSource, rereadable, type OpenedSource } from './sw-source.js';
 
 /**
  * The whole file, answered 200: the plaintext of the registration's source, pulled from the
@@ -188,20 +188,10 @@ interface BodyEvents {
 const RESPONSE_CHUNK_BYTES = WEBKIT ? 1 << 20 : 0;
 
 /**
- * Chunks a verified file's body decrypts ahead of the browser's reads (a second reading, which
- * only decrypts), in Chromium: it goes on while the pipe to the page is full, instead of waiting
- * for the next read (defaults, A/B: 1.1-1.4x in five rounds of six; worker/README.md). Firefox
- * and WebKit pull a body as fast as it comes anyway, and Firefox measured slower with it. A body
- * that streams as it authenticates, or a paced one, is pulled only as the browser reads: there a
- * queue measured no gain, and a paced body must follow its reader.
- */
-const VERIFIED_QUEUE_CHUNKS = CHROMIUM ? 4 : 0;
-
-/**
  * The response body: `prefix` (already authenticated chunks), then whatever `more` yields. The
  * last chunk is held back until `more` reports the authenticated end, so a body never reaches
- * its Content-Length (and never ends cleanly) before the whole file verified. Pulled as the
- * browser reads, `queue` chunks ahead of it (0 unless the file verified already).
+ * its Content-Length (and never ends cleanly) before the whole file verified. Pulled only as
+ * the browser reads (high-water mark 0): decryption follows the reader.
  */
 function body(
   prefix: Uint8Array[],
@@ -210,7 +200,6 @@ function body(
   /** Resolves when the next chunk may be sent (a paced download waits for its reader here). */
   gate: (sent: number) => Promise<void>,
   events: BodyEvents,
-  queue: number,
 ): ReadableStream<Uint8Array> {
   let ahead: Uint8Array | undefined;
   let primed = false;
@@ -275,7 +264,7 @@ function body(
         events.cancelled(reason);
       },
     },
-    { highWaterMark: queue },
+    { highWaterMark: 0 },
   );
 }
 
@@ -465,36 +454,29 @@ export async function respondWhole(
   );
   const { sending } = how;
   const progress = throttled(ctx.settings.progressIntervalMs, (bytes) => post(reply, { type: 'progress', bytes }));
-  const stream = body(
-    how.prefix,
-    how.more,
-    how.length,
-    pacer(r, reply, ctx.settings),
-    {
-      sent: progress,
-      end(bytes) {
-        // What was sent is described by the pass that sent it: a URL may answer differently the
-        // second time (then that pass's own authentication decides, as when streaming).
-        void (sending === first && how.result !== undefined ? Promise.resolve(how.result) : sending.result)
-          .then((result) => post(reply, { type: 'done', bytes, result }), report)
-          .finally(settle);
-      },
-      fail(error) {
-        report(error);
-        void sending.cancel(error).finally(settle);
-      },
-      cancelled(reason) {
-        // The reader went away (download cancelled): stop decrypting and reading the source, whose
-        // producer (a page relaying its stream) hears why, with a code.
-        const error = new PostGuardError(ErrorCode.CANCELLED, 'the download was cancelled by its reader', {
-          cause: reason,
-        });
-        report(error);
-        void sending.cancel(error).finally(settle);
-      },
+  const stream = body(how.prefix, how.more, how.length, pacer(r, reply, ctx.settings), {
+    sent: progress,
+    end(bytes) {
+      // What was sent is described by the pass that sent it: a URL may answer differently the
+      // second time (then that pass's own authentication decides, as when streaming).
+      void (sending === first && how.result !== undefined ? Promise.resolve(how.result) : sending.result)
+        .then((result) => post(reply, { type: 'done', bytes, result }), report)
+        .finally(settle);
     },
-    how.verified === 'complete' && r.paced !== true ? VERIFIED_QUEUE_CHUNKS : 0,
-  );
+    fail(error) {
+      report(error);
+      void sending.cancel(error).finally(settle);
+    },
+    cancelled(reason) {
+      // The reader went away (download cancelled): stop decrypting and reading the source, whose
+      // producer (a page relaying its stream) hears why, with a code.
+      const error = new PostGuardError(ErrorCode.CANCELLED, 'the download was cancelled by its reader', {
+        cause: reason,
+      });
+      report(error);
+      void sending.cancel(error).finally(settle);
+    },
+  });
 
   const headers = plaintextHeaders(r, how.verified, acceptRanges);
   if (how.length !== undefined) headers.set('content-length', String(how.length));
