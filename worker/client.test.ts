@@ -60,11 +60,12 @@ function connect() {
 }
 
 /**
- * As the page's PostGuardWorker and crypto.worker.ts connect in Firefox: comlink and the relayed
- * streams share the worker's own channel (worker-channel.ts); a MessagePort stands in for the
- * Worker here, and the user agent is Firefox's while the client is made.
+ * As the page's PostGuardWorker and crypto.worker.ts connect in Firefox and WebKit: comlink and the
+ * relayed streams share the worker's own channel (worker-channel.ts); a MessagePort stands in for
+ * the Worker here, and the user agent is Firefox's (or the one given) while the client is made.
  */
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0';
+const WEBKIT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/60.5 Safari/605.1.15';
 const CHROMIUM =
   'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36';
 
@@ -105,7 +106,16 @@ describe("streams over the worker's own channel", () => {
     close();
   });
 
-  it('elsewhere (Chromium, WebKit) each stream still gets a MessagePort of its own', async () => {
+  it('in WebKit too', async () => {
+    const { pg, transferred, close } = connectOverChannel(WEBKIT);
+    const sealed = collector();
+    await pg.sealStream(mpk, options, chunkedSource(message(100_000)), sealed.writable);
+    expect(sealed.state()).toBe('closed');
+    expect(transferred.some((t) => t instanceof MessagePort)).toBe(false);
+    close();
+  });
+
+  it('in Chromium each stream still gets a MessagePort of its own', async () => {
     const { pg, transferred, close } = connectOverChannel(CHROMIUM);
     const sealed = collector();
     await pg.sealStream(mpk, options, chunkedSource(message(100_000)), sealed.writable);
