@@ -433,10 +433,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
       this.segmentSize,
     );
     this.reading = { key, opener };
-    const layout =
-      this.ciphertextBytes === undefined
-        ? undefined
-        : segmentLayout(this.ciphertextBytes, this.framingBytes, this.segmentSize);
+    const layout = this.layout();
     const stream = this.plaintext(this.reader, opener, {
       // As many segments as the hasher asks of an opener: on a hashing thread, enough queued there
       // to keep it busy through a pause of this thread or of the source (with four it sat idle
@@ -492,10 +489,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
   private resumePoint(skip: number) {
     const verdict = this.verdict;
     const prefix = this.reading?.opener.prefixBytes;
-    const layout =
-      this.ciphertextBytes === undefined
-        ? undefined
-        : segmentLayout(this.ciphertextBytes, this.framingBytes, this.segmentSize);
+    const layout = this.layout();
     const total = layout === undefined || prefix === undefined ? undefined : messageBytes(layout, prefix);
     const segment = prefix === undefined ? NaN : (skip + prefix) / this.segmentSize;
     if (
@@ -513,6 +507,13 @@ export class StreamUnsealer extends VerifiedHeaderView {
       );
     }
     return { segment, offset: wireSpan(layout, segment).offset, size: total - skip, verdict, key: this.reading!.key };
+  }
+
+  /** Where each segment lies in the ciphertext, when its size is known. */
+  private layout() {
+    return this.ciphertextBytes === undefined
+      ? undefined
+      : segmentLayout(this.ciphertextBytes, this.framingBytes, this.segmentSize);
   }
 
   /** The plaintext pipeline over `reader` (the source from the opener's first segment on). */
