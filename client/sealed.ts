@@ -396,51 +396,16 @@ export class Sealed {
       ...(proof === undefined ? {} : { proof }),
     };
     const release = await holdSealingLock(id);
-    let sealed = 0;
     const stopSealing = new AbortController();
     const sealSignal = signal === undefined ? stopSealing.signal : AbortSignal.any([signal, stopSealing.signal]);
     const feed = new ChunkFeed(Math.max(FEED_BYTES, chunkSize), FEED_WAIT_MS);
-    // The sealer: every chunk into the keeper and the feed; at the end, the bytes committed and the
-    // record saved as resumable, the feed told.
-    const sealing = (async () => {
-      try {
-        // Unknown lengths (a stream) are recorded once sealed: their size is not known before.
-        if (exact !== undefined) await keeper.save({ ...record, sealing: true });
-        const kept = (await keeper.create(id)).getWriter();
-        // One chunk's write to the keeper runs while the next one is sealed (a keeper's write may
-        // cross to another thread or process): awaited before the next write, and before the close.
-        let keeping: Promise<void> = Promise.resolve();
-        const sink = chunkingSink(
-          chunkSize,
-          async (chunk) => {
-            await keeping;
-            keeping = kept.write(chunk);
-            keeping.catch(() => undefined);
-            await feed.offer(chunk);
-            sealed += chunk.length;
-            onSealProgress?.(sealed, exact);
-          },
-          {
-            fresh: true,
-            close: async () => {
-              await keeping;
-              await kept.close();
-            },
-            abort: (reason) => kept.abort(reason).catch(() => undefined),
-          },
-        );
-        await this.seal(sink, 'upload', sealSignal, keys);
-        if (limits !== undefined) checkLimits(sealed, limits);
-        await keeper.save({ ...record, size: sealed });
-        feed.end();
-      } catch (error) {
-        feed.fail(error);
-        await keeper.remove(id).catch(() => undefined);
-        throw error;
-      } finally {
-        release();
-      }
-    })();
+    const sealing = this.sealKept(
+      keeper,
+      keys,
+      { record, chunkSize, exact, limits, feed, release },
+      sealSignal,
+      onSealProgress,
+    );
     sealing.catch(() => undefined);
     let uploaded = 0;
     try {
@@ -480,6 +445,66 @@ export class Sealed {
       );
       if (!committed || !isResumable(error)) await keeper.remove(id).catch(() => undefined);
       throw located(error, session.uuid, uploaded);
+    }
+  }
+
+  /**
+   * The sealing half of {@link uploadKept}: every sealed chunk into the keeper and the feed; at the
+   * end, the bytes committed and the record saved as resumable, and the feed told. On failure the
+   * feed fails and nothing is kept. `release` gives up the sealing lock the caller took, at the end.
+   */
+  private async sealKept(
+    keeper: UploadKeeper,
+    keys: { mpk: string; signing: SigningKeys },
+    plan: {
+      record: UploadRecord;
+      chunkSize: number;
+      exact: number | undefined;
+      limits: StorageLimits | undefined;
+      feed: ChunkFeed;
+      release: () => void;
+    },
+    signal: AbortSignal,
+    onSealProgress: UploadOptions['onSealProgress'],
+  ): Promise<void> {
+    const { record, exact, limits, feed } = plan;
+    let sealed = 0;
+    try {
+      // Unknown lengths (a stream) are recorded once sealed: their size is not known before.
+      if (exact !== undefined) await keeper.save({ ...record, sealing: true });
+      const kept = (await keeper.create(record.id)).getWriter();
+      // One chunk's write to the keeper runs while the next one is sealed (a keeper's write may
+      // cross to another thread or process): awaited before the next write, and before the close.
+      let keeping: Promise<void> = Promise.resolve();
+      const sink = chunkingSink(
+        plan.chunkSize,
+        async (chunk) => {
+          await keeping;
+          keeping = kept.write(chunk);
+          keeping.catch(() => undefined);
+          await feed.offer(chunk);
+          sealed += chunk.length;
+          onSealProgress?.(sealed, exact);
+        },
+        {
+          fresh: true,
+          close: async () => {
+            await keeping;
+            await kept.close();
+          },
+          abort: (reason) => kept.abort(reason).catch(() => undefined),
+        },
+      );
+      await this.seal(sink, 'upload', signal, keys);
+      if (limits !== undefined) checkLimits(sealed, limits);
+      await keeper.save({ ...record, size: sealed });
+      feed.end();
+    } catch (error) {
+      feed.fail(error);
+      await keeper.remove(record.id).catch(() => undefined);
+      throw error;
+    } finally {
+      plan.release();
     }
   }
 
