@@ -139,6 +139,28 @@ async function rawSource(
   }
 }
 
+const stalled = (stallMs: number, read: number) =>
+  new PostGuardError(
+    ErrorCode.SOURCE_FAILED,
+    `the ciphertext stopped arriving: nothing for ${stallMs / 1000} s after ${read} bytes`,
+  );
+
+const unreadable = (error: unknown) =>
+  error instanceof PostGuardError
+    ? error
+    : new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be read: ${String(error)}`, {
+        cause: error,
+      });
+
+const truncated = (read: number, size: number) =>
+  new PostGuardError(
+    ErrorCode.TRUNCATED,
+    `the ciphertext ended after ${read} of its ${size} bytes: the file is incomplete`,
+  );
+
+const overlong = (size: number) =>
+  new PostGuardError(ErrorCode.MALFORMED, `the ciphertext is longer than its announced ${size} bytes`);
+
 /**
  * Opens `source` and watches it: a read that brings nothing for `stallMs` fails with
  * SOURCE_FAILED (a page closed in the middle of relaying its stream); a source that ends short of
@@ -173,44 +195,15 @@ export async function openSource(
       async pull(controller) {
         const pending = reader.read();
         const bounded =
-          raw.selfBounded === true
-            ? pending
-            : withTimeout(
-                pending,
-                stallMs,
-                () =>
-                  new PostGuardError(
-                    ErrorCode.SOURCE_FAILED,
-                    `the ciphertext stopped arriving: nothing for ${stallMs / 1000} s after ${read} bytes`,
-                  ),
-              );
-        const next = await bounded.catch((error: unknown) =>
-          fail(
-            error instanceof PostGuardError
-              ? error
-              : new PostGuardError(ErrorCode.SOURCE_FAILED, `the ciphertext could not be read: ${String(error)}`, {
-                  cause: error,
-                }),
-          ),
-        );
+          raw.selfBounded === true ? pending : withTimeout(pending, stallMs, () => stalled(stallMs, read));
+        const next = await bounded.catch((error: unknown) => fail(unreadable(error)));
         if (next.done) {
-          if (raw.size !== undefined && read < raw.size && !cancelled) {
-            fail(
-              new PostGuardError(
-                ErrorCode.TRUNCATED,
-                `the ciphertext ended after ${read} of its ${raw.size} bytes: the file is incomplete`,
-              ),
-            );
-          }
+          if (raw.size !== undefined && read < raw.size && !cancelled) fail(truncated(read, raw.size));
           controller.close();
           return;
         }
         read += next.value.byteLength;
-        if (raw.size !== undefined && read > raw.size) {
-          fail(
-            new PostGuardError(ErrorCode.MALFORMED, `the ciphertext is longer than its announced ${raw.size} bytes`),
-          );
-        }
+        if (raw.size !== undefined && read > raw.size) fail(overlong(raw.size));
         controller.enqueue(next.value);
       },
       async cancel(reason) {
