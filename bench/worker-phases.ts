@@ -18,7 +18,6 @@
  *   node --import tsx bench/worker-phases.ts --engines webkit --rounds 5 --mib 64
  *   node --import tsx bench/worker-phases.ts --only ours,pg-wasm --with-ports   (ours-ports: a MessagePort per stream)
  */
-import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -27,6 +26,7 @@ import { launch, type Engine } from '../e2e/engines/driver.js';
 import type { EnginesBench, StreamRun } from './browser/engines.js';
 import type { PhaseRun, Variant } from './browser/phases.worker.js';
 import { buildEnginesPage, makeKeys } from './engines-page.js';
+import { TICK_MS, threadTicks } from './thread-cpu.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -72,47 +72,6 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' ');
 
-/**
- * CPU time of every thread of this process's descendants (the browser's processes), from /proc:
- * unlike wall time on a shared machine, the CPU a run costs each thread does not depend on the load.
- */
-function cpuTicks(): Map<string, number> {
-  const parents = new Map<number, number>();
-  const names = new Map<number, string>();
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      parents.set(pid, Number(stat.slice(close + 2).split(' ')[1]));
-      names.set(pid, stat.slice(stat.indexOf('(') + 1, close));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const ours = (pid: number): boolean => {
-    for (let p = pid, hops = 0; p > 1 && hops < 20; p = parents.get(p) ?? 0, hops++) if (p === process.pid) return true;
-    return false;
-  };
-  const ticks = new Map<string, number>();
-  for (const pid of parents.keys()) {
-    if (pid === process.pid || !ours(pid)) continue;
-    try {
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const close = stat.lastIndexOf(')');
-        const fields = stat.slice(close + 2).split(' ');
-        const key = `${names.get(pid)}/${stat.slice(stat.indexOf('(') + 1, close)}#${tid}`;
-        ticks.set(key, Number(fields[11]) + Number(fields[12]));
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks;
-}
-const TICK_MS = 10;
 
 type Case = { name: string; run: () => Promise<PhaseRun | StreamRun> };
 
@@ -211,10 +170,10 @@ try {
       const loads: string[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         for (const c of cases) {
-          const before = cpuTicks();
+          const before = threadTicks();
           runs.get(c.name)!.push(await c.run());
           const sums = cpu.get(c.name)!;
-          for (const [thread, t] of cpuTicks())
+          for (const [thread, t] of threadTicks())
             sums.set(thread, (sums.get(thread) ?? 0) + t - (before.get(thread) ?? 0));
         }
         loads.push(load());
