@@ -72,7 +72,6 @@ const load = () =>
     .map((l) => l.toFixed(1))
     .join(' ');
 
-
 type Case = { name: string; run: () => Promise<PhaseRun | StreamRun> };
 
 await buildEnginesPage(repo, outDir);
