@@ -22,7 +22,10 @@
  *
  * Options (or the environment variable in capitals): --engines (chromium,firefox,webkit),
  * --cases (stream,sw), --stream-mib (64), --sw-mib (256), --repeats (3), --chunk-kib (64), --sw-kinds
- * (the downloads), --pipe-chunks-kib and --pipe-hwm (the pipe's variants), --ref (a
+ * (the downloads), --pipe-chunks-kib and --pipe-hwm (the pipe's variants), --pipe-forms (pull; the
+ * forms of response body the pipe is also measured in, every one with every variant, interleaved:
+ * pull,push,bytes,byob,transform,blob,blob-parts,blob-stream,buffer,cache; bench/browser/public/pipe-sw.js
+ * says what each is), --ref (a
  * commit whose lib/ and worker/ to build instead of the working tree, e.g. HEAD).
  * Each engine is launched, run and closed in turn; one that fails prints its error (and the rows it
  * had) and the others still run; the exit status is then 1. Every wait has a timeout.
@@ -34,7 +37,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { preview } from 'vite';
 import { ENGINES, launch, type Engine, type EngineBrowser, type EnginePage } from '../e2e/engines/driver.js';
-import type { DownloadKind, DownloadRun, EnginesBench, StreamImpl, StreamRun } from './browser/engines.js';
+import type {
+  DownloadKind,
+  DownloadRun,
+  EnginesBench,
+  PipeForm,
+  PipeRun,
+  StreamImpl,
+  StreamRun,
+} from './browser/engines.js';
 import type { BenchKeys } from './browser/main.js';
 import { buildEnginesPage, makeKeys } from './engines-page.js';
 import { writeResult, type EngineResult } from './report.js';
@@ -49,6 +60,7 @@ const { values: args } = parseArgs({
     'chunk-kib': { type: 'string', default: process.env.CHUNK_KIB ?? '64' },
     'pipe-chunks-kib': { type: 'string', default: process.env.PIPE_CHUNKS_KIB ?? '64,256,1024,4096' },
     'pipe-hwm': { type: 'string', default: process.env.PIPE_HWM ?? '0' },
+    'pipe-forms': { type: 'string', default: process.env.PIPE_FORMS ?? 'pull' },
     'sw-kinds': { type: 'string', default: process.env.SW_KINDS ?? 'blob,sw,sw-self,sw-stream,sw-stream-self' },
     ref: { type: 'string', default: process.env.REF },
     'with-ports': { type: 'boolean', default: process.env.WITH_PORTS === '1' },
@@ -67,6 +79,21 @@ const list = (text: string) => text.split(',').filter(Boolean);
 const PIPES = list(args['pipe-chunks-kib']).flatMap((kib) =>
   list(args['pipe-hwm']).map((hwm) => ({ chunk: Number(kib) * 1024, hwm: Number(hwm) })),
 );
+const ALL_FORMS: PipeForm[] = [
+  'pull',
+  'push',
+  'bytes',
+  'byob',
+  'transform',
+  'blob',
+  'blob-parts',
+  'blob-stream',
+  'buffer',
+  'cache',
+];
+const FORMS = list(args['pipe-forms']) as PipeForm[];
+for (const f of FORMS) if (!ALL_FORMS.includes(f)) throw new Error(`unknown pipe form ${f} (${ALL_FORMS.join(', ')})`);
+if (!FORMS.includes('pull')) FORMS.unshift('pull');
 const ALL_KINDS: DownloadKind[] = ['blob', 'sw', 'sw-self', 'sw-stream', 'sw-stream-self'];
 const KINDS = list(args['sw-kinds']) as DownloadKind[];
 for (const k of KINDS)
@@ -369,16 +396,28 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
       r: REPEATS,
     },
   );
-  const pipes = PIPES.map((p) => ({ ...p, runs: [] as DownloadRun[] }));
+  // Every form with every variant, interleaved round by round.
+  const pipes = FORMS.flatMap((form) => PIPES.map((p) => ({ ...p, form, runs: [] as PipeRun[] })));
+  const missing = new Set<PipeForm>();
   for (let r = 0; r < REPEATS; r++) {
     for (const p of pipes) {
+      if (missing.has(p.form)) continue;
       const run = await call(
-        'the do-nothing service worker',
+        `the do-nothing service worker (${p.form})`,
         budget(bytes),
-        (a) => benchEngines.pipeLimit(a.bytes, a.chunk, a.hwm),
-        { bytes, chunk: p.chunk, hwm: p.hwm },
-      );
-      if (run.bytes !== bytes) throw new Error(`the pipe's service worker gave ${run.bytes} of ${bytes} bytes`);
+        (a) => benchEngines.pipeLimit(a.bytes, a.chunk, a.hwm, a.form),
+        { bytes, chunk: p.chunk, hwm: p.hwm, form: p.form },
+      ).catch((error: unknown) => {
+        // pipe-sw.js answers 501 for a form this engine cannot make: leave that form out here.
+        if (p.form === 'pull' || !String(error).includes('HTTP 501')) throw error;
+        console.log(`  the pipe's body form ${p.form} is not available here: ${String(error)}`);
+        missing.add(p.form);
+        return undefined;
+      });
+      if (run === undefined) continue;
+      if (run.bytes !== bytes) {
+        throw new Error(`the pipe's service worker (${p.form}) gave ${run.bytes} of ${bytes} bytes`);
+      }
       p.runs.push(run);
     }
   }
@@ -391,18 +430,28 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
   }
   console.log(`  SHAKE128 (WebAssembly, one thread, best of ${REPEATS}): ${shake.toFixed(0)} MB/s`);
   for (const p of pipes) {
+    if (missing.has(p.form)) continue;
+    const built = p.runs.every((r) => r.buildMs !== undefined)
+      ? `; built in ${p.runs.map((r) => r.buildMs!.toFixed(0)).join(', ')} ms, served at ` +
+        `${p.runs.map((r) => mbps(bytes, r.ms - r.buildMs!).toFixed(0)).join(', ')} MB/s`
+      : '';
     console.log(
-      `  service worker doing nothing, ${p.chunk / 1024} KiB chunks, high-water mark ${p.hwm}: ` +
-        `${p.runs.map((r) => mbps(bytes, r.ms).toFixed(0)).join(', ')} MB/s`,
+      `  service worker doing nothing, ${p.form}, ${p.chunk / 1024} KiB chunks, high-water mark ${p.hwm}: ` +
+        `${p.runs.map((r) => mbps(bytes, r.ms).toFixed(0)).join(', ')} MB/s; ` +
+        `first byte ${p.runs.map((r) => r.ttfbMs.toFixed(0)).join(', ')} ms, then ` +
+        `${p.runs.map((r) => mbps(bytes, r.ms - r.ttfbMs).toFixed(0)).join(', ')} MB/s${built}`,
     );
   }
   const rate = (kind: DownloadKind) => (runs[kind].length ? mbps(bytes, median(runs[kind].map((r) => r.ms))) : NaN);
   const ttfb = (kind: DownloadKind) => (runs[kind].length ? median(runs[kind].map((r) => r.ttfbMs)) : NaN);
   const blob = rate('blob');
-  // The pipe at its best: the chunk size (and queue) that moved the bytes fastest here.
-  const best = pipes
-    .map((p) => ({ ...p, rate: mbps(bytes, median(p.runs.map((r) => r.ms))) }))
-    .reduce((a, b) => (b.rate > a.rate ? b : a));
+  // The pipe at its best in each form: the chunk size (and queue) that moved the bytes fastest here.
+  const bestOf = (form: PipeForm) =>
+    pipes
+      .filter((p) => p.form === form)
+      .map((p) => ({ ...p, rate: mbps(bytes, median(p.runs.map((r) => r.ms))) }))
+      .reduce((a, b) => (b.rate > a.rate ? b : a));
+  const best = bestOf('pull');
   const pipeRate = best.rate;
   const limit = Math.min(blob, shake);
   const size = `${SW_MIB} MiB`;
@@ -416,6 +465,15 @@ async function swCase(call: Call, rows: Row[]): Promise<void> {
       ours: pipeRate,
       theirs: limit,
     },
+    ...FORMS.filter((form) => form !== 'pull' && !missing.has(form)).map((form): Row => {
+      const b = bestOf(form);
+      return {
+        name: `pipe, body form ${form} (best: ${b.chunk / 1024} KiB chunks${b.hwm ? `, ${b.hwm} queued` : ''})`,
+        unit: 'MB/s',
+        ours: b.rate,
+        theirs: limit,
+      };
+    }),
     {
       name: `download ${size}, service worker (defaults: verifyFirst)`,
       unit: 'MB/s',

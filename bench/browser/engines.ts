@@ -287,12 +287,24 @@ async function shakeLimit(bytes: number, repeats: number): Promise<number> {
 let pipeFrame: HTMLIFrameElement | undefined;
 
 /**
+ * How the do-nothing service worker makes its body (public/pipe-sw.js says what each is): `pull` is
+ * the decrypter's own form, the others what it could answer with instead.
+ */
+export type PipeForm =
+  'pull' | 'push' | 'bytes' | 'byob' | 'transform' | 'blob' | 'blob-parts' | 'blob-stream' | 'buffer' | 'cache';
+
+export interface PipeRun extends DownloadRun {
+  /** For a body the service worker builds before it answers (a Blob, a buffer): the building alone. */
+  readonly buildMs?: number;
+}
+
+/**
  * The service-worker pipe's own ceiling: `bytes` of zeros made by a service worker that does
  * nothing else (public/pipe-sw.js, scope /pipe/) in chunks of `chunk` bytes with `hwm` of them
- * queued, read in a frame it controls. A decrypting service worker moves its plaintext through
- * the same pipe, so it cannot beat this.
+ * queued, as a body of the form `form`, read in a frame it controls. A decrypting service worker
+ * moves its plaintext through the same pipe, so it cannot beat this in the same form.
  */
-async function pipeLimit(bytes: number, chunk = 256 * 1024, hwm = 0): Promise<DownloadRun> {
+async function pipeLimit(bytes: number, chunk = 256 * 1024, hwm = 0, form: PipeForm = 'pull'): Promise<PipeRun> {
   if (!pipeFrame) {
     const registration = await navigator.serviceWorker.register('/pipe-sw.js', { scope: '/pipe/' });
     const worker = registration.installing ?? registration.waiting ?? registration.active;
@@ -307,11 +319,24 @@ async function pipeLimit(bytes: number, chunk = 256 * 1024, hwm = 0): Promise<Do
     await new Promise((resolve) => pipeFrame!.addEventListener('load', resolve, { once: true }));
   }
   type PipeWindow = Window & {
-    pipeRun(n: number, chunk: number, hwm: number): Promise<DownloadRun & { controlled: boolean }>;
+    pipeRun(
+      n: number,
+      chunk: number,
+      hwm: number,
+      form: PipeForm,
+    ): Promise<DownloadRun & { controlled: boolean; buildMs?: number }>;
   };
-  const run = await (pipeFrame.contentWindow as PipeWindow).pipeRun(bytes, chunk, hwm);
+  const run = await (pipeFrame.contentWindow as PipeWindow).pipeRun(bytes, chunk, hwm, form);
   if (!run.controlled) throw new Error('the pipe frame is not controlled by its service worker');
-  return { ms: run.ms, ttfbMs: run.ttfbMs, prepareMs: 0, bytes: run.bytes, checksum: '', status: 200 };
+  return {
+    ms: run.ms,
+    ttfbMs: run.ttfbMs,
+    prepareMs: 0,
+    bytes: run.bytes,
+    checksum: '',
+    status: 200,
+    ...(run.buildMs === undefined ? {} : { buildMs: run.buildMs }),
+  };
 }
 
 // ---- where the crypto worker's time goes (bench/worker-phases.ts) ----
