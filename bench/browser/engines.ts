@@ -56,6 +56,8 @@ export interface DownloadRun {
   readonly bytes: number;
   readonly checksum: string;
   readonly status: number;
+  /** What the service worker said of its phases (a measurement build's x-sw-timing header), if anything. */
+  readonly timing?: string;
 }
 
 let keys: BenchKeys;
@@ -223,7 +225,7 @@ async function downloadSetup(bytes: number) {
   return { plainChecksum: sum.value, plainBytes: plainBlob.size, sealedBytes: sealedBlob.size };
 }
 
-async function download(kind: DownloadKind): Promise<DownloadRun> {
+async function download(kind: DownloadKind, filename = 'bench.bin'): Promise<DownloadRun> {
   if (!plainUrl || !sealedBlob) throw new Error('downloadSetup first');
   const start = performance.now();
   let prepareMs = 0;
@@ -237,7 +239,7 @@ async function download(kind: DownloadKind): Promise<DownloadRun> {
       recipientId: keys.rid,
       usk: keys.usk,
       vk: keys.vk,
-      filename: 'bench.bin',
+      filename,
       ...(kind.startsWith('sw-stream') ? { verifyFirst: false } : {}),
       offload: !kind.endsWith('-self'),
     });
@@ -262,6 +264,7 @@ async function download(kind: DownloadKind): Promise<DownloadRun> {
     bytes: sum.bytes,
     checksum: sum.value,
     status: response.status,
+    ...(response.headers.get('x-sw-timing') ? { timing: response.headers.get('x-sw-timing')! } : {}),
   };
 }
 
