@@ -289,6 +289,27 @@ describe('StreamUnsealer.open: the plaintext as a stream that pulls its source',
     await expect(opened.result).rejects.toThrow('enough');
   });
 
+  it('segmentsInFlight keeps at least that many segments read ahead of the reader (the service worker in WebKit)', async () => {
+    // More than the 24 that Node's hashing thread asks for, so that the option is what decides.
+    const long = await sealToBytes(optionShapes[1]!, content(64 * DEFAULT_SEGMENT_SIZE));
+    const source = countingSource(long);
+    const unsealer = await StreamUnsealer.new(source.readable, vk, { size: long.length, segmentsInFlight: 40 });
+    const opened = await unsealer.open('bob', bobUsk);
+    const reader = opened.readable.getReader();
+    await reader.read();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const wire = DEFAULT_SEGMENT_SIZE + 112;
+    const framing = splitFrame(long).framingBytes;
+    expect(source.pulled()).toBeGreaterThanOrEqual(framing + 40 * wire);
+    expect(source.pulled()).toBeLessThanOrEqual(framing + 43 * wire);
+    await reader.cancel(new Error('enough'));
+    for (const bad of [-1, 1.5, 65, 'x']) {
+      await expect(
+        StreamUnsealer.new(chunkedSource(ct), vk, { segmentsInFlight: bad as number }),
+      ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    }
+  });
+
   it('errors the stream with a typed error on a tampered segment; what it gave before is the only output', async () => {
     const bad = ct.slice();
     const at = bad.length - 3 * DEFAULT_SEGMENT_SIZE;

@@ -282,6 +282,11 @@ export interface StreamUnsealerOptions {
    * bytes than this fails the stream.
    */
   size?: number;
+  /**
+   * @internal At least this many segments in flight ahead of the reader (the default: what the
+   * hasher asks for, four inline). The service worker asks for more in WebKit (worker/sw-whole.ts).
+   */
+  segmentsInFlight?: number;
 }
 
 /**
@@ -327,6 +332,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
     private readonly reader: StreamReader,
     private readonly framingBytes: number,
     private readonly ciphertextBytes: number | undefined,
+    private readonly minInFlight: number,
   ) {
     super(verified);
   }
@@ -343,6 +349,9 @@ export class StreamUnsealer extends VerifiedHeaderView {
     const size = options?.size;
     if (size !== undefined && !(Number.isSafeInteger(size) && size >= 0))
       throw new InputError(ErrorCode.INVALID_INPUT, "size must be the ciphertext's length in bytes");
+    const inFlight = options?.segmentsInFlight ?? 0;
+    if (!(Number.isSafeInteger(inFlight) && inFlight >= 0 && inFlight <= 64))
+      throw new InputError(ErrorCode.INVALID_INPUT, 'segmentsInFlight must be a whole number from 0 to 64');
     const reader = new StreamReader(readable);
     try {
       const { header, signature, framingBytes } = await readFrame(
@@ -358,7 +367,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
           ErrorCode.TRUNCATED,
           `a ciphertext of ${size} bytes does not end with a whole final segment: it was cut`,
         );
-      return new StreamUnsealer(verified, segmentSize, reader, framingBytes, size);
+      return new StreamUnsealer(verified, segmentSize, reader, framingBytes, size, inFlight);
     } catch (e) {
       await reader.cancel(e);
       throw e;
@@ -439,8 +448,8 @@ export class StreamUnsealer extends VerifiedHeaderView {
       // to keep it busy through a pause of this thread or of the source (with four it sat idle
       // between replies; Node's thread takes 6 MiB of them, segment-hasher-node.ts says why);
       // inline (a service worker) and on the second reading, the default four, which is also what
-      // a service worker holds ahead of its reader.
-      depth: hasher?.inFlight(this.segmentSize, 'open') ?? INLINE_IN_FLIGHT,
+      // a service worker holds ahead of its reader; or more where the caller asks (`segmentsInFlight`).
+      depth: Math.max(this.minInFlight, hasher?.inFlight(this.segmentSize, 'open') ?? INLINE_IN_FLIGHT),
       finished: () => hasher?.close(),
       keyIds: { verifyingKeyId, userKeyId },
     });
@@ -481,7 +490,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
       { iv: this.verified.header.iv, key, verified: verdict, firstSegment: segment },
       this.segmentSize,
     );
-    const stream = this.plaintext(reader, opener, { depth: INLINE_IN_FLIGHT, keyIds: {} });
+    const stream = this.plaintext(reader, opener, { depth: Math.max(this.minInFlight, INLINE_IN_FLIGHT), keyIds: {} });
     stream.size = size;
     return stream.opened().opened;
   }
