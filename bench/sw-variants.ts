@@ -1,14 +1,15 @@
 /**
- * Where a service-worker download's CPU goes, per browser thread, in engines with no profiler to
- * drive (WebKitGTK; worker/README.md, "Where the service worker's time goes in WebKit"): the
- * engines page (bench/browser/engines.html, as bench:browser builds it) downloads a sealed Blob
- * through the decrypting service worker, kind by kind in rounds, and every browser thread's CPU
- * time is read from /proc/<pid>/task/<tid>/schedstat around each download. CPU time per thread
- * does not depend on what else the machine runs the way wall time does.
+ * Service-worker settings A/B-tested inside one page, in engines with no profiler to drive
+ * (WebKitGTK; worker/README.md, "Where the service worker's time goes in WebKit"): the engines
+ * page (bench/browser/engines.html, as bench:browser builds it) downloads a sealed Blob through the
+ * decrypting service worker under each variant's file name, kind by kind, interleaved in rounds, with
+ * every browser thread's CPU time around each download (bench/thread-cpu.ts, as bench/sw-cpu.ts).
+ * Alternating in one page, both sides see the same moments of a busy machine, which whole processes
+ * (bench:browser --ref) do not.
  *
- *   node --import tsx bench/sw-threads.ts --engines webkit --mib 128 --rounds 3
- *   node --import tsx bench/sw-threads.ts --kinds blob,sw-stream-self --top 12
- *   node --import tsx bench/sw-threads.ts --ref <build> --variants a-d4.bin,a-d8.bin --rounds 10
+ *   node --import tsx bench/sw-variants.ts --engines webkit --mib 128 --rounds 3
+ *   node --import tsx bench/sw-variants.ts --kinds blob,sw-stream-self --top 12
+ *   node --import tsx bench/sw-variants.ts --ref <build> --variants a-d4.bin,a-d8.bin --rounds 10
  *
  * Options: --engines (webkit), --mib (128), --rounds (3), --kinds (blob,sw-self,sw-stream-self),
  * --top (the busiest threads listed, 14), --ref (a commit's lib/ and worker/, as bench:browser),
@@ -20,7 +21,6 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { cp, mkdir, rm, symlink } from 'node:fs/promises';
-import { readFileSync, readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -28,6 +28,7 @@ import { preview } from 'vite';
 import { launch, type Engine } from '../e2e/engines/driver.js';
 import type { DownloadKind, EnginesBench } from './browser/engines.js';
 import { buildEnginesPage, makeKeys } from './engines-page.js';
+import { threadTicks, ticksBetween } from './thread-cpu.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,7 +38,7 @@ const { values: args } = parseArgs({
     kinds: { type: 'string', default: 'blob,sw-self,sw-stream-self' },
     top: { type: 'string', default: '14' },
     ref: { type: 'string' },
-    /** Also `perf record` the service worker's thread during this kind's downloads (tmp/sw-threads-<kind>-<round>.perf). */
+    /** Also `perf record` the service worker's thread during this kind's downloads (tmp/sw-variants-<kind>-<round>.perf). */
     perf: { type: 'string' },
     /** Downloads under these file names, interleaved run by run (a measurement build may read settings from them). */
     variants: { type: 'string', default: 'bench.bin' },
@@ -51,58 +52,12 @@ const TOP = Number(args.top);
 const VARIANTS = args.variants.split(',').filter(Boolean);
 declare const benchEngines: EnginesBench;
 const repo = fileURLToPath(new URL('..', import.meta.url));
-const outDir = `${repo}tmp/bench-sw-threads/`;
+const outDir = `${repo}tmp/bench-sw-variants/`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
-
-/** Nanoseconds on a CPU of every thread of this process's descendants (the browser's), by "process/thread#tid". */
-function cpuNs(): Map<string, number> {
-  const parents = new Map<number, number>();
-  const names = new Map<number, string>();
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      parents.set(pid, Number(stat.slice(close + 2).split(' ')[1]));
-      names.set(pid, stat.slice(stat.indexOf('(') + 1, close));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const ours = (pid: number): boolean => {
-    for (let p = pid, hops = 0; p > 1 && hops < 20; p = parents.get(p) ?? 0, hops++) if (p === process.pid) return true;
-    return false;
-  };
-  const ns = new Map<string, number>();
-  for (const pid of parents.keys()) {
-    if (pid === process.pid || !ours(pid)) continue;
-    try {
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        const onCpu = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-        ns.set(`${names.get(pid)}[${pid}]/${comm}#${tid}`, onCpu);
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ns;
-}
-
-/** The CPU each thread spent between two readings, in ms. */
-function spent(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const [key, ns] of after) {
-    const ms = (ns - (before.get(key) ?? 0)) / 1e6;
-    if (ms > 0) out.set(key, ms);
-  }
-  return out;
-}
 
 /**
  * `perf record` of the service worker's thread (a thread named "…ServiceWorker" among the
@@ -110,7 +65,7 @@ function spent(before: Map<string, number>, after: Map<string, number>): Map<str
  * that names its JIT's code.
  */
 function perfRecord(file: string): { started: Promise<void>; stop(): Promise<void> } {
-  const tid = [...cpuNs().keys()].find((key) => key.includes('ServiceWorker'))?.split('#')[1];
+  const tid = [...threadTicks().keys()].find((key) => key.includes('ServiceWorker'))?.split('#')[1];
   if (tid === undefined) throw new Error('no service worker thread to record');
   const child = spawn('perf', ['record', '-q', '-F', '2999', '-g', '-t', tid, '-o', file], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
@@ -182,11 +137,11 @@ try {
           for (const c of cases) {
             const { kind } = c;
             const recorder =
-              size === BYTES && kind === args.perf ? perfRecord(`${repo}tmp/sw-threads-${kind}-${r}.perf`) : undefined;
+              size === BYTES && kind === args.perf ? perfRecord(`${repo}tmp/sw-variants-${kind}-${r}.perf`) : undefined;
             await recorder?.started;
-            const before = cpuNs();
+            const before = threadTicks();
             const run = await page.evaluate((a) => benchEngines.download(a.kind, a.name), c);
-            const cpu = spent(before, cpuNs());
+            const cpu = ticksBetween(before, threadTicks());
             await recorder?.stop();
             if (run.bytes !== size) throw new Error(`${kind}: ${run.bytes} of ${size} bytes`);
             if (run.timing !== undefined && size === BYTES)
