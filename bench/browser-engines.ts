@@ -30,12 +30,9 @@
  * Each engine is launched, run and closed in turn; one that fails prints its error (and the rows it
  * had) and the others still run; the exit status is then 1. Every wait has a timeout.
  */
-import { execFileSync } from 'node:child_process';
-import { cp, mkdir, rm, symlink } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { preview } from 'vite';
 import { ENGINES, launch, type Engine, type EngineBrowser, type EnginePage } from '../e2e/engines/driver.js';
 import type {
   DownloadKind,
@@ -47,7 +44,7 @@ import type {
   StreamRun,
 } from './browser/engines.js';
 import type { BenchKeys } from './browser/main.js';
-import { buildEnginesPage, makeKeys } from './engines-page.js';
+import { enginesPageSources, makeKeys, serveEnginesPage } from './engines-page.js';
 import { writeResult, type EngineResult } from './report.js';
 
 const { values: args } = parseArgs({
@@ -141,35 +138,6 @@ async function withTimeout<T>(work: Promise<T>, ms: number, what: string, onLate
 
 /** Time allowed for a page call that moves `bytes`: a minute, plus the bytes at 2 MB/s. */
 const budget = (bytes: number) => 60_000 + (bytes / 2e6) * 1000;
-
-/**
- * The sources the page is built from: the working tree, or (--ref) lib/, worker/ and
- * scripts/source-aliases.ts of a commit, exported with git archive beside this benchmark's own page
- * files, so that a figure names its commit while others edit the tree (and a tree in the middle of
- * an edit does not stop the run). The service worker is built by that tree's own Vite plugin.
- */
-async function sources(ref: string | undefined): Promise<{ tree: string; label: string }> {
-  const git = (...argv: string[]) => execFileSync('git', ['-C', repo, ...argv], { encoding: 'utf8' }).trim();
-  if (ref === undefined || ref === '') {
-    const dirty = git('status', '--porcelain', '--', 'lib', 'worker').split('\n').filter(Boolean).length;
-    const label = `working tree at ${git('rev-parse', '--short', 'HEAD')}${dirty ? ` + ${dirty} uncommitted files in lib/ worker/` : ''}`;
-    return { tree: repo, label };
-  }
-  const sha = git('rev-parse', '--verify', `${ref}^{commit}`);
-  const tree = `${repo}tmp/bench-src/${sha}/`;
-  await rm(tree, { recursive: true, force: true });
-  await mkdir(`${tree}bench`, { recursive: true });
-  execFileSync('sh', [
-    '-c',
-    `git -C "${repo}" archive ${sha} lib worker scripts/source-aliases.ts | tar -x -C "${tree}"`,
-  ]);
-  await cp(`${repo}bench/browser`, `${tree}bench/browser`, { recursive: true });
-  await cp(`${repo}bench/shake-core.ts`, `${tree}bench/shake-core.ts`);
-  await symlink(`${repo}node_modules`, `${tree}node_modules`);
-  return { tree, label: `commit ${sha.slice(0, 7)} (${ref})` };
-}
-
-const buildPage = (tree: string) => buildEnginesPage(tree, outDir);
 
 interface Row {
   name: string;
@@ -571,7 +539,7 @@ async function runEngine(engine: Engine, url: string, keys: BenchKeys): Promise<
 }
 
 const keys = makeKeys();
-const { tree, label } = await sources(args.ref);
+const { tree, label } = await enginesPageSources(args.ref);
 console.log(`postguard-ts: ${label}; @e4a/pg-wasm 0.5.10 (web build)`);
 console.log(
   `${cpus().length} cores, load ${loadavg()
@@ -579,18 +547,9 @@ console.log(
     .join(' ')}; engines ${engines.join(', ')}; cases ${cases.join(', ')}; ` +
     `stream ${STREAM_MIB} MiB, download ${SW_MIB} MiB, ${CHUNK / 1024} KiB chunks, median of ${REPEATS} after a warm-up on 8 MiB`,
 );
-await buildPage(tree);
-const server = await preview({
-  configFile: false,
-  root: `${tree}bench/browser/`,
-  logLevel: 'warn',
-  build: { outDir },
-  preview: { host: '127.0.0.1', port: 0, strictPort: true },
-});
+const server = await serveEnginesPage(tree, outDir);
 try {
-  const address = server.httpServer.address();
-  if (typeof address !== 'object' || address === null) throw new Error('the preview server has no port');
-  const url = `http://127.0.0.1:${address.port}/engines.html`;
+  const { url } = server;
   const failed: Engine[] = [];
   for (const engine of engines) if (!(await runEngine(engine, url, keys))) failed.push(engine);
   console.log(

@@ -12,10 +12,9 @@
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { preview } from 'vite';
-import { launch, type Engine } from '../e2e/engines/driver.js';
+import type { Engine } from '../e2e/engines/driver.js';
 import type { DownloadKind, DownloadRun, EnginesBench } from './browser/engines.js';
-import { buildEnginesPage, makeKeys } from './engines-page.js';
+import { makeKeys, openEnginesPage, serveEnginesPage } from './engines-page.js';
 import { median } from './streams.js';
 import { threadTicks, ticksBetween } from './thread-cpu.js';
 
@@ -35,16 +34,7 @@ declare const benchEngines: EnginesBench;
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const outDir = `${repo}tmp/sw-cpu/`;
-await buildEnginesPage(repo, outDir);
-const server = await preview({
-  configFile: false,
-  root: `${repo}bench/browser/`,
-  logLevel: 'warn',
-  build: { outDir },
-  preview: { host: '127.0.0.1', port: 0, strictPort: true },
-});
-const address = server.httpServer.address();
-if (typeof address !== 'object' || address === null) throw new Error('the preview server has no port');
+const server = await serveEnginesPage(repo, outDir);
 
 /** A thread's name without its id, and without the number an engine gives each thread of a pool. */
 function role(thread: string): string {
@@ -56,13 +46,8 @@ function role(thread: string): string {
 
 try {
   for (const engine of args.engines.split(',') as Engine[]) {
-    const browser = await launch(engine);
+    const { browser, page } = await openEnginesPage(engine, server.url);
     try {
-      const page = await browser.newPage();
-      await page.goto(`http://127.0.0.1:${address.port}/engines.html`);
-      while (!(await page.evaluate(() => 'benchEngines' in globalThis, undefined))) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
       await page.evaluate((k) => benchEngines.init(k, '/pg-wasm_bg.wasm', false), makeKeys());
       if (!(await page.evaluate(() => benchEngines.registerServiceWorker(), undefined))) {
         throw new Error(`${engine}: the decrypting service worker does not control the page`);

@@ -13,11 +13,10 @@ import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chromium } from '@playwright/test';
-import { preview } from 'vite';
 import { chromiumLaunchOptions } from '../test/chromium.js';
 import { profileDuring, summarizeProfile } from './browser-profile.js';
 import type { DownloadKind, DownloadRun, EnginesBench } from './browser/engines.js';
-import { buildEnginesPage, makeKeys } from './engines-page.js';
+import { makeKeys, serveEnginesPage } from './engines-page.js';
 
 const { values: args } = parseArgs({
   options: { mib: { type: 'string', default: '64' }, kind: { type: 'string', default: 'sw-stream' } },
@@ -32,18 +31,11 @@ const repo = fileURLToPath(new URL('..', import.meta.url));
 const outDir = `${repo}tmp/sw-profile/`;
 declare const benchEngines: EnginesBench;
 
-await buildEnginesPage(repo, outDir);
-const server = await preview({
-  configFile: false,
-  root: outDir,
-  logLevel: 'error',
-  build: { outDir },
-  preview: { host: '127.0.0.1', port: 0 },
-});
+const server = await serveEnginesPage(repo, outDir);
 const browser = await chromium.launch(chromiumLaunchOptions);
 try {
   const page = await browser.newPage();
-  await page.goto(`${server.resolvedUrls!.local[0]!}engines.html`);
+  await page.goto(server.url);
   await page.waitForFunction(() => 'benchEngines' in globalThis);
   await page.evaluate((a) => benchEngines.init(a.keys, a.wasm), { keys: makeKeys(), wasm: '/pg-wasm_bg.wasm' });
   if (!(await page.evaluate(() => benchEngines.registerServiceWorker()))) throw new Error('no service worker');

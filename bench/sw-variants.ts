@@ -19,15 +19,14 @@
  * a measurement build of the service worker that reads its settings from the name). A build that
  * answers with an `x-sw-timing` header (its phases, as text) has it printed for every download.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { cp, mkdir, rm, symlink } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { preview } from 'vite';
-import { launch, type Engine } from '../e2e/engines/driver.js';
+import type { Engine } from '../e2e/engines/driver.js';
 import type { DownloadKind, EnginesBench } from './browser/engines.js';
-import { buildEnginesPage, makeKeys } from './engines-page.js';
+import { enginesPageSources, makeKeys, openEnginesPage, serveEnginesPage } from './engines-page.js';
+import { median } from './streams.js';
 import { threadTicks, ticksBetween } from './thread-cpu.js';
 
 const { values: args } = parseArgs({
@@ -53,7 +52,6 @@ const VARIANTS = args.variants.split(',').filter(Boolean);
 declare const benchEngines: EnginesBench;
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const outDir = `${repo}tmp/bench-sw-variants/`;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
@@ -78,46 +76,13 @@ function perfRecord(file: string): { started: Promise<void>; stop(): Promise<voi
   };
 }
 
-/** The sources: the working tree, or lib/, worker/ and the aliases of a commit (as bench:browser --ref). */
-async function sources(ref: string | undefined): Promise<string> {
-  if (ref === undefined) return repo;
-  const sha = execFileSync('git', ['-C', repo, 'rev-parse', '--verify', `${ref}^{commit}`], {
-    encoding: 'utf8',
-  }).trim();
-  const tree = `${repo}tmp/bench-src/${sha}/`;
-  await rm(tree, { recursive: true, force: true });
-  await mkdir(`${tree}bench`, { recursive: true });
-  execFileSync('sh', [
-    '-c',
-    `git -C "${repo}" archive ${sha} lib worker scripts/source-aliases.ts | tar -x -C "${tree}"`,
-  ]);
-  await cp(`${repo}bench/browser`, `${tree}bench/browser`, { recursive: true });
-  await cp(`${repo}bench/shake-core.ts`, `${tree}bench/shake-core.ts`);
-  await symlink(`${repo}node_modules`, `${tree}node_modules`);
-  return tree;
-}
-
-const tree = await sources(args.ref);
-await buildEnginesPage(tree, outDir);
-const server = await preview({
-  configFile: false,
-  root: `${tree}bench/browser/`,
-  logLevel: 'warn',
-  build: { outDir },
-  preview: { host: '127.0.0.1', port: 0, strictPort: true },
-});
-const address = server.httpServer.address();
-if (typeof address !== 'object' || address === null) throw new Error('no port');
+const { tree } = await enginesPageSources(args.ref);
+const server = await serveEnginesPage(tree, outDir);
 const keys = makeKeys();
 try {
   for (const engine of args.engines.split(',') as Engine[]) {
-    const browser = await launch(engine);
+    const { browser, page } = await openEnginesPage(engine, server.url);
     try {
-      const page = await browser.newPage();
-      await page.goto(`http://127.0.0.1:${address.port}/engines.html`);
-      while (!(await page.evaluate(() => 'benchEngines' in globalThis, undefined))) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
       await page.evaluate((a) => benchEngines.init(a.k, '/pg-wasm_bg.wasm', false), { k: keys });
       if (!(await page.evaluate(() => benchEngines.registerServiceWorker(), undefined)))
         throw new Error('the decrypting service worker does not control the page');

@@ -21,11 +21,10 @@
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { preview } from 'vite';
-import { launch, type Engine } from '../e2e/engines/driver.js';
+import type { Engine } from '../e2e/engines/driver.js';
 import type { EnginesBench, StreamRun } from './browser/engines.js';
 import type { PhaseRun, Variant } from './browser/phases.worker.js';
-import { buildEnginesPage, makeKeys } from './engines-page.js';
+import { makeKeys, openEnginesPage, serveEnginesPage } from './engines-page.js';
 import { TICK_MS, threadTicks } from './thread-cpu.js';
 
 const { values: args } = parseArgs({
@@ -74,26 +73,12 @@ const load = () =>
 
 type Case = { name: string; run: () => Promise<PhaseRun | StreamRun> };
 
-await buildEnginesPage(repo, outDir);
-const server = await preview({
-  configFile: false,
-  root: `${repo}bench/browser/`,
-  logLevel: 'warn',
-  build: { outDir },
-  preview: { host: '127.0.0.1', port: 0, strictPort: true },
-});
-const address = server.httpServer.address();
-if (typeof address !== 'object' || address === null) throw new Error('no port');
+const server = await serveEnginesPage(repo, outDir);
 const keys = makeKeys();
 try {
   for (const engine of args.engines.split(',') as Engine[]) {
-    const browser = await launch(engine);
+    const { browser, page } = await openEnginesPage(engine, server.url);
     try {
-      const page = await browser.newPage();
-      await page.goto(`http://127.0.0.1:${address.port}/engines.html`);
-      while (!(await page.evaluate(() => 'benchEngines' in globalThis, undefined))) {
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
       const info = await page.evaluate((a) => benchEngines.init(a.k, '/pg-wasm_bg.wasm', a.ports), {
         k: keys,
         ports: args['with-ports'],
