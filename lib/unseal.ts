@@ -449,7 +449,7 @@ export class StreamUnsealer extends VerifiedHeaderView {
       // between replies; Node's thread takes 6 MiB of them, segment-hasher-node.ts says why);
       // inline (a service worker) and on the second reading, the default four, which is also what
       // a service worker holds ahead of its reader; or more where the caller asks (`segmentsInFlight`).
-      depth: Math.max(this.minInFlight, hasher?.inFlight(this.segmentSize, 'open') ?? INLINE_IN_FLIGHT),
+      depth: this.depth(hasher?.inFlight(this.segmentSize, 'open')),
       finished: () => hasher?.close(),
       keyIds: { verifyingKeyId, userKeyId },
     });
@@ -490,9 +490,14 @@ export class StreamUnsealer extends VerifiedHeaderView {
       { iv: this.verified.header.iv, key, verified: verdict, firstSegment: segment },
       this.segmentSize,
     );
-    const stream = this.plaintext(reader, opener, { depth: Math.max(this.minInFlight, INLINE_IN_FLIGHT), keyIds: {} });
+    const stream = this.plaintext(reader, opener, { depth: this.depth(), keyIds: {} });
     stream.size = size;
     return stream.opened().opened;
+  }
+
+  /** Segments a reading keeps in flight: what its hasher asks for (four inline), or the caller's `segmentsInFlight` if more. */
+  private depth(asked = INLINE_IN_FLIGHT): number {
+    return Math.max(this.minInFlight, asked);
   }
 
   private resumePoint(skip: number) {

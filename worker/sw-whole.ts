@@ -94,7 +94,7 @@ async function unsealHere(
   try {
     unsealer = await StreamUnsealer.new(source.stream, r.vk, {
       ...(source.size === undefined ? {} : { size: source.size }),
-      ...(SEGMENTS_IN_FLIGHT > 0 ? { segmentsInFlight: SEGMENTS_IN_FLIGHT } : {}),
+      segmentsInFlight: SEGMENTS_IN_FLIGHT,
     });
     opened =
       authenticated !== undefined && 'unsealer' in authenticated.pass
